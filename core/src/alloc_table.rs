@@ -1,0 +1,149 @@
+//! The address-keyed allocation table.
+//!
+//! Device memory is named by its address, so this table keeps, besides the generational slot
+//! table (creation order for teardown), an array of slot indices sorted by base address. Every
+//! address given to free/copy/fill is resolved here: an unknown, freed or out-of-range address is
+//! an error, never a double free. Depends on `table`, `backend` (for `MemKind`) and `error`.
+
+use crate::backend::MemKind;
+use crate::error::{ErrorCode, Result, fail};
+use crate::handle::ObjectKind;
+use crate::table::Table;
+
+/// One live allocation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AllocEntry {
+    pub base: u64,
+    pub size: usize,
+    /// Slot index of the owning device in the device table.
+    pub device: u32,
+    pub kind: MemKind,
+}
+
+pub(crate) struct AllocTable<const N: usize> {
+    pub(crate) slots: Table<AllocEntry, N>,
+    by_address: [u32; N],
+}
+
+impl<const N: usize> AllocTable<N> {
+    pub(crate) const fn new() -> Self {
+        Self { slots: Table::new(ObjectKind::Allocation), by_address: [0; N] }
+    }
+
+    fn sorted(&self) -> &[u32] {
+        &self.by_address[..self.slots.len()]
+    }
+
+    /// Position in `by_address` of the last allocation whose base is `<= addr`.
+    fn floor(&self, addr: u64) -> Option<usize> {
+        let sorted = self.sorted();
+        let after = sorted.partition_point(|&i| self.slots.at(i).base <= addr);
+        after.checked_sub(1)
+    }
+
+    /// Inserts a new allocation as the newest. Fails with `OutOfResources` when full, and with
+    /// `BackendFailure` when the backend returned a range overlapping a live allocation.
+    pub(crate) fn insert(&mut self, entry: AllocEntry) -> Result<()> {
+        if self.slots.is_full() {
+            return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
+        }
+        let end = entry.base.checked_add(entry.size as u64);
+        let pos = self.floor(entry.base).map_or(0, |p| p + 1);
+        let overlaps_prev = pos > 0 && {
+            let prev = self.slots.at(self.by_address[pos - 1]);
+            prev.base + prev.size as u64 > entry.base
+        };
+        let overlaps_next = pos < self.slots.len()
+            && end.is_none_or(|end| self.slots.at(self.by_address[pos]).base < end);
+        if end.is_none() || overlaps_prev || overlaps_next {
+            return fail(ErrorCode::BackendFailure, "backend returned an address overlapping a live allocation");
+        }
+        let len = self.slots.len();
+        let slot = match self.slots.insert(entry) {
+            Ok(h) => h.index() as u32,
+            Err(_) => return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)"),
+        };
+        self.by_address.copy_within(pos..len, pos + 1);
+        self.by_address[pos] = slot;
+        Ok(())
+    }
+
+    /// The slot of the allocation whose base is exactly `addr`.
+    pub(crate) fn find_base(&self, addr: u64) -> Result<u32> {
+        if addr == 0 {
+            return fail(ErrorCode::NullPointer, "device address is null");
+        }
+        match self.floor(addr).map(|p| self.by_address[p]) {
+            Some(slot) if self.slots.at(slot).base == addr => Ok(slot),
+            Some(slot) if addr < self.slots.at(slot).base + self.slots.at(slot).size as u64 => {
+                fail(ErrorCode::InvalidArgument, "address is inside an allocation, not its base")
+            }
+            _ => fail(ErrorCode::NotFound, "address is not a live allocation (never allocated or already freed)"),
+        }
+    }
+
+    /// The slot of the allocation containing `[addr, addr + size)`, with `size > 0`.
+    pub(crate) fn find_range(&self, addr: u64, size: usize) -> Result<u32> {
+        if addr == 0 {
+            return fail(ErrorCode::NullPointer, "device address is null");
+        }
+        let slot = match self.floor(addr).map(|p| self.by_address[p]) {
+            Some(slot) if addr < self.slots.at(slot).base + self.slots.at(slot).size as u64 => slot,
+            _ => return fail(ErrorCode::NotFound, "address is not in a live allocation"),
+        };
+        let e = self.slots.at(slot);
+        match addr.checked_add(size as u64) {
+            Some(end) if end <= e.base + e.size as u64 => Ok(slot),
+            _ => fail(ErrorCode::InvalidSize, "range runs past the end of its allocation"),
+        }
+    }
+
+    /// Removes the allocation in `slot`.
+    pub(crate) fn remove_at(&mut self, slot: u32) -> AllocEntry {
+        let base = self.slots.at(slot).base;
+        let len = self.slots.len();
+        let pos = self.floor(base).expect("live allocation is in the address index");
+        self.by_address.copy_within(pos + 1..len, pos);
+        self.slots.remove_at(slot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(base: u64, size: usize) -> AllocEntry {
+        AllocEntry { base, size, device: 0, kind: MemKind::Device }
+    }
+
+    #[test]
+    fn lookup_by_base_and_range() {
+        let mut t: AllocTable<4> = AllocTable::new();
+        t.insert(entry(0x3000, 0x100)).unwrap();
+        t.insert(entry(0x1000, 0x100)).unwrap();
+        t.insert(entry(0x2000, 0x100)).unwrap();
+        let s = t.find_base(0x2000).unwrap();
+        assert_eq!(t.slots.at(s).base, 0x2000);
+        assert_eq!(t.find_base(0x2010).unwrap_err().code, ErrorCode::InvalidArgument);
+        assert_eq!(t.find_base(0x2100).unwrap_err().code, ErrorCode::NotFound);
+        assert_eq!(t.find_base(0).unwrap_err().code, ErrorCode::NullPointer);
+        assert!(t.find_range(0x1010, 0xf0).is_ok());
+        assert_eq!(t.find_range(0x1010, 0xf1).unwrap_err().code, ErrorCode::InvalidSize);
+        assert_eq!(t.find_range(0x10ff, usize::MAX).unwrap_err().code, ErrorCode::InvalidSize);
+        assert_eq!(t.find_range(0x0fff, 1).unwrap_err().code, ErrorCode::NotFound);
+        t.remove_at(s);
+        assert_eq!(t.find_base(0x2000).unwrap_err().code, ErrorCode::NotFound);
+        assert!(t.find_base(0x3000).is_ok() && t.find_base(0x1000).is_ok());
+    }
+
+    #[test]
+    fn rejects_overlap_and_full() {
+        let mut t: AllocTable<2> = AllocTable::new();
+        t.insert(entry(0x1000, 0x100)).unwrap();
+        assert_eq!(t.insert(entry(0x10ff, 1)).unwrap_err().code, ErrorCode::BackendFailure);
+        assert_eq!(t.insert(entry(0x0f01, 0x100)).unwrap_err().code, ErrorCode::BackendFailure);
+        assert_eq!(t.insert(entry(u64::MAX, 2)).unwrap_err().code, ErrorCode::BackendFailure);
+        t.insert(entry(0x1100, 0x100)).unwrap();
+        assert_eq!(t.insert(entry(0x5000, 1)).unwrap_err().code, ErrorCode::OutOfResources);
+    }
+}

@@ -1,0 +1,225 @@
+//! Error codes and error values shared by every layer of ordo.
+//!
+//! `ErrorCode` is `#[repr(i32)]` and its values are part of the C ABI: never renumber a variant.
+//! Depends on nothing else in the crate.
+
+use core::fmt;
+
+/// The status of an ordo operation, shared by Rust and C (`ordo_status_t`). `Success` is 0.
+#[repr(i32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorCode {
+    /// The operation succeeded.
+    Success = 0,
+    /// An error that fits no other code.
+    Unknown = 1,
+    /// An argument is invalid in combination with the others (e.g. objects of two devices).
+    InvalidArgument = 2,
+    /// A numeric argument is out of its valid range (e.g. a zero grid dimension).
+    InvalidValue = 3,
+    /// A size is zero, too large, or runs past the end of an allocation.
+    InvalidSize = 4,
+    /// An enumeration value is not one of the defined values.
+    InvalidEnumeration = 5,
+    /// A required pointer is null.
+    NullPointer = 6,
+    /// A handle is null (zero).
+    NullHandle = 7,
+    /// A handle is stale (released or from an earlier init), forged, or of another kind.
+    InvalidHandle = 8,
+    /// A named thing (kernel, device address) does not exist.
+    NotFound = 9,
+    /// A fixed-capacity table, a reference count or the backend's memory is exhausted.
+    OutOfResources = 10,
+    /// A program image is not valid for the device.
+    InvalidBinary = 11,
+    /// The operation is not supported by this backend or device.
+    Unsupported = 12,
+    /// The backend reported a failure that has no more specific code.
+    BackendFailure = 13,
+    /// The runtime is not initialised (before `init`, or after the final `shutdown`).
+    Uninitialized = 14,
+    /// The device was lost or a kernel faulted; the device is unusable.
+    DeviceLost = 15,
+    /// The final shutdown completed, but some objects failed to release (see the report).
+    TeardownFailed = 16,
+    /// The backend's driver or devices are not present on this machine.
+    NotPresent = 17,
+    /// An internal error: a bug in ordo (e.g. a caught panic at the C boundary).
+    Internal = 18,
+}
+
+impl ErrorCode {
+    /// Every code, in numeric order.
+    pub const ALL: [ErrorCode; 19] = [
+        Self::Success,
+        Self::Unknown,
+        Self::InvalidArgument,
+        Self::InvalidValue,
+        Self::InvalidSize,
+        Self::InvalidEnumeration,
+        Self::NullPointer,
+        Self::NullHandle,
+        Self::InvalidHandle,
+        Self::NotFound,
+        Self::OutOfResources,
+        Self::InvalidBinary,
+        Self::Unsupported,
+        Self::BackendFailure,
+        Self::Uninitialized,
+        Self::DeviceLost,
+        Self::TeardownFailed,
+        Self::NotPresent,
+        Self::Internal,
+    ];
+
+    /// A short, static description of the code.
+    pub const fn description(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Unknown => "unknown error",
+            Self::InvalidArgument => "invalid argument",
+            Self::InvalidValue => "invalid value",
+            Self::InvalidSize => "invalid size",
+            Self::InvalidEnumeration => "invalid enumeration value",
+            Self::NullPointer => "null pointer",
+            Self::NullHandle => "null handle",
+            Self::InvalidHandle => "invalid handle",
+            Self::NotFound => "not found",
+            Self::OutOfResources => "out of resources",
+            Self::InvalidBinary => "invalid binary",
+            Self::Unsupported => "unsupported",
+            Self::BackendFailure => "backend failure",
+            Self::Uninitialized => "not initialized",
+            Self::DeviceLost => "device lost",
+            Self::TeardownFailed => "teardown failed",
+            Self::NotPresent => "not present",
+            Self::Internal => "internal error",
+        }
+    }
+
+    /// The code with this numeric value, if there is one.
+    pub fn from_i32(value: i32) -> Option<Self> {
+        Self::ALL.get(usize::try_from(value).ok()?).copied()
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.description())
+    }
+}
+
+/// An error returned by the runtime: a code, the backend's own code where one exists, and a
+/// static detail message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Error {
+    /// What went wrong, as a stable code.
+    pub code: ErrorCode,
+    /// The backend's own code (e.g. a `CUresult`), or 0 when the error came from ordo itself.
+    pub native: i64,
+    /// A static detail message naming the argument or condition.
+    pub message: &'static str,
+}
+
+impl Error {
+    /// An error raised by ordo itself (no backend code).
+    pub const fn new(code: ErrorCode, message: &'static str) -> Self {
+        Self { code, native: 0, message }
+    }
+
+    /// `Uninitialized`: the call arrived outside `Ready`.
+    pub const UNINITIALIZED: Self =
+        Self::new(ErrorCode::Uninitialized, "ordo is not initialized (call init first, or it was shut down)");
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)?;
+        if self.native != 0 {
+            write!(f, " (backend code {})", self.native)?;
+        }
+        Ok(())
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// An error reported by a backend: a code, the backend's own code, and whether it means that the
+/// driver already released the object (e.g. `CUDA_ERROR_DEINITIALIZED` during process exit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BackendError {
+    /// The translated code.
+    pub code: ErrorCode,
+    /// The backend's own code.
+    pub native: i64,
+    /// The driver already released the object; during teardown this is counted, not reported.
+    pub released_by_driver: bool,
+    /// A static detail message.
+    pub message: &'static str,
+}
+
+impl BackendError {
+    /// A backend error with a translated code and the backend's own code.
+    pub const fn new(code: ErrorCode, native: i64, message: &'static str) -> Self {
+        Self { code, native, released_by_driver: false, message }
+    }
+
+    /// The backend's driver or devices are absent: the platform is recorded as absent.
+    pub const fn not_present(message: &'static str) -> Self {
+        Self::new(ErrorCode::NotPresent, 0, message)
+    }
+
+    /// The driver already released the object (its context or the driver itself is gone).
+    pub const fn released(native: i64, message: &'static str) -> Self {
+        Self { code: ErrorCode::BackendFailure, native, released_by_driver: true, message }
+    }
+}
+
+impl From<BackendError> for Error {
+    fn from(e: BackendError) -> Self {
+        Self { code: e.code, native: e.native, message: e.message }
+    }
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&Error::from(*self), f)?;
+        if self.released_by_driver {
+            f.write_str(" [already released by the driver]")?;
+        }
+        Ok(())
+    }
+}
+
+impl core::error::Error for BackendError {}
+
+/// The result type of ordo operations.
+pub type Result<T> = core::result::Result<T, Error>;
+
+/// Shorthand for an `Err` raised by ordo itself.
+pub(crate) const fn fail<T>(code: ErrorCode, message: &'static str) -> Result<T> {
+    Err(Error::new(code, message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_dense_and_round_trip() {
+        for (i, code) in ErrorCode::ALL.iter().enumerate() {
+            assert_eq!(*code as i32, i as i32);
+            assert_eq!(ErrorCode::from_i32(i as i32), Some(*code));
+        }
+        assert_eq!(ErrorCode::from_i32(-1), None);
+        assert_eq!(ErrorCode::from_i32(ErrorCode::ALL.len() as i32), None);
+    }
+
+    #[test]
+    fn backend_error_keeps_native_code() {
+        let e: Error = BackendError::new(ErrorCode::DeviceLost, 719, "launch failed").into();
+        assert_eq!(e.code, ErrorCode::DeviceLost);
+        assert_eq!(e.native, 719);
+    }
+}

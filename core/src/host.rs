@@ -1,0 +1,423 @@
+//! The host backend: the embedded default, in `no_std`.
+//!
+//! Memory comes from a fixed arena the host supplies (`HostArena`, usually a `static`); programs
+//! are named sets of host kernels registered at build time (an image is a program's name; an
+//! unknown name is `InvalidBinary`); a launch runs the whole grid on the calling thread, so queues
+//! are in order and events complete when recorded. Depends on `backend`, `error`, `capacity`.
+
+use core::cell::UnsafeCell;
+use core::mem::MaybeUninit;
+
+use crate::backend::{Backend, BackendKind, BackendResult, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind};
+use crate::capacity::{MAX_ALLOCATIONS, MAX_EVENTS};
+use crate::error::{BackendError, Error, ErrorCode};
+
+/// Alignment of every host allocation (as CUDA's allocations are 256-byte aligned).
+pub const HOST_ALIGN: usize = 256;
+
+/// A region of memory the host backend allocates from.
+pub trait ArenaRegion: Sync {
+    /// Start and length of the region. The backend has exclusive use of it.
+    fn region(&self) -> (*mut u8, usize);
+}
+
+/// A fixed arena of `N` bytes, meant to be a `static`.
+#[repr(C, align(256))]
+pub struct HostArena<const N: usize>(UnsafeCell<MaybeUninit<[u8; N]>>);
+
+impl<const N: usize> HostArena<N> {
+    /// A new arena (place it in a `static`).
+    pub const fn new() -> Self {
+        Self(UnsafeCell::new(MaybeUninit::uninit()))
+    }
+}
+
+impl<const N: usize> Default for HostArena<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: the arena's bytes are handed out by one `HostBackend`, whose allocator (under its lock)
+// never gives the same byte to two live allocations; access to the bytes is the users' contract.
+unsafe impl<const N: usize> Sync for HostArena<N> {}
+
+impl<const N: usize> ArenaRegion for HostArena<N> {
+    fn region(&self) -> (*mut u8, usize) {
+        (self.0.get().cast::<u8>(), N)
+    }
+}
+
+/// Where a host kernel's thread is in the grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostThread {
+    /// Thread index within the block.
+    pub thread: [u32; 3],
+    /// Block index within the grid.
+    pub block: [u32; 3],
+    /// Threads per block.
+    pub block_dim: [u32; 3],
+    /// Blocks per grid.
+    pub grid_dim: [u32; 3],
+}
+
+impl HostThread {
+    /// The global x index: `block.x * block_dim.x + thread.x`.
+    pub fn global_x(&self) -> u64 {
+        u64::from(self.block[0]) * u64::from(self.block_dim[0]) + u64::from(self.thread[0])
+    }
+}
+
+/// A host kernel, run once per thread of the grid.
+///
+/// # Safety
+/// The launch's caller guarantees what `Runtime::launch` requires of arguments.
+pub type HostKernelFn = unsafe fn(&HostThread, &KernelArgs<'_>) -> Result<(), Error>;
+
+/// A named host kernel.
+#[derive(Clone, Copy)]
+pub struct HostKernel {
+    /// The name `kernel_get` looks up.
+    pub name: &'static str,
+    /// The function run per thread.
+    pub run: HostKernelFn,
+}
+
+/// A named set of host kernels: what a host "program image" names.
+#[derive(Clone, Copy)]
+pub struct HostProgram {
+    /// The program's name; the image passed to `program_load` is this name (a trailing NUL is allowed).
+    pub name: &'static str,
+    /// Its kernels.
+    pub kernels: &'static [HostKernel],
+}
+
+const EVENT_FREE: u64 = 0;
+const EVENT_UNRECORDED: u64 = 1;
+/// Recorded events hold their timestamp plus this offset.
+const EVENT_RECORDED_BASE: u64 = 2;
+
+struct HostState {
+    up: bool,
+    /// Free ranges `(offset, len)` of the arena, sorted and coalesced. Free ranges are never more
+    /// than live allocations plus one, so this cannot overflow.
+    free: heapless::Vec<(usize, usize), { MAX_ALLOCATIONS + 1 }>,
+    events: [u64; MAX_EVENTS],
+    next_queue: u64,
+}
+
+/// The host backend. Build it in a `static` with `HostBackend::new`.
+pub struct HostBackend {
+    arena: &'static dyn ArenaRegion,
+    programs: &'static [HostProgram],
+    clock_ns: Option<fn() -> u64>,
+    state: spin::Mutex<HostState>,
+}
+
+fn err(code: ErrorCode, message: &'static str) -> BackendError {
+    BackendError::new(code, 0, message)
+}
+
+impl HostBackend {
+    /// A host backend allocating from `arena` and offering `programs`. Without a clock, event
+    /// timing returns `Unsupported`.
+    pub const fn new(arena: &'static dyn ArenaRegion, programs: &'static [HostProgram], clock_ns: Option<fn() -> u64>) -> Self {
+        Self {
+            arena,
+            programs,
+            clock_ns,
+            state: spin::Mutex::new(HostState {
+                up: false,
+                free: heapless::Vec::new(),
+                events: [EVENT_FREE; MAX_EVENTS],
+                next_queue: 1,
+            }),
+        }
+    }
+
+    /// Bytes of the arena not allocated right now (for tests and `ordo info`).
+    pub fn free_bytes(&self) -> usize {
+        self.state.lock().free.iter().map(|&(_, len)| len).sum()
+    }
+
+    fn program_index(&self, image: &[u8]) -> Option<usize> {
+        let name = image.strip_suffix(&[0]).unwrap_or(image);
+        self.programs.iter().position(|p| p.name.as_bytes() == name)
+    }
+
+    fn event_slot(state: &mut HostState, raw: u64) -> BackendResult<&mut u64> {
+        match state.events.get_mut((raw as usize).wrapping_sub(1)) {
+            Some(slot) if *slot != EVENT_FREE => Ok(slot),
+            _ => Err(err(ErrorCode::InvalidHandle, "host event does not exist")),
+        }
+    }
+}
+
+impl Backend for HostBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Host
+    }
+
+    fn init(&self) -> BackendResult<u32> {
+        let (start, len) = self.arena.region();
+        let skip = start.align_offset(HOST_ALIGN).min(len);
+        let mut s = self.state.lock();
+        s.free.clear();
+        if len - skip >= HOST_ALIGN {
+            let _ = s.free.push((skip, (len - skip) / HOST_ALIGN * HOST_ALIGN));
+        }
+        s.events = [EVENT_FREE; MAX_EVENTS];
+        s.up = true;
+        Ok(1)
+    }
+
+    fn deinit(&self) -> BackendResult<()> {
+        self.state.lock().up = false;
+        Ok(())
+    }
+
+    fn device_release(&self, _device: u32) -> BackendResult<()> {
+        Ok(())
+    }
+
+    fn device_info(&self, _device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
+        Ok(match key {
+            DeviceInfo::Name => InfoValue::text("host CPU (calling thread)"),
+            DeviceInfo::ComputeCapability => InfoValue::Version(0, 0),
+            DeviceInfo::TotalMemory => InfoValue::Int(self.arena.region().1 as u64),
+            DeviceInfo::MultiprocessorCount | DeviceInfo::WarpSize => InfoValue::Int(1),
+            DeviceInfo::MaxThreadsPerBlock => InfoValue::Int(1024),
+            DeviceInfo::MaxSharedMemoryPerBlock | DeviceInfo::MaxSharedMemoryPerBlockOptin => InfoValue::Int(0),
+        })
+    }
+
+    fn mem_alloc(&self, _device: u32, _kind: MemKind, size: usize) -> BackendResult<u64> {
+        let Some(need) = size.checked_next_multiple_of(HOST_ALIGN) else {
+            return Err(err(ErrorCode::OutOfResources, "host arena exhausted"));
+        };
+        let mut s = self.state.lock();
+        let Some(i) = s.free.iter().position(|&(_, len)| len >= need) else {
+            return Err(err(ErrorCode::OutOfResources, "host arena exhausted"));
+        };
+        let (offset, len) = s.free[i];
+        if len == need {
+            s.free.remove(i);
+        } else {
+            s.free[i] = (offset + need, len - need);
+        }
+        Ok(self.arena.region().0 as u64 + offset as u64)
+    }
+
+    fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
+        let offset = (addr - self.arena.region().0 as u64) as usize;
+        let len = size.next_multiple_of(HOST_ALIGN);
+        let mut s = self.state.lock();
+        let i = s.free.partition_point(|&(o, _)| o < offset);
+        let joins_prev = i > 0 && s.free[i - 1].0 + s.free[i - 1].1 == offset;
+        let joins_next = i < s.free.len() && offset + len == s.free[i].0;
+        match (joins_prev, joins_next) {
+            (true, true) => {
+                let next = s.free.remove(i);
+                s.free[i - 1].1 += len + next.1;
+            }
+            (true, false) => s.free[i - 1].1 += len,
+            (false, true) => s.free[i] = (offset, len + s.free[i].1),
+            (false, false) => {
+                // Cannot overflow: free ranges never outnumber live allocations plus one.
+                let _ = s.free.insert(i, (offset, len));
+            }
+        }
+        Ok(())
+    }
+
+    unsafe fn memcpy(&self, _: u32, _: CopyKind, dst: u64, src: u64, size: usize, _: Option<u64>) -> BackendResult<()> {
+        debug_assert!(dst != 0 && src != 0);
+        // SAFETY: the runtime validated the arena side; the caller guarantees the host side.
+        // `copy` allows overlap (device-to-device within one allocation).
+        unsafe { core::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, size) };
+        Ok(())
+    }
+
+    fn fill(&self, _: u32, dst: u64, value: FillValue, count: usize, _: Option<u64>) -> BackendResult<()> {
+        let p = dst as usize as *mut u8;
+        // SAFETY: the runtime validated that `count` elements from `dst` lie in one live
+        // allocation of this arena and that `dst` is aligned to the element width.
+        unsafe {
+            match value {
+                FillValue::U8(v) => core::ptr::write_bytes(p, v, count),
+                FillValue::U16(v) => core::slice::from_raw_parts_mut(p.cast::<u16>(), count).fill(v),
+                FillValue::U32(v) => core::slice::from_raw_parts_mut(p.cast::<u32>(), count).fill(v),
+            }
+        }
+        Ok(())
+    }
+
+    fn queue_create(&self, _device: u32) -> BackendResult<u64> {
+        let mut s = self.state.lock();
+        s.next_queue += 1;
+        Ok(s.next_queue)
+    }
+
+    fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+
+    fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+
+    fn queue_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+        Ok(true)
+    }
+
+    fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+
+    fn event_create(&self, _device: u32) -> BackendResult<u64> {
+        let mut s = self.state.lock();
+        let Some(i) = s.events.iter().position(|&e| e == EVENT_FREE) else {
+            return Err(err(ErrorCode::OutOfResources, "host event slots exhausted"));
+        };
+        s.events[i] = EVENT_UNRECORDED;
+        Ok(i as u64 + 1)
+    }
+
+    fn event_destroy(&self, _: u32, event: u64) -> BackendResult<()> {
+        *Self::event_slot(&mut self.state.lock(), event)? = EVENT_FREE;
+        Ok(())
+    }
+
+    fn event_record(&self, _: u32, event: u64, _: u64) -> BackendResult<()> {
+        let now = self.clock_ns.map_or(0, |clock| clock());
+        *Self::event_slot(&mut self.state.lock(), event)? = EVENT_RECORDED_BASE.saturating_add(now);
+        Ok(())
+    }
+
+    fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+
+    fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+        Ok(true)
+    }
+
+    fn event_elapsed_ms(&self, _: u32, start: u64, end: u64) -> BackendResult<f32> {
+        if self.clock_ns.is_none() {
+            return Err(err(ErrorCode::Unsupported, "host backend was built without a clock"));
+        }
+        let mut s = self.state.lock();
+        let a = *Self::event_slot(&mut s, start)?;
+        let b = *Self::event_slot(&mut s, end)?;
+        if a < EVENT_RECORDED_BASE || b < EVENT_RECORDED_BASE {
+            return Err(err(ErrorCode::InvalidArgument, "event was never recorded"));
+        }
+        Ok((b as f64 - a as f64) as f32 / 1.0e6)
+    }
+
+    fn program_load(&self, _device: u32, image: &[u8]) -> BackendResult<u64> {
+        match self.program_index(image) {
+            Some(i) => Ok(i as u64 + 1),
+            None => Err(err(ErrorCode::InvalidBinary, "image names no registered host program")),
+        }
+    }
+
+    fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+
+    fn kernel_get(&self, _device: u32, program: u64, name: &str) -> BackendResult<u64> {
+        let p = &self.programs[program as usize - 1];
+        match p.kernels.iter().position(|k| k.name == name) {
+            Some(k) => Ok((program << 32) | k as u64),
+            None => Err(err(ErrorCode::NotFound, "no kernel of that name in the program")),
+        }
+    }
+
+    unsafe fn launch(&self, _: u32, _: u64, kernel: u64, dims: &LaunchDims, args: &KernelArgs<'_>) -> BackendResult<()> {
+        if dims.threads_per_block() > 1024 {
+            return Err(err(ErrorCode::InvalidValue, "more than 1024 threads per block"));
+        }
+        if dims.shared_mem_bytes > 0 {
+            return Err(err(ErrorCode::InvalidValue, "the host backend has no shared memory"));
+        }
+        let program = &self.programs[(kernel >> 32) as usize - 1];
+        let run = program.kernels[(kernel & 0xffff_ffff) as usize].run;
+        let mut t = HostThread { thread: [0; 3], block: [0; 3], block_dim: dims.block, grid_dim: dims.grid };
+        for bz in 0..dims.grid[2] {
+            for by in 0..dims.grid[1] {
+                for bx in 0..dims.grid[0] {
+                    t.block = [bx, by, bz];
+                    for tz in 0..dims.block[2] {
+                        for ty in 0..dims.block[1] {
+                            for tx in 0..dims.block[0] {
+                                t.thread = [tx, ty, tz];
+                                // SAFETY: the caller of launch guarantees the arguments.
+                                unsafe { run(&t, args) }.map_err(|e| BackendError::new(e.code, 0, e.message))?;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Built-in host kernels: the program `ordo.builtin`.
+pub mod builtin {
+    use super::{HostKernel, HostProgram, HostThread};
+    use crate::backend::KernelArgs;
+    use crate::error::Error;
+
+    /// The program's name (the image to load).
+    pub const PROGRAM_NAME: &str = "ordo.builtin";
+
+    /// `vector_add_f32(a: *const f32, b: *const f32, c: *mut f32, n: u32)`: `c[i] = a[i] + b[i]`.
+    ///
+    /// # Safety
+    /// `a`, `b` and `c` must be valid for `n` elements.
+    pub unsafe fn vector_add_f32(t: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
+        // SAFETY: the launch contract: arguments are (ptr, ptr, ptr, u32) valid for n elements.
+        unsafe {
+            let (a, b, c, n) = (args.read::<*const f32>(0)?, args.read::<*const f32>(1)?, args.read::<*mut f32>(2)?, args.read::<u32>(3)?);
+            let i = t.global_x() as usize;
+            if i < n as usize {
+                *c.add(i) = *a.add(i) + *b.add(i);
+            }
+        }
+        Ok(())
+    }
+
+    /// `reduce_sum_f32(x: *const f32, out: *mut f32, n: u32)`: thread 0 of block 0 sets `*out` to 0,
+    /// then each thread adds its element. Host grids run threads one at a time, in order.
+    ///
+    /// # Safety
+    /// `x` must be valid for `n` elements and `out` for one.
+    pub unsafe fn reduce_sum_f32(t: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
+        // SAFETY: the launch contract: arguments are (ptr, ptr, u32) valid as documented.
+        unsafe {
+            let (x, out, n) = (args.read::<*const f32>(0)?, args.read::<*mut f32>(1)?, args.read::<u32>(2)?);
+            let i = t.global_x() as usize;
+            if i == 0 {
+                *out = 0.0;
+            }
+            if i < n as usize {
+                *out += *x.add(i);
+            }
+        }
+        Ok(())
+    }
+
+    /// The kernels of `ordo.builtin`.
+    pub const KERNELS: &[HostKernel] = &[
+        HostKernel { name: "vector_add_f32", run: vector_add_f32 },
+        HostKernel { name: "reduce_sum_f32", run: reduce_sum_f32 },
+    ];
+
+    /// The `ordo.builtin` program.
+    pub const PROGRAM: HostProgram = HostProgram { name: PROGRAM_NAME, kernels: KERNELS };
+
+    /// A program list holding only `ordo.builtin`.
+    pub const PROGRAMS: &[HostProgram] = &[PROGRAM];
+}

@@ -1,0 +1,60 @@
+//! `ordo-core`: the `no_std` heart of the ordo GPU offload runtime.
+//!
+//! - [`Runtime`]: the lifecycle state machine (uninit, initializing, ready(n), shutting down)
+//!   over fixed-capacity, generational handle tables, driving one or more [`Backend`]s.
+//! - [`host::HostBackend`]: runs kernels on the calling thread from a host-supplied arena.
+//! - [`model`]: a pure reference model of lifecycle and handles, for property tests.
+//! - [`InitGuard`]: a reference to an initialised runtime whose drop releases it.
+//! - `scripted` (feature `testing`): a backend that counts live objects and injects faults.
+//!
+//! No heap allocation, no static constructors or destructors: a `Runtime` is built by a
+//! `const fn` in a `static` and torn down only by its final `shutdown` (or an at-exit hook that
+//! an upper layer registers explicitly).
+#![no_std]
+#![deny(missing_docs)]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+/// Table capacities, fixed at build time. Override with environment variables when building:
+/// `ORDO_MAX_PLATFORMS`, `ORDO_MAX_DEVICES`, `ORDO_MAX_QUEUES`, `ORDO_MAX_EVENTS`,
+/// `ORDO_MAX_PROGRAMS`, `ORDO_MAX_KERNELS`, `ORDO_MAX_ALLOCATIONS`, `ORDO_MAX_REPORT_FAILURES`.
+pub mod capacity {
+    include!(concat!(env!("OUT_DIR"), "/capacity.rs"));
+}
+
+mod alloc_table;
+mod backend;
+mod error;
+mod guard;
+mod handle;
+pub mod host;
+mod lifecycle;
+pub mod model;
+mod report;
+mod runtime;
+#[cfg(feature = "testing")]
+pub mod scripted;
+mod sync;
+mod table;
+
+pub use backend::{
+    Backend, BackendKind, BackendResult, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind,
+};
+pub use error::{BackendError, Error, ErrorCode, Result};
+pub use guard::InitGuard;
+pub use handle::{Device, DevicePtr, Event, Kernel, ObjectKind, Platform, Program, Queue, RawHandle};
+pub use lifecycle::{MAX_REFS, Phase, State};
+pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep};
+pub use runtime::{LiveObjects, PlatformInfo, Runtime, Shutdown};
+#[cfg(not(loom))]
+pub use sync::Relax;
+
+/// Nanoseconds of a monotonic clock, for the host backend's event timing (feature `std`).
+#[cfg(feature = "std")]
+pub fn std_clock_ns() -> u64 {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}

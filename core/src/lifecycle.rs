@@ -1,0 +1,277 @@
+//! The lifecycle state machine, kept in one atomic word (as `spin::Once` keeps its states).
+//!
+//! The word holds the phase, the init reference count, a writer flag and the number of calls in
+//! flight. A call that only reads the tables enters *shared* (one `fetch_add`, one `fetch_sub`);
+//! a call that creates or destroys objects enters *exclusive* (the writer flag, after the calls in
+//! flight have drained). The final shutdown switches the phase to `ShuttingDown`, which turns away
+//! every new call, and tears down once the word shows no call in flight and no writer.
+//! Depends on `sync` and `error`.
+
+use crate::error::{Error, ErrorCode, Result, fail};
+use crate::sync::{AtomicU64, Ordering, relax};
+
+/// The phase of the lifecycle.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Not initialised: only `init` does anything.
+    Uninit = 0,
+    /// A thread is initialising the backends; other lifecycle calls wait.
+    Initializing = 1,
+    /// Initialised, with at least one init reference.
+    Ready = 2,
+    /// The final shutdown is draining calls and tearing down; other lifecycle calls wait.
+    ShuttingDown = 3,
+}
+
+/// A snapshot of the lifecycle state as a user sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Not initialised.
+    Uninit,
+    /// Initialisation in progress.
+    Initializing,
+    /// Ready, with this many init references (at least 1).
+    Ready(u32),
+    /// The final shutdown is in progress.
+    ShuttingDown,
+}
+
+const ACTIVE_MASK: u64 = (1 << 32) - 1;
+const WRITER: u64 = 1 << 32;
+const PHASE_SHIFT: u32 = 33;
+const PHASE_MASK: u64 = 0b11 << PHASE_SHIFT;
+const REFS_SHIFT: u32 = 35;
+/// The largest number of init references (29 bits).
+pub const MAX_REFS: u32 = (1 << 29) - 1;
+
+/// A decoded lifecycle word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Word(u64);
+
+impl Word {
+    fn phase(self) -> Phase {
+        match (self.0 & PHASE_MASK) >> PHASE_SHIFT {
+            0 => Phase::Uninit,
+            1 => Phase::Initializing,
+            2 => Phase::Ready,
+            _ => Phase::ShuttingDown,
+        }
+    }
+    fn refs(self) -> u32 {
+        (self.0 >> REFS_SHIFT) as u32
+    }
+    fn active(self) -> u64 {
+        self.0 & ACTIVE_MASK
+    }
+    fn writer(self) -> bool {
+        self.0 & WRITER != 0
+    }
+    /// The same active count and writer flag with a new phase and reference count.
+    fn with(self, phase: Phase, refs: u32) -> Self {
+        Self((self.0 & (ACTIVE_MASK | WRITER)) | ((phase as u64) << PHASE_SHIFT) | ((refs as u64) << REFS_SHIFT))
+    }
+}
+
+/// What the caller of `Gate::begin_init` must do next.
+pub(crate) enum InitStep {
+    /// Another reference was taken; nothing else to do.
+    Referenced,
+    /// The caller moved the gate to `Initializing` and must call `finish_init`.
+    MustInitialize,
+}
+
+/// What the caller of `Gate::begin_shutdown` must do next.
+pub(crate) enum ShutdownStep {
+    /// A reference was dropped; this many remain.
+    Released(u32),
+    /// The caller moved the gate to `ShuttingDown`, every call has drained, and it must tear
+    /// down and then call `finish_shutdown`.
+    MustTearDown,
+}
+
+/// The lifecycle word with typed operations only.
+#[repr(transparent)]
+pub(crate) struct Gate(AtomicU64);
+
+impl Gate {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        Self(AtomicU64::new(0))
+    }
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        Self(AtomicU64::new(0))
+    }
+
+    fn load(&self) -> Word {
+        Word(self.0.load(Ordering::Acquire))
+    }
+
+    fn cas(&self, old: Word, new: Word) -> bool {
+        self.0.compare_exchange_weak(old.0, new.0, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    pub(crate) fn state(&self) -> State {
+        let w = self.load();
+        match w.phase() {
+            Phase::Uninit => State::Uninit,
+            Phase::Initializing => State::Initializing,
+            Phase::Ready => State::Ready(w.refs()),
+            Phase::ShuttingDown => State::ShuttingDown,
+        }
+    }
+
+    /// Takes an init reference, or moves `Uninit` → `Initializing` for the caller to initialise.
+    /// Waits while another thread initialises or shuts down.
+    pub(crate) fn begin_init(&self) -> Result<InitStep> {
+        loop {
+            let w = self.load();
+            match w.phase() {
+                Phase::Uninit => {
+                    if self.cas(w, w.with(Phase::Initializing, 0)) {
+                        return Ok(InitStep::MustInitialize);
+                    }
+                }
+                Phase::Ready => {
+                    if w.refs() >= MAX_REFS {
+                        return fail(ErrorCode::OutOfResources, "init reference count would overflow");
+                    }
+                    if self.cas(w, w.with(Phase::Ready, w.refs() + 1)) {
+                        return Ok(InitStep::Referenced);
+                    }
+                }
+                Phase::Initializing | Phase::ShuttingDown => relax(),
+            }
+        }
+    }
+
+    /// Ends an initialisation begun by `begin_init`: `Ready(1)` on success, `Uninit` on failure.
+    pub(crate) fn finish_init(&self, ok: bool) {
+        let (phase, refs) = if ok { (Phase::Ready, 1) } else { (Phase::Uninit, 0) };
+        self.set_phase(phase, refs);
+    }
+
+    fn set_phase(&self, phase: Phase, refs: u32) {
+        let mut w = self.load();
+        while !self.cas(w, w.with(phase, refs)) {
+            w = self.load();
+        }
+    }
+
+    /// Drops an init reference; for the last one, moves to `ShuttingDown` and waits until every
+    /// call in flight has returned. `Uninitialized` when there is no reference to drop.
+    pub(crate) fn begin_shutdown(&self) -> Result<ShutdownStep> {
+        loop {
+            let w = self.load();
+            match w.phase() {
+                Phase::Uninit => return Err(Error::UNINITIALIZED),
+                Phase::Ready if w.refs() > 1 => {
+                    if self.cas(w, w.with(Phase::Ready, w.refs() - 1)) {
+                        return Ok(ShutdownStep::Released(w.refs() - 1));
+                    }
+                }
+                Phase::Ready => {
+                    if self.cas(w, w.with(Phase::ShuttingDown, 0)) {
+                        let mut w = self.load();
+                        while w.active() != 0 || w.writer() {
+                            relax();
+                            w = self.load();
+                        }
+                        return Ok(ShutdownStep::MustTearDown);
+                    }
+                }
+                Phase::Initializing | Phase::ShuttingDown => relax(),
+            }
+        }
+    }
+
+    /// Ends a teardown begun by `begin_shutdown`.
+    pub(crate) fn finish_shutdown(&self) {
+        self.set_phase(Phase::Uninit, 0);
+    }
+
+    /// Enters a call that reads the tables. Waits while a writer holds the gate.
+    #[inline]
+    pub(crate) fn enter_shared(&self) -> Result<SharedGuard<'_>> {
+        loop {
+            let w = Word(self.0.fetch_add(1, Ordering::Acquire));
+            if w.phase() == Phase::Ready && !w.writer() {
+                return Ok(SharedGuard(self));
+            }
+            self.0.fetch_sub(1, Ordering::Release);
+            if w.phase() != Phase::Ready {
+                return Err(Error::UNINITIALIZED);
+            }
+            while self.load().writer() {
+                relax();
+            }
+        }
+    }
+
+    /// Enters a call that changes the tables: waits for other writers and for calls in flight.
+    pub(crate) fn enter_exclusive(&self) -> Result<ExclusiveGuard<'_>> {
+        loop {
+            let w = self.load();
+            if w.phase() != Phase::Ready {
+                return Err(Error::UNINITIALIZED);
+            }
+            if w.writer() {
+                relax();
+                continue;
+            }
+            if self.cas(w, Word(w.0 | WRITER)) {
+                while self.load().active() != 0 {
+                    relax();
+                }
+                return Ok(ExclusiveGuard(self));
+            }
+        }
+    }
+}
+
+/// A call in flight with shared access to the tables.
+pub(crate) struct SharedGuard<'a>(&'a Gate);
+
+impl Drop for SharedGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        self.0.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// A call in flight with exclusive access to the tables.
+pub(crate) struct ExclusiveGuard<'a>(&'a Gate);
+
+impl Drop for ExclusiveGuard<'_> {
+    fn drop(&mut self) {
+        self.0.0.fetch_and(!WRITER, Ordering::Release);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_fields_are_independent() {
+        let w = Word(5 | WRITER).with(Phase::Ready, MAX_REFS);
+        assert_eq!((w.phase(), w.refs(), w.active(), w.writer()), (Phase::Ready, MAX_REFS, 5, true));
+    }
+
+    #[test]
+    fn calls_outside_ready_are_turned_away_and_leave_no_trace() {
+        let g = Gate::new();
+        assert_eq!(g.enter_shared().err(), Some(Error::UNINITIALIZED));
+        assert_eq!(g.enter_exclusive().err().map(|e| e.code), Some(ErrorCode::Uninitialized));
+        assert_eq!(g.load().0, 0);
+    }
+
+    #[test]
+    fn refcount_overflow_is_out_of_resources() {
+        let g = Gate::new();
+        g.0.store(Word(0).with(Phase::Ready, MAX_REFS).0, Ordering::Relaxed);
+        assert_eq!(g.begin_init().err().map(|e| e.code), Some(ErrorCode::OutOfResources));
+        assert_eq!(g.state(), State::Ready(MAX_REFS));
+    }
+}

@@ -1,0 +1,1 @@
+//! Reference model (written next).

@@ -1,0 +1,179 @@
+//! The teardown report: every failure of the final shutdown, in a fixed-capacity list, plus
+//! counts of what was released. Depends on `error`, `handle` and the capacity constants.
+
+use core::fmt;
+
+use crate::capacity::MAX_REPORT_FAILURES;
+use crate::error::{BackendError, ErrorCode};
+use crate::handle::{ObjectKind, RawHandle};
+
+/// One step of the documented teardown order.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TeardownStep {
+    /// 1. Synchronise a queue.
+    SynchronizeQueue = 0,
+    /// 2. Destroy an event.
+    DestroyEvent = 1,
+    /// 3. Destroy a queue.
+    DestroyQueue = 2,
+    /// 4. Unload a program (its kernels die with it).
+    UnloadProgram = 3,
+    /// 5. Free a memory allocation.
+    FreeMemory = 4,
+    /// 6. Release a device.
+    ReleaseDevice = 5,
+    /// Then deinit the backend.
+    DeinitBackend = 6,
+}
+
+impl TeardownStep {
+    /// The kind of object the step acts on.
+    pub const fn object_kind(self) -> ObjectKind {
+        match self {
+            Self::SynchronizeQueue | Self::DestroyQueue => ObjectKind::Queue,
+            Self::DestroyEvent => ObjectKind::Event,
+            Self::UnloadProgram => ObjectKind::Program,
+            Self::FreeMemory => ObjectKind::Allocation,
+            Self::ReleaseDevice => ObjectKind::Device,
+            Self::DeinitBackend => ObjectKind::Platform,
+        }
+    }
+
+    /// A short verb phrase for the step.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::SynchronizeQueue => "synchronize queue",
+            Self::DestroyEvent => "destroy event",
+            Self::DestroyQueue => "destroy queue",
+            Self::UnloadProgram => "unload program",
+            Self::FreeMemory => "free memory",
+            Self::ReleaseDevice => "release device",
+            Self::DeinitBackend => "deinit backend",
+        }
+    }
+}
+
+/// How one teardown step on one object ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepOutcome {
+    /// The backend call succeeded.
+    Done,
+    /// The driver had already released the object; counted, not a failure.
+    ReleasedByDriver,
+    /// The backend call failed; the object is forgotten all the same.
+    Failed(BackendError),
+}
+
+/// One teardown step, as passed to a teardown observer, in the order the steps ran.
+#[derive(Clone, Copy, Debug)]
+pub struct TeardownEvent {
+    /// Index of the platform (registration order).
+    pub platform: u32,
+    /// The backend's device ordinal (`u32::MAX` for `DeinitBackend`).
+    pub device: u32,
+    /// The step.
+    pub step: TeardownStep,
+    /// The handle the object had (the platform's handle for `DeinitBackend`).
+    pub handle: RawHandle,
+    /// For memory, the address; otherwise 0.
+    pub address: u64,
+    /// How it ended.
+    pub outcome: StepOutcome,
+}
+
+/// A failed teardown step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TeardownFailure {
+    /// Index of the platform (registration order).
+    pub platform: u32,
+    /// The backend's device ordinal (`u32::MAX` for `DeinitBackend`).
+    pub device: u32,
+    /// The step that failed (its object kind is `step.object_kind()`).
+    pub step: TeardownStep,
+    /// The handle the object had.
+    pub handle: RawHandle,
+    /// The translated error code.
+    pub code: ErrorCode,
+    /// The backend's own code.
+    pub native: i64,
+    /// The backend's message.
+    pub message: &'static str,
+}
+
+/// What the final shutdown did: counts of released objects and every failure.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TeardownReport {
+    /// Failures in the order they happened (at most `MAX_REPORT_FAILURES`).
+    pub failures: heapless::Vec<TeardownFailure, MAX_REPORT_FAILURES>,
+    /// Failures that did not fit in `failures`.
+    pub overflow: u32,
+    /// Objects released per kind (indexed by `ObjectKind as usize - 1`), including failed
+    /// releases: each object is released exactly once either way. Queue synchronisations are not
+    /// counted here.
+    pub released: [u32; 7],
+    /// Steps whose object the driver had already released.
+    pub released_by_driver: u32,
+}
+
+impl TeardownReport {
+    /// No step failed.
+    pub fn is_clean(&self) -> bool {
+        self.failures.is_empty() && self.overflow == 0
+    }
+
+    /// The number of failed steps, including those that overflowed the list.
+    pub fn failure_count(&self) -> u32 {
+        self.failures.len() as u32 + self.overflow
+    }
+
+    /// Objects of `kind` released.
+    pub fn released_of(&self, kind: ObjectKind) -> u32 {
+        self.released[kind as usize - 1]
+    }
+
+    pub(crate) fn record(&mut self, event: &TeardownEvent) {
+        if event.step != TeardownStep::SynchronizeQueue {
+            self.released[event.step.object_kind() as usize - 1] += 1;
+        }
+        match event.outcome {
+            StepOutcome::Done => {}
+            StepOutcome::ReleasedByDriver => self.released_by_driver += 1,
+            StepOutcome::Failed(e) => {
+                let failure = TeardownFailure {
+                    platform: event.platform,
+                    device: event.device,
+                    step: event.step,
+                    handle: event.handle,
+                    code: e.code,
+                    native: e.native,
+                    message: e.message,
+                };
+                if self.failures.push(failure).is_err() {
+                    self.overflow += 1;
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for TeardownReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "released:")?;
+        for kind in ObjectKind::ALL {
+            write!(f, " {} {}", self.released_of(kind), kind.name())?;
+        }
+        write!(f, "; released by driver: {}; failures: {}", self.released_by_driver, self.failure_count())?;
+        for x in &self.failures {
+            write!(
+                f,
+                "\n  platform {} device {}: {} {:?} failed: {} (backend code {}): {}",
+                x.platform, x.device, x.step.name(), x.handle, x.code, x.native, x.message
+            )?;
+        }
+        if self.overflow > 0 {
+            write!(f, "\n  ... and {} more", self.overflow)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,457 @@
+//! Operations on platforms, devices, memory, queues, events, programs and kernels.
+//!
+//! Every operation validates all of its input before it calls a backend, so bad input returns a
+//! specific error and changes nothing. Calls that only use objects run shared; calls that create
+//! or destroy objects run exclusive. A failed release (free, destroy, unload) still retires the
+//! handle: the backend was told once, and it is never told twice.
+
+use crate::backend::{Backend, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind};
+use crate::error::{BackendError, Error, ErrorCode, Result, fail};
+use crate::handle::{Device, DevicePtr, Event, Kernel, Platform, Program, Queue, RawHandle};
+use crate::alloc_table::AllocEntry;
+
+use super::{EventEntry, KernelEntry, NO_SLOT, ProgramEntry, QueueEntry, Runtime, Tables, teardown};
+
+/// What `platform_info` tells about a platform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlatformInfo {
+    /// The backend's kind.
+    pub kind: crate::BackendKind,
+    /// The backend's name.
+    pub name: &'static str,
+    /// Number of devices (0 when absent).
+    pub device_count: u32,
+    /// Why the platform is absent, or `None` when it is present.
+    pub absent: Option<BackendError>,
+}
+
+/// A resolved device: its backend, the backend's ordinal and its slot in the device table.
+#[derive(Clone, Copy)]
+struct Dev {
+    backend: &'static dyn Backend,
+    ordinal: u32,
+    slot: u32,
+}
+
+const MAX_SIZE: usize = isize::MAX as usize;
+
+fn check_size(size: usize) -> Result<()> {
+    match size {
+        0 => fail(ErrorCode::InvalidSize, "size is zero"),
+        s if s > MAX_SIZE => fail(ErrorCode::InvalidSize, "size is larger than isize::MAX"),
+        _ => Ok(()),
+    }
+}
+
+impl Runtime {
+    fn dev_at(&self, t: &Tables, slot: u32) -> Dev {
+        let d = t.devices.at(slot);
+        Dev { backend: self.backends[usize::from(d.backend)], ordinal: d.ordinal, slot }
+    }
+
+    fn dev(&self, t: &Tables, device: Device) -> Result<Dev> {
+        let slot = t.devices.resolve(device.0)?;
+        Ok(self.dev_at(t, slot))
+    }
+
+    fn queue(&self, t: &Tables, queue: Queue) -> Result<(Dev, u64)> {
+        let q = t.queues.get(queue.0)?;
+        Ok((self.dev_at(t, q.device), q.raw))
+    }
+
+    fn event(&self, t: &Tables, event: Event) -> Result<(Dev, u64)> {
+        let e = t.events.get(event.0)?;
+        Ok((self.dev_at(t, e.device), e.raw))
+    }
+
+    // ---- platforms and devices ------------------------------------------------------------
+
+    /// Number of platforms (one per registered backend, present or absent).
+    pub fn platform_count(&self) -> Result<u32> {
+        self.with_shared(|t| Ok(t.platforms.len() as u32))
+    }
+
+    /// The platform at `index` in registration order.
+    pub fn platform(&self, index: u32) -> Result<Platform> {
+        self.with_shared(|t| {
+            let slot = t.platforms.iter_oldest_first().nth(index as usize);
+            match slot {
+                Some(s) => Ok(Platform(t.platforms.handle_at(s))),
+                None => fail(ErrorCode::InvalidValue, "platform index out of range"),
+            }
+        })
+    }
+
+    /// Kind, name, device count and absence reason of a platform.
+    pub fn platform_info(&self, platform: Platform) -> Result<PlatformInfo> {
+        self.with_shared(|t| {
+            let p = t.platforms.get(platform.0)?;
+            let backend = self.backends[usize::from(p.backend)];
+            Ok(PlatformInfo {
+                kind: backend.kind(),
+                name: backend.name(),
+                device_count: p.devices.len() as u32,
+                absent: p.absent,
+            })
+        })
+    }
+
+    /// The device at `index` of a platform.
+    pub fn device(&self, platform: Platform, index: u32) -> Result<Device> {
+        self.with_shared(|t| {
+            let p = t.platforms.get(platform.0)?;
+            match p.devices.get(index as usize) {
+                Some(&slot) => Ok(Device(t.devices.handle_at(slot))),
+                None => fail(ErrorCode::InvalidValue, "device index out of range"),
+            }
+        })
+    }
+
+    /// The platform a device belongs to.
+    pub fn device_platform(&self, device: Device) -> Result<Platform> {
+        self.with_shared(|t| {
+            let d = t.devices.get(device.0)?;
+            Ok(Platform(t.platforms.handle_at(d.platform)))
+        })
+    }
+
+    /// A device property.
+    pub fn device_info(&self, device: Device, key: DeviceInfo) -> Result<InfoValue> {
+        self.with_shared(|t| {
+            let d = self.dev(t, device)?;
+            Ok(d.backend.device_info(d.ordinal, key)?)
+        })
+    }
+
+    // ---- memory ---------------------------------------------------------------------------
+
+    /// Allocates `size` bytes of `kind` memory on a device; returns its address.
+    pub fn mem_alloc(&self, device: Device, kind: MemKind, size: usize) -> Result<DevicePtr> {
+        check_size(size)?;
+        self.with_exclusive(|t| {
+            let d = self.dev(t, device)?;
+            if t.allocations.slots.is_full() {
+                return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
+            }
+            let base = d.backend.mem_alloc(d.ordinal, kind, size)?;
+            let entry = AllocEntry { base, size, device: d.slot, kind };
+            if let Err(e) = t.allocations.insert(entry) {
+                let _ = d.backend.mem_free(d.ordinal, kind, base, size);
+                return Err(e);
+            }
+            Ok(DevicePtr(base))
+        })
+    }
+
+    /// Frees the allocation whose base address is `ptr`.
+    pub fn mem_free(&self, ptr: DevicePtr) -> Result<()> {
+        self.with_exclusive(|t| {
+            let slot = t.allocations.find_base(ptr.0)?;
+            let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+            let m = t.allocations.remove_at(slot);
+            Ok(d.backend.mem_free(d.ordinal, m.kind, m.base, m.size)?)
+        })
+    }
+
+    /// The base address, size, kind and device of the allocation containing `ptr`.
+    pub fn mem_info(&self, ptr: DevicePtr) -> Result<(DevicePtr, usize, MemKind, Device)> {
+        self.with_shared(|t| {
+            let slot = t.allocations.find_range(ptr.0, 1)?;
+            let m = t.allocations.slots.at(slot);
+            Ok((DevicePtr(m.base), m.size, m.kind, Device(t.devices.handle_at(m.device))))
+        })
+    }
+
+    /// Resolves the device side of a copy or fill and the optional queue, checking that they
+    /// belong together. Returns the device, the raw queue and the copy direction's device range.
+    fn copy_target(&self, t: &Tables, addr: u64, size: usize, queue: Option<Queue>) -> Result<(Dev, Option<u64>)> {
+        check_size(size)?;
+        let slot = t.allocations.find_range(addr, size)?;
+        let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+        match queue {
+            None => Ok((d, None)),
+            Some(q) => {
+                let (qd, raw) = self.queue(t, q)?;
+                if qd.slot != d.slot {
+                    return fail(ErrorCode::InvalidArgument, "queue and memory belong to different devices");
+                }
+                Ok((d, Some(raw)))
+            }
+        }
+    }
+
+    /// Copies `size` bytes between host and device, or device and device.
+    ///
+    /// # Safety
+    /// Host pointers must be valid for `size` bytes; with a queue, until the copy completes.
+    unsafe fn copy_raw(&self, kind: CopyKind, dst: u64, src: u64, size: usize, queue: Option<Queue>) -> Result<()> {
+        if dst == 0 || src == 0 {
+            return fail(ErrorCode::NullPointer, "copy source or destination is null");
+        }
+        self.with_shared(|t| {
+            let (d, q) = match kind {
+                CopyKind::HostToDevice => self.copy_target(t, dst, size, queue)?,
+                CopyKind::DeviceToHost => self.copy_target(t, src, size, queue)?,
+                CopyKind::DeviceToDevice => {
+                    t.allocations.find_range(src, size)?;
+                    self.copy_target(t, dst, size, queue)?
+                }
+            };
+            // SAFETY: the device ranges were validated; host ranges are the caller's contract.
+            Ok(unsafe { d.backend.memcpy(d.ordinal, kind, dst, src, size, q) }?)
+        })
+    }
+
+    /// Copies `src` into device memory at `dst` and waits for it.
+    pub fn copy_to_device(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
+        // SAFETY: `src` is valid for its length for the whole (synchronous) copy.
+        unsafe { self.copy_raw(CopyKind::HostToDevice, dst.0, src.as_ptr() as u64, src.len(), None) }
+    }
+
+    /// Copies device memory at `src` into `dst` and waits for it.
+    pub fn copy_from_device(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
+        // SAFETY: `dst` is valid for its length for the whole (synchronous) copy.
+        unsafe { self.copy_raw(CopyKind::DeviceToHost, dst.as_mut_ptr() as u64, src.0, dst.len(), None) }
+    }
+
+    /// Copies `size` bytes between device allocations; with a queue, asynchronously.
+    pub fn copy_device(&self, dst: DevicePtr, src: DevicePtr, size: usize, queue: Option<Queue>) -> Result<()> {
+        // SAFETY: both sides are device ranges that the runtime validates.
+        unsafe { self.copy_raw(CopyKind::DeviceToDevice, dst.0, src.0, size, queue) }
+    }
+
+    /// Enqueues a host-to-device copy of `size` bytes from `src` on `queue`.
+    ///
+    /// # Safety
+    /// `src` must stay valid and unchanged for `size` bytes until the queue has passed the copy.
+    pub unsafe fn copy_to_device_async(&self, queue: Queue, dst: DevicePtr, src: *const u8, size: usize) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.copy_raw(CopyKind::HostToDevice, dst.0, src as u64, size, Some(queue)) }
+    }
+
+    /// Enqueues a device-to-host copy of `size` bytes into `dst` on `queue`.
+    ///
+    /// # Safety
+    /// `dst` must stay valid for `size` bytes, and unread, until the queue has passed the copy.
+    pub unsafe fn copy_from_device_async(&self, queue: Queue, dst: *mut u8, src: DevicePtr, size: usize) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.copy_raw(CopyKind::DeviceToHost, dst as u64, src.0, size, Some(queue)) }
+    }
+
+    /// Writes `value` `count` times from `dst`; with a queue, asynchronously.
+    pub fn fill(&self, dst: DevicePtr, value: FillValue, count: usize, queue: Option<Queue>) -> Result<()> {
+        let Some(size) = count.checked_mul(value.width()) else {
+            return fail(ErrorCode::InvalidSize, "fill size overflows");
+        };
+        if dst.0 % value.width() as u64 != 0 {
+            return fail(ErrorCode::InvalidArgument, "fill destination is not aligned to the element width");
+        }
+        self.with_shared(|t| {
+            let (d, q) = self.copy_target(t, dst.0, size, queue)?;
+            Ok(d.backend.fill(d.ordinal, dst.0, value, count, q)?)
+        })
+    }
+
+    // ---- queues ---------------------------------------------------------------------------
+
+    /// Creates an in-order queue on a device.
+    pub fn queue_create(&self, device: Device) -> Result<Queue> {
+        self.with_exclusive(|t| {
+            let d = self.dev(t, device)?;
+            if t.queues.is_full() {
+                return fail(ErrorCode::OutOfResources, "queue table is full (ORDO_MAX_QUEUES)");
+            }
+            let raw = d.backend.queue_create(d.ordinal)?;
+            let h = t.queues.insert(QueueEntry { device: d.slot, raw });
+            Ok(Queue(h.unwrap_or(RawHandle::NULL)))
+        })
+    }
+
+    /// Destroys a queue (without waiting for its work).
+    pub fn queue_destroy(&self, queue: Queue) -> Result<()> {
+        self.with_exclusive(|t| {
+            let (d, raw) = self.queue(t, queue)?;
+            t.queues.remove(queue.0)?;
+            Ok(d.backend.queue_destroy(d.ordinal, raw)?)
+        })
+    }
+
+    /// Waits until all work on a queue has finished.
+    pub fn queue_synchronize(&self, queue: Queue) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, raw) = self.queue(t, queue)?;
+            Ok(d.backend.queue_synchronize(d.ordinal, raw)?)
+        })
+    }
+
+    /// Whether all work on a queue has finished.
+    pub fn queue_query(&self, queue: Queue) -> Result<bool> {
+        self.with_shared(|t| {
+            let (d, raw) = self.queue(t, queue)?;
+            Ok(d.backend.queue_query(d.ordinal, raw)?)
+        })
+    }
+
+    /// Makes later work on `queue` wait until `event` has completed.
+    pub fn queue_wait_event(&self, queue: Queue, event: Event) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, q) = self.queue(t, queue)?;
+            let (ed, e) = self.event(t, event)?;
+            if t.devices.at(ed.slot).backend != t.devices.at(d.slot).backend {
+                return fail(ErrorCode::InvalidArgument, "event and queue belong to different platforms");
+            }
+            Ok(d.backend.queue_wait_event(d.ordinal, q, e)?)
+        })
+    }
+
+    // ---- events ---------------------------------------------------------------------------
+
+    /// Creates an event on a device.
+    pub fn event_create(&self, device: Device) -> Result<Event> {
+        self.with_exclusive(|t| {
+            let d = self.dev(t, device)?;
+            if t.events.is_full() {
+                return fail(ErrorCode::OutOfResources, "event table is full (ORDO_MAX_EVENTS)");
+            }
+            let raw = d.backend.event_create(d.ordinal)?;
+            let h = t.events.insert(EventEntry { device: d.slot, raw });
+            Ok(Event(h.unwrap_or(RawHandle::NULL)))
+        })
+    }
+
+    /// Destroys an event.
+    pub fn event_destroy(&self, event: Event) -> Result<()> {
+        self.with_exclusive(|t| {
+            let (d, raw) = self.event(t, event)?;
+            t.events.remove(event.0)?;
+            Ok(d.backend.event_destroy(d.ordinal, raw)?)
+        })
+    }
+
+    /// Records an event on a queue of the same device.
+    pub fn event_record(&self, event: Event, queue: Queue) -> Result<()> {
+        self.with_shared(|t| {
+            let (ed, e) = self.event(t, event)?;
+            let (qd, q) = self.queue(t, queue)?;
+            if ed.slot != qd.slot {
+                return fail(ErrorCode::InvalidArgument, "event and queue belong to different devices");
+            }
+            Ok(ed.backend.event_record(ed.ordinal, e, q)?)
+        })
+    }
+
+    /// Waits until an event has completed (an event never recorded counts as completed).
+    pub fn event_synchronize(&self, event: Event) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, e) = self.event(t, event)?;
+            Ok(d.backend.event_synchronize(d.ordinal, e)?)
+        })
+    }
+
+    /// Whether an event has completed.
+    pub fn event_query(&self, event: Event) -> Result<bool> {
+        self.with_shared(|t| {
+            let (d, e) = self.event(t, event)?;
+            Ok(d.backend.event_query(d.ordinal, e)?)
+        })
+    }
+
+    /// Milliseconds between two completed events of the same device.
+    pub fn event_elapsed_ms(&self, start: Event, end: Event) -> Result<f32> {
+        self.with_shared(|t| {
+            let (sd, s) = self.event(t, start)?;
+            let (ed, e) = self.event(t, end)?;
+            if sd.slot != ed.slot {
+                return fail(ErrorCode::InvalidArgument, "events belong to different devices");
+            }
+            Ok(sd.backend.event_elapsed_ms(sd.ordinal, s, e)?)
+        })
+    }
+
+    // ---- programs and kernels -------------------------------------------------------------
+
+    /// Loads a program image on a device. The image is copied (by the backend) as needed and
+    /// need not outlive the call.
+    pub fn program_load(&self, device: Device, image: &[u8]) -> Result<Program> {
+        if image.is_empty() {
+            return fail(ErrorCode::InvalidSize, "program image is empty");
+        }
+        self.with_exclusive(|t| {
+            let d = self.dev(t, device)?;
+            if t.programs.is_full() {
+                return fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)");
+            }
+            let raw = d.backend.program_load(d.ordinal, image)?;
+            let h = t.programs.insert(ProgramEntry { device: d.slot, raw, first_kernel: NO_SLOT });
+            Ok(Program(h.unwrap_or(RawHandle::NULL)))
+        })
+    }
+
+    /// Unloads a program; its kernel handles go stale with it.
+    pub fn program_unload(&self, program: Program) -> Result<()> {
+        self.with_exclusive(|t| {
+            let slot = t.programs.resolve(program.0)?;
+            let d = self.dev_at(t, t.programs.at(slot).device);
+            let entry = t.programs.remove_at(slot);
+            teardown::forget_kernels(t, entry.first_kernel);
+            Ok(d.backend.program_unload(d.ordinal, entry.raw)?)
+        })
+    }
+
+    /// The kernel called `name` in a program; the same name gives the same handle.
+    pub fn kernel_get(&self, program: Program, name: &str) -> Result<Kernel> {
+        if name.is_empty() || name.contains('\0') {
+            return fail(ErrorCode::InvalidArgument, "kernel name is empty or contains NUL");
+        }
+        self.with_exclusive(|t| {
+            let slot = t.programs.resolve(program.0)?;
+            let (device, raw_program, first) = {
+                let p = t.programs.at(slot);
+                (p.device, p.raw, p.first_kernel)
+            };
+            let d = self.dev_at(t, device);
+            let raw = d.backend.kernel_get(d.ordinal, raw_program, name)?;
+            let mut k = first;
+            while k != NO_SLOT {
+                let entry = t.kernels.at(k);
+                if entry.raw == raw {
+                    return Ok(Kernel(t.kernels.handle_at(k)));
+                }
+                k = entry.next;
+            }
+            let h = t
+                .kernels
+                .insert(KernelEntry { program: slot, raw, next: first })
+                .map_err(|_| Error::new(ErrorCode::OutOfResources, "kernel table is full (ORDO_MAX_KERNELS)"))?;
+            t.programs.at_mut(slot).first_kernel = h.index() as u32;
+            Ok(Kernel(h))
+        })
+    }
+
+    /// The program a kernel belongs to.
+    pub fn kernel_program(&self, kernel: Kernel) -> Result<Program> {
+        self.with_shared(|t| {
+            let k = t.kernels.get(kernel.0)?;
+            Ok(Program(t.programs.handle_at(k.program)))
+        })
+    }
+
+    /// Launches a kernel on a queue of the kernel's device.
+    ///
+    /// # Safety
+    /// Each argument pointer must point to a value of the kernel's parameter type, and the kernel
+    /// must only access memory it may (e.g. pointers in its arguments must be large enough).
+    #[inline]
+    pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
+        dims.validate()?;
+        self.with_shared(|t| {
+            let (d, q) = self.queue(t, queue)?;
+            let k = t.kernels.get(kernel.0)?;
+            if t.programs.at(k.program).device != d.slot {
+                return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
+            }
+            // SAFETY: handles validated; the argument contract is the caller's.
+            Ok(unsafe { d.backend.launch(d.ordinal, q, k.raw, dims, args) }?)
+        })
+    }
+}
