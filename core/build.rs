@@ -12,6 +12,7 @@ const CAPACITIES: &[(&str, &str, usize, &str)] = &[
     ("MAX_PROGRAMS", "ORDO_MAX_PROGRAMS", 1024, "loaded programs"),
     ("MAX_KERNELS", "ORDO_MAX_KERNELS", 4096, "kernels looked up in loaded programs"),
     ("MAX_ALLOCATIONS", "ORDO_MAX_ALLOCATIONS", 16384, "live memory allocations"),
+    ("HOST_ARENA_BYTES", "ORDO_HOST_ARENA_BYTES", 64 << 20, "the default runtime's host arena, in bytes"),
     ("MAX_REPORT_FAILURES", "ORDO_MAX_REPORT_FAILURES", 32, "failures kept in a teardown report"),
 ];
 
@@ -21,8 +22,8 @@ fn main() {
         println!("cargo:rerun-if-env-changed={var}");
         let value = match env::var(var) {
             Ok(text) => match text.trim().parse::<usize>() {
-                Ok(v) if v > 0 && v < (1 << 24) => v,
-                _ => panic!("{var}={text:?} must be an integer in 1..16777216"),
+                Ok(v) if v > 0 && (v < (1 << 24) || name.ends_with("BYTES")) => v,
+                _ => panic!("{var}={text:?} must be a positive integer (tables: below 16777216)"),
             },
             Err(_) => *default,
         };

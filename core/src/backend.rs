@@ -264,6 +264,65 @@ impl<'a> KernelArgs<'a> {
     }
 }
 
+/// Names of the `Backend` methods that talk to a driver, for fault injection and call counting.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)] // Each variant is the `Backend` method of the same name.
+pub enum BackendOp {
+    Init,
+    Deinit,
+    DeviceRelease,
+    DeviceInfo,
+    MemAlloc,
+    MemFree,
+    Memcpy,
+    Fill,
+    QueueCreate,
+    QueueDestroy,
+    QueueSynchronize,
+    QueueQuery,
+    QueueWaitEvent,
+    EventCreate,
+    EventDestroy,
+    EventRecord,
+    EventSynchronize,
+    EventQuery,
+    EventElapsed,
+    ProgramLoad,
+    ProgramUnload,
+    KernelGet,
+    Launch,
+}
+
+impl BackendOp {
+    /// Every op.
+    pub const ALL: [BackendOp; 23] = [
+        Self::Init,
+        Self::Deinit,
+        Self::DeviceRelease,
+        Self::DeviceInfo,
+        Self::MemAlloc,
+        Self::MemFree,
+        Self::Memcpy,
+        Self::Fill,
+        Self::QueueCreate,
+        Self::QueueDestroy,
+        Self::QueueSynchronize,
+        Self::QueueQuery,
+        Self::QueueWaitEvent,
+        Self::EventCreate,
+        Self::EventDestroy,
+        Self::EventRecord,
+        Self::EventSynchronize,
+        Self::EventQuery,
+        Self::EventElapsed,
+        Self::ProgramLoad,
+        Self::ProgramUnload,
+        Self::KernelGet,
+        Self::Launch,
+    ];
+}
+
 /// A driver behind the runtime. Object-safe; the runtime holds `&'static dyn Backend`s.
 ///
 /// Device numbers are the backend's own ordinals `0..init()`. Object values (`u64`) are opaque to

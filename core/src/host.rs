@@ -389,8 +389,9 @@ pub mod builtin {
         Ok(())
     }
 
-    /// `reduce_sum_f32(x: *const f32, out: *mut f32, n: u32)`: thread 0 of block 0 sets `*out` to 0,
-    /// then each thread adds its element. Host grids run threads one at a time, in order.
+    /// `reduce_sum_f32(x: *const f32, out: *mut f32, n: u32)`: each thread adds its element to
+    /// `*out` (which the caller zeroes first). Host grids run threads one at a time, so the adds
+    /// need no atomics here; GPU versions of this kernel use atomic adds.
     ///
     /// # Safety
     /// `x` must be valid for `n` elements and `out` for one.
@@ -399,9 +400,6 @@ pub mod builtin {
         unsafe {
             let (x, out, n) = (args.read::<*const f32>(0)?, args.read::<*mut f32>(1)?, args.read::<u32>(2)?);
             let i = t.global_x() as usize;
-            if i == 0 {
-                *out = 0.0;
-            }
             if i < n as usize {
                 *out += *x.add(i);
             }

@@ -10,7 +10,7 @@
 //! No heap allocation, no static constructors or destructors: a `Runtime` is built by a
 //! `const fn` in a `static` and torn down only by its final `shutdown` (or an at-exit hook that
 //! an upper layer registers explicitly).
-#![no_std]
+#![cfg_attr(not(test), no_std)]
 #![deny(missing_docs)]
 
 #[cfg(feature = "std")]
@@ -39,7 +39,7 @@ mod sync;
 mod table;
 
 pub use backend::{
-    Backend, BackendKind, BackendResult, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind,
+    Backend, BackendKind, BackendOp, BackendResult, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind,
 };
 pub use error::{BackendError, Error, ErrorCode, Result};
 pub use guard::InitGuard;
@@ -58,3 +58,23 @@ pub fn std_clock_ns() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
+
+#[cfg(feature = "std")]
+mod default_runtime {
+    use crate::capacity::HOST_ARENA_BYTES;
+    use crate::host::{HostArena, HostBackend, builtin};
+    use crate::{Backend, Runtime};
+
+    static ARENA: HostArena<HOST_ARENA_BYTES> = HostArena::new();
+    static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, Some(crate::std_clock_ns));
+    static BACKENDS: [&dyn Backend; 1] = [&HOST];
+    static DEFAULT: Runtime = Runtime::new(&BACKENDS);
+
+    /// The process-wide default runtime (feature `std`): the host backend over a
+    /// `ORDO_HOST_ARENA_BYTES` arena (default 64 MiB) with the `ordo.builtin` programs.
+    pub fn default_runtime() -> &'static Runtime {
+        &DEFAULT
+    }
+}
+#[cfg(feature = "std")]
+pub use default_runtime::default_runtime;

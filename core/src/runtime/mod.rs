@@ -273,3 +273,4 @@ impl Runtime {
         })
     }
 }
+

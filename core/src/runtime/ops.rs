@@ -127,8 +127,8 @@ impl Runtime {
 
     /// Allocates `size` bytes of `kind` memory on a device; returns its address.
     pub fn mem_alloc(&self, device: Device, kind: MemKind, size: usize) -> Result<DevicePtr> {
-        check_size(size)?;
         self.with_exclusive(|t| {
+            check_size(size)?;
             let d = self.dev(t, device)?;
             if t.allocations.slots.is_full() {
                 return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
@@ -185,10 +185,10 @@ impl Runtime {
     /// # Safety
     /// Host pointers must be valid for `size` bytes; with a queue, until the copy completes.
     unsafe fn copy_raw(&self, kind: CopyKind, dst: u64, src: u64, size: usize, queue: Option<Queue>) -> Result<()> {
-        if dst == 0 || src == 0 {
-            return fail(ErrorCode::NullPointer, "copy source or destination is null");
-        }
         self.with_shared(|t| {
+            if dst == 0 || src == 0 {
+                return fail(ErrorCode::NullPointer, "copy source or destination is null");
+            }
             let (d, q) = match kind {
                 CopyKind::HostToDevice => self.copy_target(t, dst, size, queue)?,
                 CopyKind::DeviceToHost => self.copy_target(t, src, size, queue)?,
@@ -240,13 +240,13 @@ impl Runtime {
 
     /// Writes `value` `count` times from `dst`; with a queue, asynchronously.
     pub fn fill(&self, dst: DevicePtr, value: FillValue, count: usize, queue: Option<Queue>) -> Result<()> {
-        let Some(size) = count.checked_mul(value.width()) else {
-            return fail(ErrorCode::InvalidSize, "fill size overflows");
-        };
-        if dst.0 % value.width() as u64 != 0 {
-            return fail(ErrorCode::InvalidArgument, "fill destination is not aligned to the element width");
-        }
         self.with_shared(|t| {
+            let Some(size) = count.checked_mul(value.width()) else {
+                return fail(ErrorCode::InvalidSize, "fill size overflows");
+            };
+            if dst.0 % value.width() as u64 != 0 {
+                return fail(ErrorCode::InvalidArgument, "fill destination is not aligned to the element width");
+            }
             let (d, q) = self.copy_target(t, dst.0, size, queue)?;
             Ok(d.backend.fill(d.ordinal, dst.0, value, count, q)?)
         })
@@ -373,10 +373,10 @@ impl Runtime {
     /// Loads a program image on a device. The image is copied (by the backend) as needed and
     /// need not outlive the call.
     pub fn program_load(&self, device: Device, image: &[u8]) -> Result<Program> {
-        if image.is_empty() {
-            return fail(ErrorCode::InvalidSize, "program image is empty");
-        }
         self.with_exclusive(|t| {
+            if image.is_empty() {
+                return fail(ErrorCode::InvalidSize, "program image is empty");
+            }
             let d = self.dev(t, device)?;
             if t.programs.is_full() {
                 return fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)");
@@ -400,10 +400,10 @@ impl Runtime {
 
     /// The kernel called `name` in a program; the same name gives the same handle.
     pub fn kernel_get(&self, program: Program, name: &str) -> Result<Kernel> {
-        if name.is_empty() || name.contains('\0') {
-            return fail(ErrorCode::InvalidArgument, "kernel name is empty or contains NUL");
-        }
         self.with_exclusive(|t| {
+            if name.is_empty() || name.contains('\0') {
+                return fail(ErrorCode::InvalidArgument, "kernel name is empty or contains NUL");
+            }
             let slot = t.programs.resolve(program.0)?;
             let (device, raw_program, first) = {
                 let p = t.programs.at(slot);
@@ -443,8 +443,8 @@ impl Runtime {
     /// must only access memory it may (e.g. pointers in its arguments must be large enough).
     #[inline]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
-        dims.validate()?;
         self.with_shared(|t| {
+            dims.validate()?;
             let (d, q) = self.queue(t, queue)?;
             let k = t.kernels.get(kernel.0)?;
             if t.programs.at(k.program).device != d.slot {

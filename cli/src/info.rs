@@ -1,0 +1,90 @@
+//! `ordo info`: every platform (present or absent, with the reason) and every device's key
+//! properties, as text or JSON.
+
+use ordo_core::{DeviceInfo, InfoValue, Runtime, default_runtime};
+use serde_json::{Value, json};
+
+fn info_json(value: &InfoValue) -> Value {
+    match value {
+        InfoValue::Int(v) => json!(v),
+        InfoValue::Version(a, b) => json!(format!("{a}.{b}")),
+        InfoValue::Text(s) => json!(s.as_str()),
+    }
+}
+
+fn key_name(key: DeviceInfo) -> &'static str {
+    match key {
+        DeviceInfo::Name => "name",
+        DeviceInfo::ComputeCapability => "compute_capability",
+        DeviceInfo::TotalMemory => "total_memory_bytes",
+        DeviceInfo::MultiprocessorCount => "multiprocessors",
+        DeviceInfo::MaxThreadsPerBlock => "max_threads_per_block",
+        DeviceInfo::MaxSharedMemoryPerBlock => "max_shared_memory_per_block",
+        DeviceInfo::MaxSharedMemoryPerBlockOptin => "max_shared_memory_per_block_optin",
+        DeviceInfo::WarpSize => "warp_size",
+    }
+}
+
+/// Everything `info` shows, as JSON.
+fn collect(rt: &Runtime) -> Result<Value, ordo_core::Error> {
+    let mut platforms = Vec::new();
+    for i in 0..rt.platform_count()? {
+        let p = rt.platform(i)?;
+        let pi = rt.platform_info(p)?;
+        let mut devices = Vec::new();
+        for d in 0..pi.device_count {
+            let dev = rt.device(p, d)?;
+            let mut props = serde_json::Map::new();
+            props.insert("index".into(), json!(d));
+            for &key in DeviceInfo::ALL {
+                let value = match rt.device_info(dev, key) {
+                    Ok(v) => info_json(&v),
+                    Err(e) => json!(format!("error: {e}")),
+                };
+                props.insert(key_name(key).into(), value);
+            }
+            devices.push(Value::Object(props));
+        }
+        platforms.push(json!({
+            "name": pi.name,
+            "present": pi.absent.is_none(),
+            "absent_reason": pi.absent.map(|e| e.message),
+            "devices": devices,
+        }));
+    }
+    Ok(json!({ "platforms": platforms }))
+}
+
+pub fn run(as_json: bool) -> Result<(), String> {
+    let guard = default_runtime().init_guard().map_err(|e| format!("init failed: {e}"))?;
+    let info = collect(&guard).map_err(|e| format!("query failed: {e}"));
+    let shutdown = guard.shutdown().map_err(|e| format!("shutdown failed: {e}"))?;
+    let info = info?;
+    if let ordo_core::Shutdown::TornDown(report) = shutdown {
+        if !report.is_clean() {
+            return Err(format!("teardown failed: {report}"));
+        }
+    }
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&info).expect("JSON values serialise"));
+        return Ok(());
+    }
+    for p in info["platforms"].as_array().into_iter().flatten() {
+        let name = p["name"].as_str().unwrap_or("?");
+        if !p["present"].as_bool().unwrap_or(false) {
+            println!("platform {name}: absent ({})", p["absent_reason"].as_str().unwrap_or("unknown reason"));
+            continue;
+        }
+        let devices = p["devices"].as_array().map_or(&[][..], Vec::as_slice);
+        println!("platform {name}: {} device(s)", devices.len());
+        for d in devices {
+            println!("  device {}: {}", d["index"], d["name"].as_str().unwrap_or("?"));
+            for (k, v) in d.as_object().into_iter().flatten() {
+                if k != "index" && k != "name" {
+                    println!("    {k}: {v}");
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! `ordo`: show the platforms and devices (`info`), or run a verified vector add and reduction on
+//! every device and print the ordered teardown (`demo`).
+
+mod demo;
+mod info;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: ordo <command>
+
+commands:
+  info [--json]   platforms, devices and their properties; absent platforms with the reason
+  demo            on every device: load a program, run a vector add and a reduction on real
+                  data, check every element, then shut down and print the teardown in order
+
+logging: RUST_LOG=ordo=debug (env_logger)";
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = match words.as_slice() {
+        ["info"] => info::run(false),
+        ["info", "--json"] => info::run(true),
+        ["demo"] => demo::run(),
+        ["help" | "--help" | "-h"] => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("ordo: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

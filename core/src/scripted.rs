@@ -1,0 +1,340 @@
+//! The scripted backend (feature `testing`): a backend for tests that counts live objects per
+//! kind, catches double releases and calls outside init, and fails chosen calls with any error,
+//! including "already released by the driver".
+//!
+//! It touches no memory: allocations are fake, unique address ranges, and copies, fills and
+//! launches only check that their objects are live. A release call that is made to fail still
+//! releases its object (as a driver that reports an error on destroy has still dropped it), so
+//! "zero live objects after teardown" means the runtime released everything exactly once.
+
+use crate::backend::{Backend, BackendOp, BackendKind, BackendResult, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind};
+use crate::error::{BackendError, ErrorCode};
+
+/// Kinds of objects the scripted backend counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScriptedObject {
+    /// A device retained by `init` and released by `device_release`.
+    Device,
+    /// A queue.
+    Queue,
+    /// An event.
+    Event,
+    /// A program.
+    Program,
+    /// An allocation.
+    Allocation,
+}
+
+const LIVE_CAPACITY: usize = 8192;
+const ADDRESS_BASE: u64 = 0x7000_0000_0000;
+
+struct Fault {
+    /// Fail the call with this index (counted over all calls since the fault was armed)...
+    at_call: Option<u64>,
+    /// ...or the next call of this op.
+    op: Option<BackendOp>,
+    error: BackendError,
+}
+
+struct ScriptState {
+    up: bool,
+    devices: u32,
+    present: bool,
+    calls: u64,
+    armed_at: u64,
+    fault: Option<Fault>,
+    live: heapless::Vec<(ScriptedObject, u64), LIVE_CAPACITY>,
+    next_raw: u64,
+    next_address: u64,
+    double_releases: u32,
+    calls_while_down: u32,
+    last_released: heapless::Vec<(ScriptedObject, u64), 64>,
+}
+
+/// A backend that counts objects and fails chosen calls. Build it in a `static`.
+pub struct ScriptedBackend {
+    state: spin::Mutex<ScriptState>,
+}
+
+impl ScriptedBackend {
+    /// A present backend with `devices` devices.
+    pub const fn new(devices: u32) -> Self {
+        Self {
+            state: spin::Mutex::new(ScriptState {
+                up: false,
+                devices,
+                present: true,
+                calls: 0,
+                armed_at: 0,
+                fault: None,
+                live: heapless::Vec::new(),
+                next_raw: 1,
+                next_address: ADDRESS_BASE,
+                double_releases: 0,
+                calls_while_down: 0,
+                last_released: heapless::Vec::new(),
+            }),
+        }
+    }
+
+    /// Sets whether `init` finds the driver (absent: `init` returns `NotPresent`).
+    pub fn set_present(&self, present: bool) {
+        self.state.lock().present = present;
+    }
+
+    /// Fails the next call of `op` with `error` (replacing any armed fault).
+    pub fn fail_next(&self, op: BackendOp, error: BackendError) {
+        let mut s = self.state.lock();
+        s.armed_at = s.calls;
+        s.fault = Some(Fault { at_call: None, op: Some(op), error });
+    }
+
+    /// Fails the `k`-th call from now (0 = the next call) with `error`.
+    pub fn fail_call(&self, k: u64, error: BackendError) {
+        let mut s = self.state.lock();
+        s.armed_at = s.calls;
+        s.fault = Some(Fault { at_call: Some(k), op: None, error });
+    }
+
+    /// Disarms any pending fault; returns whether one was pending.
+    pub fn disarm(&self) -> bool {
+        self.state.lock().fault.take().is_some()
+    }
+
+    /// Live objects of a kind.
+    pub fn live(&self, kind: ScriptedObject) -> usize {
+        self.state.lock().live.iter().filter(|(k, _)| *k == kind).count()
+    }
+
+    /// Live objects of every kind.
+    pub fn live_total(&self) -> usize {
+        self.state.lock().live.len()
+    }
+
+    /// Whether the backend is initialised.
+    pub fn is_up(&self) -> bool {
+        self.state.lock().up
+    }
+
+    /// Releases of objects that were not live (double releases or forgeries); must stay 0.
+    pub fn double_releases(&self) -> u32 {
+        self.state.lock().double_releases
+    }
+
+    /// Object calls made while the backend was not initialised; must stay 0.
+    pub fn calls_while_down(&self) -> u32 {
+        self.state.lock().calls_while_down
+    }
+
+    /// Calls made so far.
+    pub fn calls(&self) -> u64 {
+        self.state.lock().calls
+    }
+
+    /// The last (at most 64) objects released, oldest first; cleared by `init`.
+    pub fn release_log(&self) -> heapless::Vec<(ScriptedObject, u64), 64> {
+        self.state.lock().last_released.clone()
+    }
+
+    /// Resets everything but the device count and presence (live objects are forgotten).
+    pub fn reset(&self) {
+        let mut s = self.state.lock();
+        let (devices, present) = (s.devices, s.present);
+        *s = ScriptedBackend::new(devices).state.into_inner();
+        s.present = present;
+    }
+
+    /// Counts a call; returns the injected error if this call is the chosen one.
+    fn call(&self, op: BackendOp, needs_up: bool) -> Result<spin::MutexGuard<'_, ScriptState>, (spin::MutexGuard<'_, ScriptState>, BackendError)> {
+        let mut s = self.state.lock();
+        let index = s.calls - s.armed_at;
+        s.calls += 1;
+        if needs_up && !s.up {
+            s.calls_while_down += 1;
+        }
+        let hit = match &s.fault {
+            Some(f) => f.at_call == Some(index) || f.op == Some(op),
+            None => false,
+        };
+        if hit {
+            let error = s.fault.take().map(|f| f.error).unwrap_or(BackendError::new(ErrorCode::Unknown, 0, "fault"));
+            return Err((s, error));
+        }
+        Ok(s)
+    }
+
+    fn create(&self, op: BackendOp, kind: ScriptedObject, size: usize) -> BackendResult<u64> {
+        let mut s = self.call(op, true).map_err(|(_, e)| e)?;
+        let raw = if kind == ScriptedObject::Allocation {
+            let a = s.next_address;
+            s.next_address += (size as u64).next_multiple_of(256) + 256;
+            a
+        } else {
+            s.next_raw += 1;
+            s.next_raw
+        };
+        s.live
+            .push((kind, raw))
+            .map_err(|_| BackendError::new(ErrorCode::OutOfResources, 0, "scripted backend live-object log is full"))?;
+        Ok(raw)
+    }
+
+    fn release(&self, op: BackendOp, kind: ScriptedObject, raw: u64) -> BackendResult<()> {
+        let (mut s, result) = match self.call(op, true) {
+            Ok(s) => (s, Ok(())),
+            Err((s, e)) => (s, Err(e)),
+        };
+        match s.live.iter().position(|&(k, r)| k == kind && r == raw) {
+            Some(i) => {
+                s.live.swap_remove(i);
+                if s.last_released.is_full() {
+                    s.last_released.remove(0);
+                }
+                let _ = s.last_released.push((kind, raw));
+            }
+            None => s.double_releases += 1,
+        }
+        result
+    }
+
+    fn use_object(&self, op: BackendOp, objects: &[(ScriptedObject, u64)]) -> BackendResult<()> {
+        let s = self.call(op, true).map_err(|(_, e)| e)?;
+        if objects.iter().any(|o| !s.live.contains(o)) {
+            return Err(BackendError::new(ErrorCode::InvalidHandle, 0, "scripted backend: object is not live"));
+        }
+        Ok(())
+    }
+}
+
+impl Backend for ScriptedBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Scripted
+    }
+
+    fn init(&self) -> BackendResult<u32> {
+        let mut s = self.call(BackendOp::Init, false).map_err(|(_, e)| e)?;
+        if !s.present {
+            return Err(BackendError::not_present("scripted backend set absent"));
+        }
+        s.up = true;
+        s.last_released.clear();
+        for d in 0..s.devices {
+            let _ = s.live.push((ScriptedObject::Device, u64::from(d)));
+        }
+        Ok(s.devices)
+    }
+
+    fn deinit(&self) -> BackendResult<()> {
+        let (mut s, result) = match self.call(BackendOp::Deinit, true) {
+            Ok(s) => (s, Ok(())),
+            Err((s, e)) => (s, Err(e)),
+        };
+        s.up = false;
+        result
+    }
+
+    fn device_release(&self, device: u32) -> BackendResult<()> {
+        self.release(BackendOp::DeviceRelease, ScriptedObject::Device, u64::from(device))
+    }
+
+    fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
+        self.use_object(BackendOp::DeviceInfo, &[(ScriptedObject::Device, u64::from(device))])?;
+        Ok(match key {
+            DeviceInfo::Name => InfoValue::text("scripted device"),
+            DeviceInfo::ComputeCapability => InfoValue::Version(9, 0),
+            _ => InfoValue::Int(1 << 20),
+        })
+    }
+
+    fn mem_alloc(&self, _device: u32, _kind: MemKind, size: usize) -> BackendResult<u64> {
+        self.create(BackendOp::MemAlloc, ScriptedObject::Allocation, size)
+    }
+
+    fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, _size: usize) -> BackendResult<()> {
+        self.release(BackendOp::MemFree, ScriptedObject::Allocation, addr)
+    }
+
+    unsafe fn memcpy(&self, _: u32, _: CopyKind, _: u64, _: u64, _: usize, queue: Option<u64>) -> BackendResult<()> {
+        match queue {
+            Some(q) => self.use_object(BackendOp::Memcpy, &[(ScriptedObject::Queue, q)]),
+            None => self.use_object(BackendOp::Memcpy, &[]),
+        }
+    }
+
+    fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, queue: Option<u64>) -> BackendResult<()> {
+        match queue {
+            Some(q) => self.use_object(BackendOp::Fill, &[(ScriptedObject::Queue, q)]),
+            None => self.use_object(BackendOp::Fill, &[]),
+        }
+    }
+
+    fn queue_create(&self, _device: u32) -> BackendResult<u64> {
+        self.create(BackendOp::QueueCreate, ScriptedObject::Queue, 0)
+    }
+
+    fn queue_destroy(&self, _: u32, queue: u64) -> BackendResult<()> {
+        self.release(BackendOp::QueueDestroy, ScriptedObject::Queue, queue)
+    }
+
+    fn queue_synchronize(&self, _: u32, queue: u64) -> BackendResult<()> {
+        self.use_object(BackendOp::QueueSynchronize, &[(ScriptedObject::Queue, queue)])
+    }
+
+    fn queue_query(&self, _: u32, queue: u64) -> BackendResult<bool> {
+        self.use_object(BackendOp::QueueQuery, &[(ScriptedObject::Queue, queue)]).map(|_| true)
+    }
+
+    fn queue_wait_event(&self, _: u32, queue: u64, event: u64) -> BackendResult<()> {
+        self.use_object(BackendOp::QueueWaitEvent, &[(ScriptedObject::Queue, queue), (ScriptedObject::Event, event)])
+    }
+
+    fn event_create(&self, _device: u32) -> BackendResult<u64> {
+        self.create(BackendOp::EventCreate, ScriptedObject::Event, 0)
+    }
+
+    fn event_destroy(&self, _: u32, event: u64) -> BackendResult<()> {
+        self.release(BackendOp::EventDestroy, ScriptedObject::Event, event)
+    }
+
+    fn event_record(&self, _: u32, event: u64, queue: u64) -> BackendResult<()> {
+        self.use_object(BackendOp::EventRecord, &[(ScriptedObject::Event, event), (ScriptedObject::Queue, queue)])
+    }
+
+    fn event_synchronize(&self, _: u32, event: u64) -> BackendResult<()> {
+        self.use_object(BackendOp::EventSynchronize, &[(ScriptedObject::Event, event)])
+    }
+
+    fn event_query(&self, _: u32, event: u64) -> BackendResult<bool> {
+        self.use_object(BackendOp::EventQuery, &[(ScriptedObject::Event, event)]).map(|_| true)
+    }
+
+    fn event_elapsed_ms(&self, _: u32, start: u64, end: u64) -> BackendResult<f32> {
+        self.use_object(BackendOp::EventElapsed, &[(ScriptedObject::Event, start), (ScriptedObject::Event, end)])
+            .map(|_| 0.5)
+    }
+
+    fn program_load(&self, _device: u32, image: &[u8]) -> BackendResult<u64> {
+        if image.starts_with(b"bad") {
+            self.call(BackendOp::ProgramLoad, true).map_err(|(_, e)| e)?;
+            return Err(BackendError::new(ErrorCode::InvalidBinary, 0, "scripted backend: image starts with 'bad'"));
+        }
+        self.create(BackendOp::ProgramLoad, ScriptedObject::Program, 0)
+    }
+
+    fn program_unload(&self, _: u32, program: u64) -> BackendResult<()> {
+        self.release(BackendOp::ProgramUnload, ScriptedObject::Program, program)
+    }
+
+    fn kernel_get(&self, _: u32, program: u64, name: &str) -> BackendResult<u64> {
+        self.use_object(BackendOp::KernelGet, &[(ScriptedObject::Program, program)])?;
+        if name.starts_with("missing") {
+            return Err(BackendError::new(ErrorCode::NotFound, 0, "scripted backend: kernel name starts with 'missing'"));
+        }
+        let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+        Ok((program << 32) | u64::from(hash))
+    }
+
+    unsafe fn launch(&self, _: u32, queue: u64, kernel: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
+        self.use_object(BackendOp::Launch, &[(ScriptedObject::Queue, queue), (ScriptedObject::Program, kernel >> 32)])
+    }
+}
