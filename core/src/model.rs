@@ -7,8 +7,9 @@
 //! ("fail the next call of op X"). Users can drive it against their own runtime configurations.
 //!
 //! The order of checks is part of the contract it models: first the lifecycle (`Uninitialized`
-//! outside `Ready`), then arguments in parameter order (sizes, then handles), then capacity, then
-//! the backend call (an armed fault fires here), then backend-specific outcomes.
+//! outside `Ready`), then null pointers, then sizes and values, then handles and addresses in
+//! parameter order, then capacity, then the backend call (an armed fault fires here), then
+//! backend-specific outcomes.
 
 use crate::backend::BackendOp;
 use crate::capacity::{MAX_ALLOCATIONS, MAX_EVENTS, MAX_KERNELS, MAX_PROGRAMS, MAX_QUEUES};
@@ -63,7 +64,7 @@ pub enum Op {
     CopyToDevice {
         /// The allocation.
         alloc: Ref,
-        /// Offset from its base (less than its size).
+        /// Offset from its base (below 256).
         offset: usize,
         /// Bytes.
         len: usize,
@@ -375,11 +376,19 @@ impl<const N: usize> Model<N> {
                 Outcome::Ok
             }
             Op::CopyToDevice { alloc, offset, len } => {
+                if alloc == Ref::Null {
+                    return Err(ErrorCode::NullPointer);
+                }
                 if len == 0 {
                     return Err(ErrorCode::InvalidSize);
                 }
                 let a = self.resolve_address(alloc)?;
-                if offset.saturating_add(len) > self.info(a).size {
+                if offset >= self.info(a).size {
+                    // Past the end: an address no allocation contains (allocations are 256-byte
+                    // aligned and offsets stay below that, so it never reaches the next one).
+                    return Err(ErrorCode::NotFound);
+                }
+                if offset + len > self.info(a).size {
                     return Err(ErrorCode::InvalidSize);
                 }
                 self.backend_call(BackendOp::Memcpy)?;

@@ -54,6 +54,7 @@ struct ScriptState {
 /// A backend that counts objects and fails chosen calls. Build it in a `static`.
 pub struct ScriptedBackend {
     state: spin::Mutex<ScriptState>,
+    hook: spin::Mutex<Option<fn(BackendOp)>>,
 }
 
 impl ScriptedBackend {
@@ -74,7 +75,14 @@ impl ScriptedBackend {
                 calls_while_down: 0,
                 last_released: heapless::Vec::new(),
             }),
+            hook: spin::Mutex::new(None),
         }
+    }
+
+    /// Calls `hook` at the start of every backend call, outside the backend's lock (a test can
+    /// block in it to hold a call in flight). `None` removes it.
+    pub fn set_hook(&self, hook: Option<fn(BackendOp)>) {
+        *self.hook.lock() = hook;
     }
 
     /// Sets whether `init` finds the driver (absent: `init` returns `NotPresent`).
@@ -146,6 +154,10 @@ impl ScriptedBackend {
 
     /// Counts a call; returns the injected error if this call is the chosen one.
     fn call(&self, op: BackendOp, needs_up: bool) -> Result<spin::MutexGuard<'_, ScriptState>, (spin::MutexGuard<'_, ScriptState>, BackendError)> {
+        let hook = *self.hook.lock();
+        if let Some(hook) = hook {
+            hook(op);
+        }
         let mut s = self.state.lock();
         let index = s.calls - s.armed_at;
         s.calls += 1;

@@ -1,0 +1,55 @@
+//! Helpers for ordo's integration tests: runtimes over fresh backends, leaked so they are
+//! `'static` like the statics users build (each test gets its own, so tests run in parallel).
+
+use ordo_core::host::{HostArena, HostBackend, builtin};
+use ordo_core::scripted::ScriptedBackend;
+use ordo_core::{Backend, Device, ErrorCode, Result, Runtime};
+
+/// Bytes of the arena of `host_runtime`.
+pub const HOST_ARENA: usize = 1 << 20;
+
+fn leak<T>(value: T) -> &'static T {
+    Box::leak(Box::new(value))
+}
+
+/// A runtime over `backends` (leaked).
+pub fn runtime(backends: Vec<&'static dyn Backend>) -> &'static Runtime {
+    leak(Runtime::new(Box::leak(backends.into_boxed_slice())))
+}
+
+/// A scripted backend with `devices` devices (leaked).
+pub fn scripted(devices: u32) -> &'static ScriptedBackend {
+    leak(ScriptedBackend::new(devices))
+}
+
+/// A runtime over one scripted backend with `devices` devices.
+pub fn scripted_runtime(devices: u32) -> (&'static ScriptedBackend, &'static Runtime) {
+    let b = scripted(devices);
+    (b, runtime(vec![b]))
+}
+
+/// A host backend over a fresh `HOST_ARENA`-byte arena with the built-in programs (leaked).
+pub fn host_backend() -> &'static HostBackend {
+    let arena: &'static HostArena<HOST_ARENA> = leak(HostArena::new());
+    leak(HostBackend::new(arena, builtin::PROGRAMS, Some(ordo_core::std_clock_ns)))
+}
+
+/// A runtime over one fresh host backend.
+pub fn host_runtime() -> (&'static HostBackend, &'static Runtime) {
+    let h = host_backend();
+    (h, runtime(vec![h]))
+}
+
+/// Device `index` of platform 0.
+pub fn device(rt: &Runtime, index: u32) -> Result<Device> {
+    rt.device(rt.platform(0)?, index)
+}
+
+/// The error code of a result (panics on success: for tests).
+#[track_caller]
+pub fn code<T: std::fmt::Debug>(r: Result<T>) -> ErrorCode {
+    match r {
+        Ok(v) => panic!("expected an error, got Ok({v:?})"),
+        Err(e) => e.code,
+    }
+}

@@ -1,0 +1,353 @@
+//! Model-based test: `ordo_core::model::Model` against the real runtime, with
+//! `proptest-state-machine`, over the host backend and over the scripted backend (which also
+//! injects faults, including "already released by the driver"). After every step the outcomes,
+//! the lifecycle state and the live-object counts agree; after every full teardown the scripted
+//! backend holds zero live objects and saw no double release.
+//!
+//! Cases: 256 per run by default; `ORDO_PROPTEST_CASES` raises it for long runs.
+
+use std::sync::OnceLock;
+
+use ordo_core::host::{HostArena, HostBackend, HostKernel, HostProgram, HostThread};
+use ordo_core::model::{Model, ModelConfig, ObjId, Op, Outcome, Ref};
+use ordo_core::scripted::{ScriptedBackend, ScriptedObject};
+use ordo_core::{
+    BackendError, BackendOp, Device, DevicePtr, ErrorCode, Event, KernelArgs, LaunchDims, MemKind, ObjectKind, Program,
+    Queue, Runtime, Shutdown, State,
+};
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
+
+const ARENA: usize = 1 << 20;
+const DEVICES: u32 = 2;
+/// A value that is no handle the runtime ever issued (unknown kind tag).
+const FORGED_HANDLE: u64 = u64::MAX >> 8;
+const FORGED_ADDRESS: u64 = 0xdead_0000;
+
+unsafe fn noop(_: &HostThread, _: &KernelArgs<'_>) -> Result<(), ordo_core::Error> {
+    Ok(())
+}
+
+const HOST_KERNELS: &[HostKernel] = &[HostKernel { name: "k0", run: noop }, HostKernel { name: "k1", run: noop }];
+const HOST_PROGRAMS: &[HostProgram] = &[HostProgram { name: "test.prog", kernels: HOST_KERNELS }];
+const KERNEL_NAMES: [&str; 3] = ["k0", "k1", "missing_kernel"];
+
+fn cases() -> u32 {
+    std::env::var("ORDO_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
+}
+
+// ---- reference side -------------------------------------------------------------------------
+
+#[derive(Clone, Debug)]
+struct RefState {
+    model: Model<512>,
+    scripted: bool,
+    last: Outcome,
+}
+
+fn reference(scripted: bool) -> RefState {
+    let (devices, alloc_limit) = if scripted { (DEVICES, usize::MAX) } else { (1, ARENA) };
+    RefState { model: Model::new(ModelConfig { devices, alloc_limit }), scripted, last: Outcome::Ok }
+}
+
+fn transitions(state: &RefState) -> BoxedStrategy<Op> {
+    let n = state.model.objects().len() as u32;
+    let obj = if n == 0 {
+        prop_oneof![Just(Ref::Null), Just(Ref::Forged)].boxed()
+    } else {
+        prop_oneof![1 => Just(Ref::Null), 1 => Just(Ref::Forged), 12 => (0..n).prop_map(|i| Ref::Obj(ObjId(i)))].boxed()
+    };
+    let size = prop_oneof![
+        4 => 1usize..4096,
+        1 => Just(0usize),
+        1 => Just(usize::MAX),
+        1 => Just(isize::MAX as usize + 1),
+        1 => Just(4 * ARENA),
+    ];
+    let o = || obj.clone();
+    let mut ops = vec![
+        (3, Just(Op::Init).boxed()),
+        (2, Just(Op::Shutdown).boxed()),
+        (1, o().prop_map(Op::DeviceInfo).boxed()),
+        (4, (o(), size).prop_map(|(device, size)| Op::MemAlloc { device, size }).boxed()),
+        (2, o().prop_map(Op::MemFree).boxed()),
+        (2, (o(), 0usize..64, 0usize..128).prop_map(|(alloc, offset, len)| Op::CopyToDevice { alloc, offset, len }).boxed()),
+        (3, o().prop_map(Op::QueueCreate).boxed()),
+        (1, o().prop_map(Op::QueueDestroy).boxed()),
+        (1, o().prop_map(Op::QueueSynchronize).boxed()),
+        (2, o().prop_map(Op::EventCreate).boxed()),
+        (1, o().prop_map(Op::EventDestroy).boxed()),
+        (2, (o(), o()).prop_map(|(event, queue)| Op::EventRecord { event, queue }).boxed()),
+        (3, (o(), prop::bool::weighted(0.8)).prop_map(|(device, valid)| Op::ProgramLoad { device, valid }).boxed()),
+        (1, o().prop_map(Op::ProgramUnload).boxed()),
+        (3, (o(), 0u8..3).prop_map(|(program, name)| Op::KernelGet { program, name }).boxed()),
+        (3, (o(), o()).prop_map(|(queue, kernel)| Op::Launch { queue, kernel }).boxed()),
+    ];
+    if state.scripted {
+        let op = prop::sample::select(BackendOp::ALL.to_vec());
+        let code = prop::sample::select(vec![
+            ErrorCode::BackendFailure,
+            ErrorCode::DeviceLost,
+            ErrorCode::OutOfResources,
+            ErrorCode::InvalidValue,
+            ErrorCode::Unknown,
+        ]);
+        let fault = (op, code, prop::bool::weighted(0.3)).prop_map(|(op, code, released)| Op::ArmFault { op, code, released });
+        ops.push((2, fault.boxed()));
+    }
+    proptest::strategy::Union::new_weighted(ops).boxed()
+}
+
+struct HostModel;
+struct ScriptedModel;
+
+macro_rules! reference_machine {
+    ($name:ident, $scripted:expr) => {
+        impl ReferenceStateMachine for $name {
+            type State = RefState;
+            type Transition = Op;
+
+            fn init_state() -> BoxedStrategy<RefState> {
+                Just(reference($scripted)).boxed()
+            }
+
+            fn transitions(state: &RefState) -> BoxedStrategy<Op> {
+                transitions(state)
+            }
+
+            fn preconditions(state: &RefState, op: &Op) -> bool {
+                // The host arena reuses freed addresses, so an op on a freed allocation may hit a
+                // new one: only the scripted backend (fresh addresses) checks stale addresses.
+                let dead_alloc = |r: &Ref| match r {
+                    Ref::Obj(id) => state.model.object(*id).is_some_and(|o| o.kind == ObjectKind::Allocation && !o.live),
+                    _ => false,
+                };
+                match op {
+                    Op::MemFree(a) | Op::CopyToDevice { alloc: a, .. } => state.scripted || !dead_alloc(a),
+                    _ => true,
+                }
+            }
+
+            fn apply(mut state: RefState, op: &Op) -> RefState {
+                state.last = state.model.apply(*op);
+                state
+            }
+        }
+    };
+}
+
+reference_machine!(HostModel, false);
+reference_machine!(ScriptedModel, true);
+
+// ---- system under test ----------------------------------------------------------------------
+
+struct Sut {
+    rt: &'static Runtime,
+    scripted: Option<&'static ScriptedBackend>,
+    /// Model object id -> raw handle (or base address for allocations).
+    handles: Vec<u64>,
+}
+
+fn host_sut() -> Sut {
+    static RT: OnceLock<&'static Runtime> = OnceLock::new();
+    let rt = *RT.get_or_init(|| {
+        let arena: &'static HostArena<ARENA> = Box::leak(Box::new(HostArena::new()));
+        let host: &'static HostBackend = Box::leak(Box::new(HostBackend::new(arena, HOST_PROGRAMS, None)));
+        ordo_tests::runtime(vec![host])
+    });
+    Sut { rt, scripted: None, handles: Vec::new() }
+}
+
+fn scripted_sut() -> Sut {
+    static RT: OnceLock<(&'static ScriptedBackend, &'static Runtime)> = OnceLock::new();
+    let (b, rt) = *RT.get_or_init(|| ordo_tests::scripted_runtime(DEVICES));
+    Sut { rt, scripted: Some(b), handles: Vec::new() }
+}
+
+impl Sut {
+    /// Brings the shared runtime back to `Uninit` and a fresh backend before a case.
+    fn reset(self) -> Self {
+        while self.rt.shutdown().is_ok() {}
+        assert_eq!(self.rt.state(), State::Uninit);
+        if let Some(b) = self.scripted {
+            b.reset();
+        }
+        self
+    }
+
+    fn raw(&self, r: Ref) -> u64 {
+        match r {
+            Ref::Null => 0,
+            Ref::Forged => FORGED_HANDLE,
+            Ref::Obj(id) => self.handles[id.0 as usize],
+        }
+    }
+
+    fn address(&self, r: Ref) -> u64 {
+        match r {
+            Ref::Forged => FORGED_ADDRESS,
+            other => self.raw(other),
+        }
+    }
+
+    /// Runs `op` on the runtime; returns the outcome in the model's terms, and the raw value of a
+    /// created or returned object.
+    fn run(&mut self, op: Op) -> (Outcome, Option<u64>) {
+        let rt = self.rt;
+        let err = |e: ordo_core::Error| (Outcome::Err(e.code), None);
+        let unit = |r: ordo_core::Result<()>| r.map_or_else(err, |()| (Outcome::Ok, None));
+        let made = |r: ordo_core::Result<u64>| r.map_or_else(err, |v| (Outcome::Created(ObjId(u32::MAX)), Some(v)));
+        match op {
+            Op::Init => unit(rt.init()),
+            Op::Shutdown => match rt.shutdown() {
+                Ok(Shutdown::Released { remaining }) => (Outcome::Released(remaining), None),
+                Ok(Shutdown::TornDown(r)) => {
+                    (Outcome::TornDown { failures: r.failure_count(), released_by_driver: r.released_by_driver }, None)
+                }
+                Err(e) => err(e),
+            },
+            Op::ArmFault { op, code, released } => {
+                let error = BackendError { code, native: -7, released_by_driver: released, message: "injected" };
+                self.scripted.expect("faults only on the scripted backend").fail_next(op, error);
+                (Outcome::Ok, None)
+            }
+            Op::DeviceInfo(d) => rt
+                .device_info(Device::from_raw(self.raw(d)), ordo_core::DeviceInfo::Name)
+                .map_or_else(err, |_| (Outcome::Ok, None)),
+            Op::MemAlloc { device, size } => {
+                made(rt.mem_alloc(Device::from_raw(self.raw(device)), MemKind::Device, size).map(|p| p.0))
+            }
+            Op::MemFree(a) => unit(rt.mem_free(DevicePtr(self.address(a)))),
+            Op::CopyToDevice { alloc, offset, len } => {
+                let src = vec![0u8; len];
+                let offset = if alloc == Ref::Null { 0 } else { offset as u64 };
+                unit(rt.copy_to_device(DevicePtr(self.address(alloc)).offset(offset), &src))
+            }
+            Op::QueueCreate(d) => made(rt.queue_create(Device::from_raw(self.raw(d))).map(Queue::to_raw)),
+            Op::QueueDestroy(q) => unit(rt.queue_destroy(Queue::from_raw(self.raw(q)))),
+            Op::QueueSynchronize(q) => unit(rt.queue_synchronize(Queue::from_raw(self.raw(q)))),
+            Op::EventCreate(d) => made(rt.event_create(Device::from_raw(self.raw(d))).map(Event::to_raw)),
+            Op::EventDestroy(e) => unit(rt.event_destroy(Event::from_raw(self.raw(e)))),
+            Op::EventRecord { event, queue } => {
+                unit(rt.event_record(Event::from_raw(self.raw(event)), Queue::from_raw(self.raw(queue))))
+            }
+            Op::ProgramLoad { device, valid } => {
+                let image: &[u8] = match (valid, self.scripted.is_some()) {
+                    (true, false) => b"test.prog",
+                    (true, true) => b"some image",
+                    (false, _) => b"bad image",
+                };
+                made(rt.program_load(Device::from_raw(self.raw(device)), image).map(Program::to_raw))
+            }
+            Op::ProgramUnload(p) => unit(rt.program_unload(Program::from_raw(self.raw(p)))),
+            Op::KernelGet { program, name } => {
+                made(rt.kernel_get(Program::from_raw(self.raw(program)), KERNEL_NAMES[usize::from(name)]).map(|k| k.to_raw()))
+            }
+            Op::Launch { queue, kernel } => {
+                let (q, k) = (Queue::from_raw(self.raw(queue)), ordo_core::Kernel::from_raw(self.raw(kernel)));
+                // SAFETY: the test kernels take no arguments and touch no memory.
+                unit(unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) })
+            }
+        }
+    }
+}
+
+fn check_step(sut: &mut Sut, op: Op, expected: Outcome) {
+    let (got, value) = sut.run(op);
+    match expected {
+        Outcome::Created(id) => {
+            assert_eq!(got, Outcome::Created(ObjId(u32::MAX)), "{op:?}");
+            assert_eq!(id.0 as usize, sut.handles.len(), "model and harness numbering agree");
+            sut.handles.push(value.expect("created value"));
+        }
+        Outcome::Existing(id) => {
+            assert!(matches!(got, Outcome::Created(_)), "{op:?}: expected the existing kernel, got {got:?}");
+            assert_eq!(value, Some(sut.handles[id.0 as usize]), "{op:?}: same name gives the same handle");
+        }
+        Outcome::Initialized { first, count } => {
+            assert_eq!(got, Outcome::Ok, "{op:?}");
+            assert_eq!(first.0 as usize, sut.handles.len());
+            let platform = sut.rt.platform(0).expect("platform 0");
+            for i in 0..count {
+                sut.handles.push(sut.rt.device(platform, i).expect("device").to_raw());
+            }
+        }
+        Outcome::TornDown { .. } => {
+            assert_eq!(got, expected, "{op:?}");
+            if let Some(b) = sut.scripted {
+                assert_eq!(b.live_total(), 0, "scripted backend holds no live object after teardown");
+                assert!(!b.is_up());
+            }
+        }
+        Outcome::ModelFull => {}
+        _ => assert_eq!(got, expected, "{op:?}"),
+    }
+    if let Some(b) = sut.scripted {
+        assert_eq!(b.double_releases(), 0, "{op:?}: an object was released twice");
+        assert_eq!(b.calls_while_down(), 0, "{op:?}: a backend call outside init");
+    }
+}
+
+fn check_counts(sut: &Sut, model: &Model<512>) {
+    let state = sut.rt.state();
+    match model.refs() {
+        0 => assert_eq!(state, State::Uninit),
+        n => assert_eq!(state, State::Ready(n)),
+    }
+    if model.refs() == 0 {
+        return;
+    }
+    let live = sut.rt.live_objects().expect("live objects");
+    let counts = [
+        (live.devices, ObjectKind::Device, ScriptedObject::Device),
+        (live.queues, ObjectKind::Queue, ScriptedObject::Queue),
+        (live.events, ObjectKind::Event, ScriptedObject::Event),
+        (live.programs, ObjectKind::Program, ScriptedObject::Program),
+        (live.allocations, ObjectKind::Allocation, ScriptedObject::Allocation),
+    ];
+    for (runtime, kind, scripted) in counts {
+        assert_eq!(runtime, model.live(kind), "live {kind} in the runtime");
+        if let Some(b) = sut.scripted {
+            assert_eq!(b.live(scripted), model.live(kind), "live {kind} in the scripted backend");
+        }
+    }
+    assert_eq!(live.kernels, model.live(ObjectKind::Kernel), "live kernels");
+}
+
+macro_rules! machine_test {
+    ($name:ident, $reference:ident, $make:expr) => {
+        impl StateMachineTest for $name {
+            type SystemUnderTest = Sut;
+            type Reference = $reference;
+
+            fn init_test(_: &RefState) -> Sut {
+                $make.reset()
+            }
+
+            fn apply(mut sut: Sut, state: &RefState, op: Op) -> Sut {
+                check_step(&mut sut, op, state.last);
+                sut
+            }
+
+            fn check_invariants(sut: &Sut, state: &RefState) {
+                check_counts(sut, &state.model);
+            }
+        }
+    };
+}
+
+struct HostTest;
+struct ScriptedTest;
+machine_test!(HostTest, HostModel, host_sut());
+machine_test!(ScriptedTest, ScriptedModel, scripted_sut());
+
+prop_state_machine! {
+    #![proptest_config(Config { cases: cases(), failure_persistence: None, ..Config::default() })]
+
+    #[test]
+    fn model_agrees_with_runtime_on_host_backend(sequential 1..80 => HostTest);
+
+    #[test]
+    fn model_agrees_with_runtime_on_scripted_backend(sequential 1..80 => ScriptedTest);
+}
