@@ -6,8 +6,8 @@
 use std::ffi::c_void;
 
 use ordo_core::{
-    BackendKind, Device, FillValue, KernelArgs, LaunchDims, MemKind, Runtime, Shutdown, StepOutcome,
-    TeardownEvent, default_runtime,
+    BackendKind, Device, FillValue, KernelArgs, LaunchDims, MemKind, Runtime, Shutdown, StepOutcome, TeardownEvent,
+    default_runtime,
 };
 
 const N: usize = 1 << 20;
@@ -53,17 +53,24 @@ fn run_on_device(rt: &Runtime, device: Device, image: &[u8]) -> Result<String, o
 
     let n = N as u32;
     let grid = n.div_ceil(BLOCK);
-    let (pa, pb, pc, psum): (*mut f32, *mut f32, *mut f32, *mut f32) = (a.as_ptr(), b.as_ptr(), c.as_ptr(), sum.as_ptr());
-    let mut add_params = [&pa as *const _ as *mut c_void, &pb as *const _ as *mut c_void, &pc as *const _ as *mut c_void, &n as *const _ as *mut c_void];
+    let (pa, pb, pc, psum): (*mut f32, *mut f32, *mut f32, *mut f32) =
+        (a.as_ptr(), b.as_ptr(), c.as_ptr(), sum.as_ptr());
+    let add_params = [
+        &pa as *const _ as *mut c_void,
+        &pb as *const _ as *mut c_void,
+        &pc as *const _ as *mut c_void,
+        &n as *const _ as *mut c_void,
+    ];
     let add_sizes = [8, 8, 8, 4];
-    let mut reduce_params = [&pa as *const _ as *mut c_void, &psum as *const _ as *mut c_void, &n as *const _ as *mut c_void];
+    let reduce_params =
+        [&pa as *const _ as *mut c_void, &psum as *const _ as *mut c_void, &n as *const _ as *mut c_void];
     let reduce_sizes = [8, 8, 4];
     let dims = LaunchDims::linear(grid, BLOCK);
     // SAFETY: the arguments are (f32*, f32*, f32*, u32) and (f32*, f32*, u32) as the kernels
     // declare, pointing at allocations of N (and 1) floats that outlive the synchronisation below.
     unsafe {
-        rt.launch(queue, add, &dims, &KernelArgs::new(&mut add_params, &add_sizes)?)?;
-        rt.launch(queue, reduce, &dims, &KernelArgs::new(&mut reduce_params, &reduce_sizes)?)?;
+        rt.launch(queue, add, &dims, &KernelArgs::new(&add_params, &add_sizes)?)?;
+        rt.launch(queue, reduce, &dims, &KernelArgs::new(&reduce_params, &reduce_sizes)?)?;
     }
     rt.queue_synchronize(queue)?;
 
@@ -84,7 +91,11 @@ fn run_on_device(rt: &Runtime, device: Device, image: &[u8]) -> Result<String, o
 
 fn describe(step: &TeardownEvent, names: &[&str]) -> String {
     let platform = names.get(step.platform as usize).copied().unwrap_or("?");
-    let where_ = if step.device == u32::MAX { format!("platform {platform}") } else { format!("{platform} device {}", step.device) };
+    let where_ = if step.device == u32::MAX {
+        format!("platform {platform}")
+    } else {
+        format!("{platform} device {}", step.device)
+    };
     let address = if step.address != 0 { format!(" at {:#x}", step.address) } else { String::new() };
     let outcome = match step.outcome {
         StepOutcome::Done => "ok".to_string(),
@@ -139,7 +150,9 @@ pub fn run() -> Result<(), String> {
                 return Err("teardown reported failures".into());
             }
         }
-        Ok(Shutdown::Released { remaining }) => println!("other init references remain ({remaining}); no teardown"),
+        Ok(Shutdown::Released { remaining }) => {
+            println!("other init references remain ({remaining}); no teardown")
+        }
         Err(e) => return Err(format!("shutdown failed: {e}")),
     }
     if ran == 0 {

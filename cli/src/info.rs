@@ -48,6 +48,7 @@ fn collect(rt: &Runtime) -> Result<Value, ordo_core::Error> {
         platforms.push(json!({
             "name": pi.name,
             "present": pi.absent.is_none(),
+            "capabilities": pi.capabilities.iter_names().map(|(name, _)| name.to_ascii_lowercase()).collect::<Vec<_>>(),
             "absent_reason": pi.absent.map(|e| e.message),
             "devices": devices,
         }));
@@ -76,7 +77,8 @@ pub fn run(as_json: bool) -> Result<(), String> {
             continue;
         }
         let devices = p["devices"].as_array().map_or(&[][..], Vec::as_slice);
-        println!("platform {name}: {} device(s)", devices.len());
+        let caps: Vec<&str> = p["capabilities"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        println!("platform {name}: {} device(s); capabilities: {}", devices.len(), caps.join(", "));
         for d in devices {
             println!("  device {}: {}", d["index"], d["name"].as_str().unwrap_or("?"));
             for (k, v) in d.as_object().into_iter().flatten() {

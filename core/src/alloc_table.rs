@@ -53,15 +53,17 @@ impl<const N: usize> AllocTable<N> {
             let prev = self.slots.at(self.by_address[pos - 1]);
             prev.base + prev.size as u64 > entry.base
         };
-        let overlaps_next = pos < self.slots.len()
-            && end.is_none_or(|end| self.slots.at(self.by_address[pos]).base < end);
+        let overlaps_next =
+            pos < self.slots.len() && end.is_none_or(|end| self.slots.at(self.by_address[pos]).base < end);
         if end.is_none() || overlaps_prev || overlaps_next {
             return fail(ErrorCode::BackendFailure, "backend returned an address overlapping a live allocation");
         }
         let len = self.slots.len();
         let slot = match self.slots.insert(entry) {
             Ok(h) => h.index() as u32,
-            Err(_) => return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)"),
+            Err(_) => {
+                return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
+            }
         };
         self.by_address.copy_within(pos..len, pos + 1);
         self.by_address[pos] = slot;

@@ -264,6 +264,24 @@ impl<'a> KernelArgs<'a> {
     }
 }
 
+bitflags::bitflags! {
+    /// What a platform's devices can do beyond the operations every backend has.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct Capabilities: u32 {
+        /// Queues run asynchronously to the caller (copies and launches on a queue may still be
+        /// running when the call returns).
+        const ASYNC_QUEUES = 1 << 0;
+        /// `event_elapsed_ms` measures time.
+        const EVENT_TIMING = 1 << 1;
+        /// `MemKind::Managed` memory migrates between host and device.
+        const MANAGED_MEMORY = 1 << 2;
+        /// Kernels may use dynamic shared memory.
+        const SHARED_MEMORY = 1 << 3;
+        /// Device memory is directly readable by host code (the host backend).
+        const HOST_ACCESSIBLE_MEMORY = 1 << 4;
+    }
+}
+
 /// Names of the `Backend` methods that talk to a driver, for fault injection and call counting.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -335,6 +353,8 @@ pub trait Backend: Sync {
     fn name(&self) -> &'static str {
         self.kind().name()
     }
+    /// What this backend's devices can do.
+    fn capabilities(&self) -> Capabilities;
     /// Loads and initialises the driver; returns the number of devices. A missing driver or no
     /// devices is `ErrorCode::NotPresent` (the platform is recorded as absent, not an error).
     fn init(&self) -> BackendResult<u32>;
@@ -364,8 +384,7 @@ pub trait Backend: Sync {
         queue: Option<u64>,
     ) -> BackendResult<()>;
     /// Writes `value` `count` times from `dst` (a validated device range); with a queue, async.
-    fn fill(&self, device: u32, dst: u64, value: FillValue, count: usize, queue: Option<u64>)
-    -> BackendResult<()>;
+    fn fill(&self, device: u32, dst: u64, value: FillValue, count: usize, queue: Option<u64>) -> BackendResult<()>;
 
     /// Creates an in-order queue.
     fn queue_create(&self, device: u32) -> BackendResult<u64>;

@@ -31,15 +31,8 @@ pub enum ObjectKind {
 
 impl ObjectKind {
     /// Every kind, in tag order.
-    pub const ALL: [ObjectKind; 7] = [
-        Self::Platform,
-        Self::Device,
-        Self::Queue,
-        Self::Event,
-        Self::Program,
-        Self::Kernel,
-        Self::Allocation,
-    ];
+    pub const ALL: [ObjectKind; 7] =
+        [Self::Platform, Self::Device, Self::Queue, Self::Event, Self::Program, Self::Kernel, Self::Allocation];
 
     /// The kind's lower-case name.
     pub const fn name(self) -> &'static str {
@@ -79,11 +72,7 @@ impl RawHandle {
     pub const NULL: Self = Self(0);
 
     pub(crate) const fn pack(kind: ObjectKind, generation: u32, index: u32) -> Self {
-        Self(
-            ((kind as u64) << KIND_SHIFT)
-                | ((generation as u64) << GENERATION_SHIFT)
-                | (index as u64 & INDEX_MASK),
-        )
+        Self(((kind as u64) << KIND_SHIFT) | ((generation as u64) << GENERATION_SHIFT) | (index as u64 & INDEX_MASK))
     }
 
     /// The kind encoded in the handle, if the tag is a valid one.

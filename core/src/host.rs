@@ -8,7 +8,10 @@
 use core::cell::UnsafeCell;
 use core::mem::MaybeUninit;
 
-use crate::backend::{Backend, BackendKind, BackendResult, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind};
+use crate::backend::{
+    Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs,
+    LaunchDims, MemKind,
+};
 use crate::capacity::{MAX_ALLOCATIONS, MAX_EVENTS};
 use crate::error::{BackendError, Error, ErrorCode};
 
@@ -121,7 +124,11 @@ fn err(code: ErrorCode, message: &'static str) -> BackendError {
 impl HostBackend {
     /// A host backend allocating from `arena` and offering `programs`. Without a clock, event
     /// timing returns `Unsupported`.
-    pub const fn new(arena: &'static dyn ArenaRegion, programs: &'static [HostProgram], clock_ns: Option<fn() -> u64>) -> Self {
+    pub const fn new(
+        arena: &'static dyn ArenaRegion,
+        programs: &'static [HostProgram],
+        clock_ns: Option<fn() -> u64>,
+    ) -> Self {
         Self {
             arena,
             programs,
@@ -156,6 +163,11 @@ impl HostBackend {
 impl Backend for HostBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Host
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        let timing = if self.clock_ns.is_some() { Capabilities::EVENT_TIMING } else { Capabilities::empty() };
+        Capabilities::HOST_ACCESSIBLE_MEMORY | timing
     }
 
     fn init(&self) -> BackendResult<u32> {
@@ -334,7 +346,14 @@ impl Backend for HostBackend {
         }
     }
 
-    unsafe fn launch(&self, _: u32, _: u64, kernel: u64, dims: &LaunchDims, args: &KernelArgs<'_>) -> BackendResult<()> {
+    unsafe fn launch(
+        &self,
+        _: u32,
+        _: u64,
+        kernel: u64,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
         if dims.threads_per_block() > 1024 {
             return Err(err(ErrorCode::InvalidValue, "more than 1024 threads per block"));
         }
@@ -380,7 +399,12 @@ pub mod builtin {
     pub unsafe fn vector_add_f32(t: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
         // SAFETY: the launch contract: arguments are (ptr, ptr, ptr, u32) valid for n elements.
         unsafe {
-            let (a, b, c, n) = (args.read::<*const f32>(0)?, args.read::<*const f32>(1)?, args.read::<*mut f32>(2)?, args.read::<u32>(3)?);
+            let (a, b, c, n) = (
+                args.read::<*const f32>(0)?,
+                args.read::<*const f32>(1)?,
+                args.read::<*mut f32>(2)?,
+                args.read::<u32>(3)?,
+            );
             let i = t.global_x() as usize;
             if i < n as usize {
                 *c.add(i) = *a.add(i) + *b.add(i);

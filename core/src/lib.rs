@@ -39,7 +39,8 @@ mod sync;
 mod table;
 
 pub use backend::{
-    Backend, BackendKind, BackendOp, BackendResult, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind,
+    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue,
+    KernelArgs, LaunchDims, MemKind,
 };
 pub use error::{BackendError, Error, ErrorCode, Result};
 pub use guard::InitGuard;
@@ -78,3 +79,8 @@ mod default_runtime {
 }
 #[cfg(feature = "std")]
 pub use default_runtime::default_runtime;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

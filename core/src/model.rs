@@ -305,7 +305,8 @@ impl<const N: usize> Model<N> {
         }
         let first = ObjId(self.objects.len() as u32);
         for i in 0..self.config.devices {
-            let info = ObjInfo { kind: ObjectKind::Device, device: ObjId(first.0 + i), live: true, parent: None, size: 0 };
+            let info =
+                ObjInfo { kind: ObjectKind::Device, device: ObjId(first.0 + i), live: true, parent: None, size: 0 };
             if self.objects.push(info).is_err() {
                 return Outcome::ModelFull;
             }

@@ -168,7 +168,13 @@ impl fmt::Display for TeardownReport {
             write!(
                 f,
                 "\n  platform {} device {}: {} {:?} failed: {} (backend code {}): {}",
-                x.platform, x.device, x.step.name(), x.handle, x.code, x.native, x.message
+                x.platform,
+                x.device,
+                x.step.name(),
+                x.handle,
+                x.code,
+                x.native,
+                x.message
             )?;
         }
         if self.overflow > 0 {

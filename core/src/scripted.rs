@@ -7,7 +7,10 @@
 //! releases its object (as a driver that reports an error on destroy has still dropped it), so
 //! "zero live objects after teardown" means the runtime released everything exactly once.
 
-use crate::backend::{Backend, BackendOp, BackendKind, BackendResult, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind};
+use crate::backend::{
+    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue,
+    KernelArgs, LaunchDims, MemKind,
+};
 use crate::error::{BackendError, ErrorCode};
 
 /// Kinds of objects the scripted backend counts.
@@ -153,7 +156,11 @@ impl ScriptedBackend {
     }
 
     /// Counts a call; returns the injected error if this call is the chosen one.
-    fn call(&self, op: BackendOp, needs_up: bool) -> Result<spin::MutexGuard<'_, ScriptState>, (spin::MutexGuard<'_, ScriptState>, BackendError)> {
+    fn call(
+        &self,
+        op: BackendOp,
+        needs_up: bool,
+    ) -> Result<spin::MutexGuard<'_, ScriptState>, (spin::MutexGuard<'_, ScriptState>, BackendError)> {
         let hook = *self.hook.lock();
         if let Some(hook) = hook {
             hook(op);
@@ -221,6 +228,10 @@ impl ScriptedBackend {
 impl Backend for ScriptedBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Scripted
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::all() - Capabilities::HOST_ACCESSIBLE_MEMORY
     }
 
     fn init(&self) -> BackendResult<u32> {
@@ -340,7 +351,11 @@ impl Backend for ScriptedBackend {
     fn kernel_get(&self, _: u32, program: u64, name: &str) -> BackendResult<u64> {
         self.use_object(BackendOp::KernelGet, &[(ScriptedObject::Program, program)])?;
         if name.starts_with("missing") {
-            return Err(BackendError::new(ErrorCode::NotFound, 0, "scripted backend: kernel name starts with 'missing'"));
+            return Err(BackendError::new(
+                ErrorCode::NotFound,
+                0,
+                "scripted backend: kernel name starts with 'missing'",
+            ));
         }
         let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
         Ok((program << 32) | u64::from(hash))

@@ -72,7 +72,12 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
         (1, o().prop_map(Op::DeviceInfo).boxed()),
         (4, (o(), size).prop_map(|(device, size)| Op::MemAlloc { device, size }).boxed()),
         (2, o().prop_map(Op::MemFree).boxed()),
-        (2, (o(), 0usize..64, 0usize..128).prop_map(|(alloc, offset, len)| Op::CopyToDevice { alloc, offset, len }).boxed()),
+        (
+            2,
+            (o(), 0usize..64, 0usize..128)
+                .prop_map(|(alloc, offset, len)| Op::CopyToDevice { alloc, offset, len })
+                .boxed(),
+        ),
         (3, o().prop_map(Op::QueueCreate).boxed()),
         (1, o().prop_map(Op::QueueDestroy).boxed()),
         (1, o().prop_map(Op::QueueSynchronize).boxed()),
@@ -93,7 +98,8 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
             ErrorCode::InvalidValue,
             ErrorCode::Unknown,
         ]);
-        let fault = (op, code, prop::bool::weighted(0.3)).prop_map(|(op, code, released)| Op::ArmFault { op, code, released });
+        let fault =
+            (op, code, prop::bool::weighted(0.3)).prop_map(|(op, code, released)| Op::ArmFault { op, code, released });
         ops.push((2, fault.boxed()));
     }
     proptest::strategy::Union::new_weighted(ops).boxed()
@@ -120,7 +126,9 @@ macro_rules! reference_machine {
                 // The host arena reuses freed addresses, so an op on a freed allocation may hit a
                 // new one: only the scripted backend (fresh addresses) checks stale addresses.
                 let dead_alloc = |r: &Ref| match r {
-                    Ref::Obj(id) => state.model.object(*id).is_some_and(|o| o.kind == ObjectKind::Allocation && !o.live),
+                    Ref::Obj(id) => {
+                        state.model.object(*id).is_some_and(|o| o.kind == ObjectKind::Allocation && !o.live)
+                    }
                     _ => false,
                 };
                 match op {
@@ -241,9 +249,10 @@ impl Sut {
                 made(rt.program_load(Device::from_raw(self.raw(device)), image).map(Program::to_raw))
             }
             Op::ProgramUnload(p) => unit(rt.program_unload(Program::from_raw(self.raw(p)))),
-            Op::KernelGet { program, name } => {
-                made(rt.kernel_get(Program::from_raw(self.raw(program)), KERNEL_NAMES[usize::from(name)]).map(|k| k.to_raw()))
-            }
+            Op::KernelGet { program, name } => made(
+                rt.kernel_get(Program::from_raw(self.raw(program)), KERNEL_NAMES[usize::from(name)])
+                    .map(|k| k.to_raw()),
+            ),
             Op::Launch { queue, kernel } => {
                 let (q, k) = (Queue::from_raw(self.raw(queue)), ordo_core::Kernel::from_raw(self.raw(kernel)));
                 // SAFETY: the test kernels take no arguments and touch no memory.

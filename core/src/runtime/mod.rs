@@ -13,8 +13,8 @@ use core::cell::UnsafeCell;
 
 use crate::alloc_table::AllocTable;
 use crate::backend::Backend;
-use crate::capacity::{MAX_DEVICES, MAX_EVENTS, MAX_KERNELS, MAX_PLATFORMS, MAX_PROGRAMS, MAX_QUEUES};
 use crate::capacity::MAX_ALLOCATIONS;
+use crate::capacity::{MAX_DEVICES, MAX_EVENTS, MAX_KERNELS, MAX_PLATFORMS, MAX_PROGRAMS, MAX_QUEUES};
 use crate::error::{BackendError, Error, ErrorCode, Result, fail};
 use crate::handle::ObjectKind;
 use crate::lifecycle::{Gate, InitStep, ShutdownStep, State};
@@ -103,6 +103,7 @@ pub struct LiveObjects {
 }
 
 /// What `shutdown` did.
+#[allow(clippy::large_enum_variant)] // No alloc to box the report; it is returned once per epoch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Shutdown {
     /// An init reference was dropped; this many remain and nothing was torn down.
@@ -191,7 +192,10 @@ impl Runtime {
                 Err(e) if e.code == ErrorCode::NotPresent => {
                     log::info!("ordo: platform {} is absent: {}", backend.name(), e.message);
                     let absent = PlatformEntry { backend: index as u8, absent: Some(e), devices: heapless::Vec::new() };
-                    t.platforms.insert(absent).map(|_| ()).map_err(|_| Error::new(ErrorCode::Internal, "platform table"))
+                    t.platforms
+                        .insert(absent)
+                        .map(|_| ())
+                        .map_err(|_| Error::new(ErrorCode::Internal, "platform table"))
                 }
                 Err(e) => Err(e.into()),
             };
@@ -273,4 +277,3 @@ impl Runtime {
         })
     }
 }
-

@@ -5,10 +5,10 @@
 //! or destroy objects run exclusive. A failed release (free, destroy, unload) still retires the
 //! handle: the backend was told once, and it is never told twice.
 
+use crate::alloc_table::AllocEntry;
 use crate::backend::{Backend, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind};
 use crate::error::{BackendError, Error, ErrorCode, Result, fail};
 use crate::handle::{Device, DevicePtr, Event, Kernel, Platform, Program, Queue, RawHandle};
-use crate::alloc_table::AllocEntry;
 
 use super::{EventEntry, KernelEntry, NO_SLOT, ProgramEntry, QueueEntry, Runtime, Tables, teardown};
 
@@ -23,6 +23,8 @@ pub struct PlatformInfo {
     pub device_count: u32,
     /// Why the platform is absent, or `None` when it is present.
     pub absent: Option<BackendError>,
+    /// What its devices can do.
+    pub capabilities: crate::Capabilities,
 }
 
 /// A resolved device: its backend, the backend's ordinal and its slot in the device table.
@@ -92,6 +94,7 @@ impl Runtime {
                 name: backend.name(),
                 device_count: p.devices.len() as u32,
                 absent: p.absent,
+                capabilities: backend.capabilities(),
             })
         })
     }

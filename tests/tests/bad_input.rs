@@ -1,0 +1,400 @@
+//! Every operation against every kind of bad input: each returns its specific error code, makes
+//! no backend call, and leaves every live object as it was.
+
+use std::ffi::c_void;
+
+use ordo_core::scripted::ScriptedBackend;
+use ordo_core::{
+    CopyKind, Device, DeviceInfo, DevicePtr, ErrorCode, Event, FillValue, Kernel, KernelArgs, LaunchDims, LiveObjects,
+    MemKind, Platform, Program, Queue, RawHandle, Result, Runtime,
+};
+use ordo_tests::{device, host_runtime, scripted_runtime};
+
+struct World {
+    b: &'static ScriptedBackend,
+    rt: &'static Runtime,
+    d: Device,
+    q: Queue,
+    e: Event,
+    p: Program,
+    k: Kernel,
+    m: DevicePtr,
+    /// Handles of the same kinds from before a shutdown and re-init.
+    old_q: Queue,
+    old_e: Event,
+    old_p: Program,
+    old_k: Kernel,
+    old_d: Device,
+    old_m: DevicePtr,
+    /// Released in this epoch.
+    dead_q: Queue,
+    dead_e: Event,
+    dead_p: Program,
+    dead_k: Kernel,
+    dead_m: DevicePtr,
+}
+
+fn objects(rt: &Runtime, d: Device) -> (Queue, Event, Program, Kernel, DevicePtr) {
+    let q = rt.queue_create(d).unwrap();
+    let e = rt.event_create(d).unwrap();
+    let p = rt.program_load(d, b"image").unwrap();
+    let k = rt.kernel_get(p, "kernel").unwrap();
+    let m = rt.mem_alloc(d, MemKind::Device, 1024).unwrap();
+    (q, e, p, k, m)
+}
+
+fn world() -> World {
+    let (b, rt) = scripted_runtime(2);
+    rt.init().unwrap();
+    let old_d = device(rt, 0).unwrap();
+    let (old_q, old_e, old_p, old_k, old_m) = objects(rt, old_d);
+    rt.shutdown().unwrap();
+    rt.init().unwrap();
+    let d = device(rt, 0).unwrap();
+    let (dead_q, dead_e, dead_p, dead_k, dead_m) = objects(rt, d);
+    rt.queue_destroy(dead_q).unwrap();
+    rt.event_destroy(dead_e).unwrap();
+    rt.program_unload(dead_p).unwrap();
+    rt.mem_free(dead_m).unwrap();
+    let (q, e, p, k, m) = objects(rt, d);
+    World { b, rt, d, q, e, p, k, m, old_q, old_e, old_p, old_k, old_d, old_m, dead_q, dead_e, dead_p, dead_k, dead_m }
+}
+
+#[derive(Debug, PartialEq)]
+struct Snapshot {
+    live: Option<LiveObjects>,
+    backend_live: usize,
+    backend_calls: u64,
+}
+
+fn snapshot(w: &World) -> Snapshot {
+    Snapshot { live: w.rt.live_objects().ok(), backend_live: w.b.live_total(), backend_calls: w.b.calls() }
+}
+
+/// Runs `op`, expecting `want` and no change at all.
+#[track_caller]
+fn rejects<T: std::fmt::Debug>(w: &World, want: ErrorCode, op: impl FnOnce() -> Result<T>) {
+    let before = snapshot(w);
+    match op() {
+        Ok(v) => panic!("expected {want:?}, got Ok({v:?})"),
+        Err(e) => assert_eq!(e.code, want, "{e}"),
+    }
+    assert_eq!(snapshot(w), before, "a rejected call changed state or reached the backend");
+}
+
+macro_rules! raw_conv {
+    ($($t:ident),*) => {$(
+        impl From<$t> for Wrap { fn from(h: $t) -> Wrap { Wrap(h.0) } }
+    )*};
+}
+struct Wrap(RawHandle);
+raw_conv!(Queue, Event, Program, Kernel, Device, Platform);
+
+/// A handle of the right type whose bits name an object of another kind.
+fn as_queue(h: impl Into<Wrap>) -> Queue {
+    Queue(h.into().0)
+}
+fn as_event(h: impl Into<Wrap>) -> Event {
+    Event(h.into().0)
+}
+fn as_program(h: impl Into<Wrap>) -> Program {
+    Program(h.into().0)
+}
+fn as_kernel(h: impl Into<Wrap>) -> Kernel {
+    Kernel(h.into().0)
+}
+fn as_device(h: impl Into<Wrap>) -> Device {
+    Device(h.into().0)
+}
+
+const FORGED: u64 = u64::MAX >> 8;
+/// Right kind tag, slot index far beyond any capacity.
+fn forged_of_kind(tag: u64) -> u64 {
+    (tag << 56) | 0x00ff_ffff
+}
+
+#[test]
+fn queue_operations_reject_bad_handles() {
+    let w = world();
+    let rt = w.rt;
+    let bad_queues = [
+        (Queue::NULL, ErrorCode::NullHandle),
+        (w.dead_q, ErrorCode::InvalidHandle),
+        (w.old_q, ErrorCode::InvalidHandle),
+        (as_queue(w.e), ErrorCode::InvalidHandle),
+        (Queue::from_raw(FORGED), ErrorCode::InvalidHandle),
+        (Queue::from_raw(forged_of_kind(3)), ErrorCode::InvalidHandle),
+    ];
+    for (q, want) in bad_queues {
+        rejects(&w, want, || rt.queue_synchronize(q));
+        rejects(&w, want, || rt.queue_query(q));
+        rejects(&w, want, || rt.queue_wait_event(q, w.e));
+        rejects(&w, want, || rt.event_record(w.e, q));
+        rejects(&w, want, || rt.fill(w.m, FillValue::U8(0), 1, Some(q)));
+        rejects(&w, want, || rt.copy_device(w.m, w.m.offset(512), 16, Some(q)));
+        // SAFETY: rejected before any kernel could run.
+        rejects(&w, want, || unsafe { rt.launch(q, w.k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) });
+        rejects(&w, want, || rt.queue_destroy(q));
+    }
+    rejects(&w, ErrorCode::InvalidHandle, || rt.queue_destroy(w.dead_q)); // double destroy
+}
+
+#[test]
+fn event_operations_reject_bad_handles() {
+    let w = world();
+    let rt = w.rt;
+    let bad_events = [
+        (Event::NULL, ErrorCode::NullHandle),
+        (w.dead_e, ErrorCode::InvalidHandle),
+        (w.old_e, ErrorCode::InvalidHandle),
+        (as_event(w.q), ErrorCode::InvalidHandle),
+        (Event::from_raw(FORGED), ErrorCode::InvalidHandle),
+        (Event::from_raw(forged_of_kind(4)), ErrorCode::InvalidHandle),
+    ];
+    for (e, want) in bad_events {
+        rejects(&w, want, || rt.event_record(e, w.q));
+        rejects(&w, want, || rt.event_synchronize(e));
+        rejects(&w, want, || rt.event_query(e));
+        rejects(&w, want, || rt.event_elapsed_ms(e, w.e));
+        rejects(&w, want, || rt.event_elapsed_ms(w.e, e));
+        rejects(&w, want, || rt.queue_wait_event(w.q, e));
+        rejects(&w, want, || rt.event_destroy(e));
+    }
+    rejects(&w, ErrorCode::InvalidHandle, || rt.event_destroy(w.dead_e)); // double destroy
+}
+
+#[test]
+fn program_and_kernel_operations_reject_bad_handles() {
+    let w = world();
+    let rt = w.rt;
+    let bad_programs = [
+        (Program::NULL, ErrorCode::NullHandle),
+        (w.dead_p, ErrorCode::InvalidHandle),
+        (w.old_p, ErrorCode::InvalidHandle),
+        (as_program(w.k), ErrorCode::InvalidHandle),
+        (Program::from_raw(FORGED), ErrorCode::InvalidHandle),
+    ];
+    for (p, want) in bad_programs {
+        rejects(&w, want, || rt.kernel_get(p, "kernel"));
+        rejects(&w, want, || rt.program_unload(p));
+    }
+    rejects(&w, ErrorCode::InvalidHandle, || rt.program_unload(w.dead_p)); // double unload
+    let bad_kernels = [
+        (Kernel::NULL, ErrorCode::NullHandle),
+        (w.dead_k, ErrorCode::InvalidHandle), // died with its program
+        (w.old_k, ErrorCode::InvalidHandle),
+        (as_kernel(w.p), ErrorCode::InvalidHandle),
+        (Kernel::from_raw(FORGED), ErrorCode::InvalidHandle),
+    ];
+    for (k, want) in bad_kernels {
+        rejects(&w, want, || rt.kernel_program(k));
+        // SAFETY: rejected before any kernel could run.
+        rejects(&w, want, || unsafe { rt.launch(w.q, k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) });
+    }
+    rejects(&w, ErrorCode::InvalidArgument, || rt.kernel_get(w.p, ""));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.kernel_get(w.p, "a\0b"));
+    rejects(&w, ErrorCode::InvalidSize, || rt.program_load(w.d, b""));
+}
+
+#[test]
+fn device_and_platform_operations_reject_bad_handles() {
+    let w = world();
+    let rt = w.rt;
+    let bad_devices = [
+        (Device::NULL, ErrorCode::NullHandle),
+        (w.old_d, ErrorCode::InvalidHandle),
+        (as_device(w.q), ErrorCode::InvalidHandle),
+        (Device::from_raw(FORGED), ErrorCode::InvalidHandle),
+        (Device::from_raw(forged_of_kind(2)), ErrorCode::InvalidHandle),
+    ];
+    for (d, want) in bad_devices {
+        rejects(&w, want, || rt.device_info(d, DeviceInfo::Name));
+        rejects(&w, want, || rt.device_platform(d));
+        rejects(&w, want, || rt.mem_alloc(d, MemKind::Device, 16));
+        rejects(&w, want, || rt.queue_create(d));
+        rejects(&w, want, || rt.event_create(d));
+        rejects(&w, want, || rt.program_load(d, b"image"));
+    }
+    rejects(&w, ErrorCode::NullHandle, || rt.platform_info(Platform::NULL));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.platform_info(Platform(w.d.0)));
+    rejects(&w, ErrorCode::InvalidValue, || rt.platform(7));
+    rejects(&w, ErrorCode::InvalidValue, || rt.device(rt.platform(0).unwrap(), 2));
+}
+
+#[test]
+fn memory_operations_reject_bad_addresses_and_sizes() {
+    let w = world();
+    let rt = w.rt;
+    // Sizes.
+    rejects(&w, ErrorCode::InvalidSize, || rt.mem_alloc(w.d, MemKind::Device, 0));
+    rejects(&w, ErrorCode::InvalidSize, || rt.mem_alloc(w.d, MemKind::Device, usize::MAX));
+    rejects(&w, ErrorCode::InvalidSize, || rt.mem_alloc(w.d, MemKind::Host, isize::MAX as usize + 1));
+    // Free: null, unknown, interior, double, earlier epoch.
+    rejects(&w, ErrorCode::NullPointer, || rt.mem_free(DevicePtr::NULL));
+    rejects(&w, ErrorCode::NotFound, || rt.mem_free(DevicePtr(0xdead_0000)));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.mem_free(w.m.offset(8)));
+    rejects(&w, ErrorCode::NotFound, || rt.mem_free(w.dead_m));
+    rejects(&w, ErrorCode::NotFound, || rt.mem_free(w.old_m));
+    // Copies.
+    let mut buf = [0u8; 2048];
+    rejects(&w, ErrorCode::InvalidSize, || rt.copy_to_device(w.m, &[]));
+    rejects(&w, ErrorCode::InvalidSize, || rt.copy_to_device(w.m, &buf[..1025]));
+    rejects(&w, ErrorCode::InvalidSize, || rt.copy_to_device(w.m.offset(1000), &buf[..25]));
+    rejects(&w, ErrorCode::NullPointer, || rt.copy_to_device(DevicePtr::NULL, &buf[..4]));
+    rejects(&w, ErrorCode::NotFound, || rt.copy_to_device(w.dead_m, &buf[..4]));
+    rejects(&w, ErrorCode::NotFound, || rt.copy_from_device(&mut buf[..4], w.old_m));
+    rejects(&w, ErrorCode::InvalidSize, || rt.copy_from_device(&mut buf[..1025], w.m));
+    rejects(&w, ErrorCode::InvalidSize, || rt.copy_device(w.m, w.m, 0, None));
+    rejects(&w, ErrorCode::InvalidSize, || rt.copy_device(w.m, w.m, usize::MAX, None));
+    rejects(&w, ErrorCode::NotFound, || rt.copy_device(w.m, w.dead_m, 4, None));
+    rejects(&w, ErrorCode::NotFound, || rt.copy_device(w.dead_m, w.m, 4, None));
+    // SAFETY: rejected before any copy (null host pointer).
+    rejects(&w, ErrorCode::NullPointer, || unsafe { rt.copy_to_device_async(w.q, w.m, std::ptr::null(), 4) });
+    // SAFETY: rejected before any copy (null host pointer).
+    rejects(&w, ErrorCode::NullPointer, || unsafe { rt.copy_from_device_async(w.q, std::ptr::null_mut(), w.m, 4) });
+    // Fills.
+    rejects(&w, ErrorCode::InvalidSize, || rt.fill(w.m, FillValue::U32(1), 0, None));
+    rejects(&w, ErrorCode::InvalidSize, || rt.fill(w.m, FillValue::U32(1), 257, None));
+    rejects(&w, ErrorCode::InvalidSize, || rt.fill(w.m, FillValue::U32(1), usize::MAX, None));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.fill(w.m.offset(2), FillValue::U32(1), 1, None));
+    rejects(&w, ErrorCode::NotFound, || rt.fill(w.dead_m, FillValue::U8(1), 1, None));
+    rejects(&w, ErrorCode::NullPointer, || rt.mem_info(DevicePtr::NULL));
+}
+
+#[test]
+fn objects_of_different_devices_do_not_mix() {
+    let w = world();
+    let rt = w.rt;
+    let d1 = device(rt, 1).unwrap();
+    let q1 = rt.queue_create(d1).unwrap();
+    let e1 = rt.event_create(d1).unwrap();
+    rejects(&w, ErrorCode::InvalidArgument, || rt.event_record(e1, w.q));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.event_elapsed_ms(e1, w.e));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.fill(w.m, FillValue::U8(0), 1, Some(q1)));
+    // SAFETY: rejected before any kernel could run.
+    rejects(&w, ErrorCode::InvalidArgument, || unsafe {
+        rt.launch(q1, w.k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY)
+    });
+}
+
+#[test]
+fn launch_rejects_bad_dimensions_and_arguments() {
+    let w = world();
+    let rt = w.rt;
+    for dims in [
+        LaunchDims::linear(0, 1),
+        LaunchDims::linear(1, 0),
+        LaunchDims { grid: [1, 0, 1], block: [1, 1, 1], shared_mem_bytes: 0 },
+        LaunchDims { grid: [1, 1, 1], block: [1, 1, 0], shared_mem_bytes: 0 },
+    ] {
+        // SAFETY: rejected before any kernel could run.
+        rejects(&w, ErrorCode::InvalidValue, || unsafe { rt.launch(w.q, w.k, &dims, &KernelArgs::EMPTY) });
+    }
+    let x = 5u32;
+    let params = [&x as *const u32 as *mut c_void, std::ptr::null_mut()];
+    assert_eq!(KernelArgs::new(&params, &[4, 4]).unwrap_err().code, ErrorCode::NullPointer);
+    assert_eq!(KernelArgs::new(&params[..1], &[4, 4]).unwrap_err().code, ErrorCode::InvalidArgument);
+    let args = KernelArgs::new(&params[..1], &[4]).unwrap();
+    // SAFETY: argument 0 points at a u32.
+    unsafe {
+        assert_eq!(args.read::<u64>(0).unwrap_err().code, ErrorCode::InvalidSize);
+        assert_eq!(args.read::<u32>(1).unwrap_err().code, ErrorCode::InvalidArgument);
+        assert_eq!(args.read::<u32>(0).unwrap(), 5);
+    }
+}
+
+#[test]
+fn unknown_enum_values_are_invalid_enumeration() {
+    assert_eq!(MemKind::try_from(3).unwrap_err().code, ErrorCode::InvalidEnumeration);
+    assert_eq!(CopyKind::try_from(99).unwrap_err().code, ErrorCode::InvalidEnumeration);
+    assert_eq!(DeviceInfo::try_from(u32::MAX).unwrap_err().code, ErrorCode::InvalidEnumeration);
+    for &k in MemKind::ALL {
+        assert_eq!(MemKind::try_from(k as u32).unwrap(), k);
+    }
+    for &k in DeviceInfo::ALL {
+        assert_eq!(DeviceInfo::try_from(k as u32).unwrap(), k);
+    }
+}
+
+#[test]
+fn every_call_before_init_and_after_shutdown_is_uninitialized() {
+    let (_, rt) = scripted_runtime(1);
+    let check = |rt: &Runtime| {
+        let d = Device::from_raw(1 << 57);
+        let u = ErrorCode::Uninitialized;
+        let mut buf = [0u8; 4];
+        assert_eq!(rt.platform_count().unwrap_err().code, u);
+        assert_eq!(rt.platform(0).unwrap_err().code, u);
+        assert_eq!(rt.device_info(d, DeviceInfo::Name).unwrap_err().code, u);
+        assert_eq!(rt.mem_alloc(d, MemKind::Device, 4).unwrap_err().code, u);
+        assert_eq!(rt.mem_free(DevicePtr(4096)).unwrap_err().code, u);
+        assert_eq!(rt.copy_to_device(DevicePtr(4096), &buf).unwrap_err().code, u);
+        assert_eq!(rt.copy_from_device(&mut buf, DevicePtr(4096)).unwrap_err().code, u);
+        assert_eq!(rt.fill(DevicePtr(4096), FillValue::U8(0), 4, None).unwrap_err().code, u);
+        assert_eq!(rt.queue_create(d).unwrap_err().code, u);
+        assert_eq!(rt.queue_synchronize(Queue::NULL).unwrap_err().code, u);
+        assert_eq!(rt.event_create(d).unwrap_err().code, u);
+        assert_eq!(rt.event_elapsed_ms(Event::NULL, Event::NULL).unwrap_err().code, u);
+        assert_eq!(rt.program_load(d, b"x").unwrap_err().code, u);
+        assert_eq!(rt.kernel_get(Program::NULL, "k").unwrap_err().code, u);
+        // SAFETY: rejected before any kernel could run.
+        let launch = unsafe { rt.launch(Queue::NULL, Kernel::NULL, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) };
+        assert_eq!(launch.unwrap_err().code, u);
+        assert_eq!(rt.shutdown().unwrap_err().code, u);
+    };
+    check(rt);
+    rt.init().unwrap();
+    rt.shutdown().unwrap();
+    check(rt);
+}
+
+#[test]
+fn full_tables_return_out_of_resources_and_change_nothing() {
+    let w = world();
+    let rt = w.rt;
+    let cap = ordo_core::capacity::MAX_QUEUES;
+    while rt.live_objects().unwrap().queues < cap {
+        rt.queue_create(w.d).unwrap();
+    }
+    rejects(&w, ErrorCode::OutOfResources, || rt.queue_create(w.d));
+    rt.queue_destroy(w.q).unwrap();
+    rt.queue_create(w.d).unwrap();
+}
+
+#[test]
+fn host_backend_rejects_unknown_programs_kernels_and_exhaustion() {
+    let (h, rt) = host_runtime();
+    rt.init().unwrap();
+    let d = device(rt, 0).unwrap();
+    assert_eq!(rt.program_load(d, b"no.such.program").unwrap_err().code, ErrorCode::InvalidBinary);
+    let p = rt.program_load(d, b"ordo.builtin\0").unwrap();
+    assert_eq!(rt.kernel_get(p, "no_such_kernel").unwrap_err().code, ErrorCode::NotFound);
+    assert_eq!(rt.kernel_get(p, "vector_add_f32").unwrap(), rt.kernel_get(p, "vector_add_f32").unwrap());
+    let free = h.free_bytes();
+    assert_eq!(rt.mem_alloc(d, MemKind::Device, free + 1).unwrap_err().code, ErrorCode::OutOfResources);
+    assert_eq!(h.free_bytes(), free);
+    let all = rt.mem_alloc(d, MemKind::Device, free).unwrap();
+    assert_eq!(rt.mem_alloc(d, MemKind::Device, 1).unwrap_err().code, ErrorCode::OutOfResources);
+    rt.mem_free(all).unwrap();
+    assert_eq!(h.free_bytes(), free);
+    let q = rt.queue_create(d).unwrap();
+    let k = rt.kernel_get(p, "vector_add_f32").unwrap();
+    let too_big = LaunchDims { grid: [1, 1, 1], block: [1025, 1, 1], shared_mem_bytes: 0 };
+    let launch = |dims: &LaunchDims| {
+        // SAFETY: each launch here is rejected before the kernel reads an argument: by the
+        // dimension checks, or by the kernel's own argument-count check.
+        unsafe { rt.launch(q, k, dims, &KernelArgs::EMPTY) }.map_err(|e| e.code)
+    };
+    assert_eq!(launch(&too_big), Err(ErrorCode::InvalidValue));
+    let shared = LaunchDims { shared_mem_bytes: 16, ..LaunchDims::linear(1, 1) };
+    assert_eq!(launch(&shared), Err(ErrorCode::InvalidValue));
+    // A kernel given too few arguments fails cleanly instead of reading garbage.
+    assert_eq!(launch(&LaunchDims::linear(1, 1)), Err(ErrorCode::InvalidArgument));
+    let (e0, e1) = (rt.event_create(d).unwrap(), rt.event_create(d).unwrap());
+    assert_eq!(rt.event_elapsed_ms(e0, e1).unwrap_err().code, ErrorCode::InvalidArgument, "never recorded");
+    rt.event_record(e0, q).unwrap();
+    rt.event_record(e1, q).unwrap();
+    assert!(rt.event_elapsed_ms(e0, e1).unwrap() >= 0.0);
+    let ordo_core::Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    assert!(report.is_clean());
+}

@@ -1,0 +1,119 @@
+//! Threads churning init/shutdown while others call the API. A thread that holds an init
+//! reference must see every call succeed (no teardown can happen under it); a thread without one
+//! may only see success, `Uninitialized`, or a stale-handle error for an object from an epoch that
+//! ended under it. At the end nothing is live, nothing was released twice, and no backend call
+//! arrived outside init.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+use ordo_core::{Backend, DevicePtr, ErrorCode, FillValue, MemKind, Result, Runtime, State};
+use ordo_tests::{device, host_backend, runtime, scripted};
+
+const ITERATIONS: usize = 1500;
+
+/// Errors a caller without an init reference may see.
+fn allowed_without_reference<T>(r: &Result<T>) -> bool {
+    match r {
+        Ok(_) => true,
+        Err(e) => matches!(e.code, ErrorCode::Uninitialized | ErrorCode::InvalidHandle | ErrorCode::NotFound),
+    }
+}
+
+fn work(rt: &Runtime) -> Result<()> {
+    let d = device(rt, 0)?;
+    let q = rt.queue_create(d)?;
+    let m = rt.mem_alloc(d, MemKind::Device, 256)?;
+    rt.copy_to_device(m, &[7u8; 256])?;
+    rt.fill(m, FillValue::U32(9), 16, Some(q))?;
+    let mut back = [0u8; 4];
+    rt.copy_from_device(&mut back, m)?;
+    rt.queue_synchronize(q)?;
+    rt.mem_free(m)?;
+    rt.queue_destroy(q)
+}
+
+/// Calls one at a time, without a reference, so that a teardown can fall between any two.
+/// With `unique_addresses` (the scripted backend never reuses one) it also frees twice: a
+/// backend that reuses addresses may have handed the address to another thread in between, and
+/// then the second free is a valid free of that allocation.
+fn work_without_reference(rt: &Runtime, unique_addresses: bool) -> bool {
+    let d = device(rt, 0);
+    let Ok(d) = d else {
+        return allowed_without_reference(&d);
+    };
+    let m = rt.mem_alloc(d, MemKind::Device, 64);
+    let Ok(m) = m else {
+        return allowed_without_reference(&m);
+    };
+    let copied = rt.copy_to_device(m, &[1u8; 64]);
+    let freed = rt.mem_free(m);
+    let double_free_rejected = !unique_addresses
+        || matches!(
+            rt.mem_free(DevicePtr(m.0)).map_err(|e| e.code),
+            Err(ErrorCode::NotFound | ErrorCode::Uninitialized)
+        );
+    allowed_without_reference(&copied) && allowed_without_reference(&freed) && double_free_rejected
+}
+
+fn churn(rt: &'static Runtime, unique_addresses: bool) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for _ in 0..2 {
+        threads.push(thread::spawn(move || {
+            for _ in 0..ITERATIONS {
+                rt.init().unwrap();
+                rt.shutdown().unwrap();
+            }
+        }));
+    }
+    for _ in 0..2 {
+        threads.push(thread::spawn(move || {
+            for _ in 0..ITERATIONS / 3 {
+                let guard = rt.init_guard().unwrap();
+                work(rt).expect("a caller holding a reference sees every call succeed");
+                guard.shutdown().unwrap();
+            }
+        }));
+    }
+    let stop2 = stop.clone();
+    let free_runner = thread::spawn(move || {
+        while !stop2.load(Ordering::Relaxed) {
+            assert!(
+                work_without_reference(rt, unique_addresses),
+                "a call without a reference saw an error the model does not allow"
+            );
+        }
+    });
+    for t in threads {
+        t.join().expect("no thread panicked");
+    }
+    stop.store(true, Ordering::Relaxed);
+    free_runner.join().expect("no thread panicked");
+    assert_eq!(rt.state(), State::Uninit);
+}
+
+#[test]
+fn churn_over_scripted_backend_leaks_nothing() {
+    let b = scripted(1);
+    let rt = runtime(vec![b as &dyn Backend]);
+    churn(rt, true);
+    assert_eq!(b.live_total(), 0, "no object outlived the last teardown");
+    assert_eq!(b.double_releases(), 0);
+    assert_eq!(b.calls_while_down(), 0);
+    assert!(!b.is_up());
+}
+
+#[test]
+fn churn_over_host_backend_returns_every_byte() {
+    let h = host_backend();
+    let rt = runtime(vec![h as &dyn Backend]);
+    rt.init().unwrap();
+    let total = h.free_bytes();
+    rt.shutdown().unwrap();
+    churn(rt, false);
+    rt.init().unwrap();
+    assert_eq!(h.free_bytes(), total, "the arena is whole again");
+    rt.shutdown().unwrap();
+}
