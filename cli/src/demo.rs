@@ -7,7 +7,6 @@ use std::ffi::c_void;
 
 use ordo_core::{
     BackendKind, Device, FillValue, KernelArgs, LaunchDims, MemKind, Runtime, Shutdown, StepOutcome, TeardownEvent,
-    default_runtime,
 };
 
 const N: usize = 1 << 20;
@@ -17,7 +16,8 @@ const BLOCK: u32 = 256;
 fn demo_image(kind: BackendKind) -> Option<&'static [u8]> {
     match kind {
         BackendKind::Host => Some(ordo_core::host::builtin::PROGRAM_NAME.as_bytes()),
-        BackendKind::Cuda | BackendKind::Amdgpu | BackendKind::Scripted => None,
+        BackendKind::Cuda => Some(ordo_cuda::BUILTIN_PTX.as_bytes()),
+        BackendKind::Amdgpu | BackendKind::Scripted => None,
     }
 }
 
@@ -106,7 +106,7 @@ fn describe(step: &TeardownEvent, names: &[&str]) -> String {
 }
 
 pub fn run() -> Result<(), String> {
-    let rt = default_runtime();
+    let rt = crate::runtime::runtime();
     rt.init().map_err(|e| format!("init failed: {e}"))?;
     let mut names = Vec::new();
     let mut failures = 0;

@@ -1,7 +1,7 @@
 //! `ordo info`: every platform (present or absent, with the reason) and every device's key
 //! properties, as text or JSON.
 
-use ordo_core::{DeviceInfo, InfoValue, Runtime, default_runtime};
+use ordo_core::{DeviceInfo, InfoValue, Runtime};
 use serde_json::{Value, json};
 
 fn info_json(value: &InfoValue) -> Value {
@@ -57,7 +57,7 @@ fn collect(rt: &Runtime) -> Result<Value, ordo_core::Error> {
 }
 
 pub fn run(as_json: bool) -> Result<(), String> {
-    let guard = default_runtime().init_guard().map_err(|e| format!("init failed: {e}"))?;
+    let guard = crate::runtime::runtime().init_guard().map_err(|e| format!("init failed: {e}"))?;
     let info = collect(&guard).map_err(|e| format!("query failed: {e}"));
     let shutdown = guard.shutdown().map_err(|e| format!("shutdown failed: {e}"))?;
     let info = info?;

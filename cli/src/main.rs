@@ -3,6 +3,7 @@
 
 mod demo;
 mod info;
+mod runtime;
 
 use std::process::ExitCode;
 

@@ -71,8 +71,9 @@ mod default_runtime {
     static BACKENDS: [&dyn Backend; 1] = [&HOST];
     static DEFAULT: Runtime = Runtime::new(&BACKENDS);
 
-    /// The process-wide default runtime (feature `std`): the host backend over a
-    /// `ORDO_HOST_ARENA_BYTES` arena (default 64 MiB) with the `ordo.builtin` programs.
+    /// The process-wide default runtime of pure-Rust programs (feature `std`): the host backend
+    /// over a `ORDO_HOST_ARENA_BYTES` arena (default 64 MiB) with the `ordo.builtin` programs.
+    /// The `ordo` command builds its own runtime that also registers CUDA when present.
     pub fn default_runtime() -> &'static Runtime {
         &DEFAULT
     }

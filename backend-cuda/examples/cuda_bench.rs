@@ -1,0 +1,271 @@
+//! Side-by-side benchmarks of ordo over CUDA against the bare driver calls, in one run:
+//! - empty-kernel launches through `Runtime::launch` vs a raw `cuLaunchKernel` loop;
+//! - teardown of 1,000 programs and 10,000 allocations vs the bare unload/free/release calls;
+//! - host<->device copy bandwidth vs raw `cuMemcpyHtoD`/`cuMemcpyDtoH` on the same buffers.
+//!
+//! Each pair alternates, several rounds; the median of each side is reported with the ratio.
+//! Prints a table, then one JSON line (`BENCH_JSON {...}`).
+
+use std::ffi::c_void;
+use std::time::Instant;
+
+use cudarc::driver::sys::{self, CUcontext, CUfunction, CUmodule, CUresult, CUstream};
+use ordo_core::{Backend, DevicePtr, KernelArgs, LaunchDims, MemKind, Runtime, Shutdown};
+use ordo_cuda::{BUILTIN_PTX, CudaBackend};
+
+static CUDA: CudaBackend = CudaBackend::new();
+static BACKENDS: [&dyn Backend; 1] = [&CUDA];
+static RUNTIME: Runtime = Runtime::new(&BACKENDS);
+
+fn ok(r: CUresult) {
+    assert_eq!(r, CUresult::CUDA_SUCCESS);
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn ptx_nul() -> Vec<u8> {
+    [BUILTIN_PTX.as_bytes(), &[0]].concat()
+}
+
+struct Raw {
+    ctx: CUcontext,
+    module: CUmodule,
+    empty: CUfunction,
+    stream: CUstream,
+}
+
+/// The bare-driver side: the same primary context, its own module and stream.
+fn raw_setup() -> Raw {
+    let mut dev = 0;
+    let mut ctx: CUcontext = std::ptr::null_mut();
+    let mut module: CUmodule = std::ptr::null_mut();
+    let mut empty: CUfunction = std::ptr::null_mut();
+    let mut stream: CUstream = std::ptr::null_mut();
+    let ptx = ptx_nul();
+    // SAFETY: plain driver calls with valid out-pointers; the driver is initialised by ordo.
+    unsafe {
+        ok(sys::cuDeviceGet(&mut dev, 0));
+        ok(sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
+        ok(sys::cuCtxSetCurrent(ctx));
+        ok(sys::cuModuleLoadData(&mut module, ptx.as_ptr().cast()));
+        ok(sys::cuModuleGetFunction(&mut empty, module, c"empty".as_ptr()));
+        ok(sys::cuStreamCreate(&mut stream, 1));
+    }
+    Raw { ctx, module, empty, stream }
+}
+
+fn raw_teardown(raw: Raw) {
+    let mut dev = 0;
+    // SAFETY: releases what `raw_setup` created, once.
+    unsafe {
+        ok(sys::cuStreamDestroy_v2(raw.stream));
+        ok(sys::cuModuleUnload(raw.module));
+        ok(sys::cuDeviceGet(&mut dev, 0));
+        ok(sys::cuDevicePrimaryCtxRelease_v2(dev));
+    }
+    let _ = raw.ctx;
+}
+
+/// Nanoseconds per launch: `batches` batches of `batch` launches, each followed by a sync.
+fn time_launches(batches: usize, batch: usize, mut launch: impl FnMut(), mut sync: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..batches {
+        for _ in 0..batch {
+            launch();
+        }
+        sync();
+    }
+    t.elapsed().as_nanos() as f64 / (batches * batch) as f64
+}
+
+struct Pair {
+    name: &'static str,
+    unit: &'static str,
+    raw: f64,
+    ordo: f64,
+}
+
+fn bench_launch(rounds: usize) -> Vec<Pair> {
+    let rt = &RUNTIME;
+    rt.init().unwrap();
+    let d = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    let q = rt.queue_create(d).unwrap();
+    let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+    let k = rt.kernel_get(p, "empty").unwrap();
+    let raw = raw_setup();
+    let dims = LaunchDims::linear(1, 1);
+    let mut out = Vec::new();
+    for (name, batches, batch) in
+        [("launch, 100k in a row (throughput)", 1, 100_000), ("launch, batches of 64 + sync", 400, 64)]
+    {
+        let (mut r, mut o) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            let raw_launch = || {
+                // SAFETY: `empty` takes no arguments; stream and function are live.
+                ok(unsafe {
+                    sys::cuLaunchKernel(
+                        raw.empty,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        1,
+                        0,
+                        raw.stream,
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    )
+                })
+            };
+            // SAFETY: live stream.
+            r.push(time_launches(batches, batch, raw_launch, || ok(unsafe { sys::cuStreamSynchronize(raw.stream) })));
+            // SAFETY: `empty` takes no arguments.
+            let ordo_launch = || unsafe { rt.launch(q, k, &dims, &KernelArgs::EMPTY) }.unwrap();
+            o.push(time_launches(batches, batch, ordo_launch, || rt.queue_synchronize(q).unwrap()));
+        }
+        out.push(Pair { name, unit: "ns/launch", raw: median(r), ordo: median(o) });
+    }
+    raw_teardown(raw);
+    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    assert!(report.is_clean());
+    out
+}
+
+const PROGRAMS: usize = 1000;
+const ALLOCATIONS: usize = 10_000;
+const ALLOC_BYTES: usize = 64 * 1024;
+
+/// Seconds to unload PROGRAMS modules, free ALLOCATIONS buffers and release the primary context
+/// with bare driver calls (newest first, as ordo does).
+fn bare_teardown() -> f64 {
+    let mut dev = 0;
+    let mut ctx: CUcontext = std::ptr::null_mut();
+    let ptx = ptx_nul();
+    let mut modules = Vec::with_capacity(PROGRAMS);
+    let mut buffers = Vec::with_capacity(ALLOCATIONS);
+    // SAFETY: plain driver calls; everything created here is released below, once.
+    unsafe {
+        ok(sys::cuDeviceGet(&mut dev, 0));
+        ok(sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
+        ok(sys::cuCtxSetCurrent(ctx));
+        for _ in 0..PROGRAMS {
+            let mut m: CUmodule = std::ptr::null_mut();
+            ok(sys::cuModuleLoadData(&mut m, ptx.as_ptr().cast()));
+            modules.push(m);
+        }
+        for _ in 0..ALLOCATIONS {
+            let mut p = 0;
+            ok(sys::cuMemAlloc_v2(&mut p, ALLOC_BYTES));
+            buffers.push(p);
+        }
+        let t = Instant::now();
+        for &m in modules.iter().rev() {
+            ok(sys::cuModuleUnload(m));
+        }
+        for &p in buffers.iter().rev() {
+            ok(sys::cuMemFree_v2(p));
+        }
+        ok(sys::cuDevicePrimaryCtxRelease_v2(dev));
+        t.elapsed().as_secs_f64()
+    }
+}
+
+/// Seconds of ordo's final shutdown with PROGRAMS programs and ALLOCATIONS allocations live.
+fn ordo_teardown() -> f64 {
+    let rt = &RUNTIME;
+    rt.init().unwrap();
+    let d = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    for _ in 0..PROGRAMS {
+        rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+    }
+    for _ in 0..ALLOCATIONS {
+        rt.mem_alloc(d, MemKind::Device, ALLOC_BYTES).unwrap();
+    }
+    let t = Instant::now();
+    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    let s = t.elapsed().as_secs_f64();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.released_of(ordo_core::ObjectKind::Allocation), ALLOCATIONS as u32);
+    s
+}
+
+fn bench_teardown(rounds: usize) -> Pair {
+    let (mut r, mut o) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        r.push(bare_teardown() * 1e3);
+        o.push(ordo_teardown() * 1e3);
+    }
+    Pair { name: "teardown, 1000 programs + 10000 allocations", unit: "ms", raw: median(r), ordo: median(o) }
+}
+
+const COPY_BYTES: usize = 256 << 20;
+
+fn bench_copies(rounds: usize) -> Vec<Pair> {
+    let rt = &RUNTIME;
+    rt.init().unwrap();
+    let d = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    let dst = rt.mem_alloc(d, MemKind::Device, COPY_BYTES).unwrap();
+    let mut host: *mut c_void = std::ptr::null_mut();
+    // SAFETY: pinned host allocation in the current (primary) context, freed below.
+    ok(unsafe { sys::cuMemAllocHost_v2(&mut host, COPY_BYTES) });
+    // SAFETY: `host` is valid for COPY_BYTES bytes until freed below.
+    let slice = unsafe { std::slice::from_raw_parts_mut(host.cast::<u8>(), COPY_BYTES) };
+    slice.fill(7);
+    let gbps = |secs: f64| COPY_BYTES as f64 / secs / 1e9;
+    let (mut rh, mut oh, mut rd, mut od) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t = Instant::now();
+        // SAFETY: valid device range and pinned host buffer.
+        ok(unsafe { sys::cuMemcpyHtoD_v2(dst.0, host, COPY_BYTES) });
+        rh.push(gbps(t.elapsed().as_secs_f64()));
+        let t = Instant::now();
+        rt.copy_to_device(dst, slice).unwrap();
+        oh.push(gbps(t.elapsed().as_secs_f64()));
+        let t = Instant::now();
+        // SAFETY: as above.
+        ok(unsafe { sys::cuMemcpyDtoH_v2(host, dst.0, COPY_BYTES) });
+        rd.push(gbps(t.elapsed().as_secs_f64()));
+        let t = Instant::now();
+        rt.copy_from_device(slice, DevicePtr(dst.0)).unwrap();
+        od.push(gbps(t.elapsed().as_secs_f64()));
+    }
+    // SAFETY: frees the pinned buffer allocated above, once.
+    ok(unsafe { sys::cuMemFreeHost(host) });
+    rt.shutdown().unwrap();
+    vec![
+        Pair { name: "copy host->device, 256 MiB pinned", unit: "GB/s", raw: median(rh), ordo: median(oh) },
+        Pair { name: "copy device->host, 256 MiB pinned", unit: "GB/s", raw: median(rd), ordo: median(od) },
+    ]
+}
+
+fn main() {
+    RUNTIME.init().unwrap();
+    let info = RUNTIME.platform_info(RUNTIME.platform(0).unwrap()).unwrap();
+    if let Some(reason) = info.absent {
+        eprintln!("CUDA is absent: {}", reason.message);
+        std::process::exit(2);
+    }
+    let d = RUNTIME.device(RUNTIME.platform(0).unwrap(), 0).unwrap();
+    let name = RUNTIME.device_info(d, ordo_core::DeviceInfo::Name).unwrap();
+    RUNTIME.shutdown().unwrap();
+    let mut pairs = bench_launch(7);
+    pairs.push(bench_teardown(3));
+    pairs.extend(bench_copies(5));
+    println!("device: {name}");
+    println!("| benchmark | unit | bare driver | ordo | ordo / bare |");
+    println!("|---|---|---|---|---|");
+    let mut json = Vec::new();
+    for p in &pairs {
+        let ratio = p.ordo / p.raw;
+        println!("| {} | {} | {:.3} | {:.3} | {:.4} |", p.name, p.unit, p.raw, p.ordo, ratio);
+        json.push(format!(
+            "{{\"name\":\"{}\",\"unit\":\"{}\",\"bare\":{:.4},\"ordo\":{:.4},\"ratio\":{:.4}}}",
+            p.name, p.unit, p.raw, p.ordo, ratio
+        ));
+    }
+    println!("BENCH_JSON [{}]", json.join(","));
+}

@@ -1,0 +1,233 @@
+//! Driver loading, devices and their primary contexts.
+//!
+//! `init` checks that the driver library can be loaded (`is_culib_present`, before any other
+//! cudarc call: cudarc panics without the library) and that it exports every symbol ordo calls
+//! (cudarc also panics on a missing symbol), then `cuInit` and one retained primary context per
+//! device. Contexts live in a fixed array of atomics so that the hot path (making a device's
+//! context current before a launch) takes no lock.
+
+use std::ffi::c_int;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+use cudarc::driver::sys::{self, CUcontext, CUctx_st, CUdevice_attribute, CUresult};
+use ordo_core::{BackendError, BackendResult, DeviceInfo, ErrorCode, InfoValue};
+
+use crate::conv::{check, check_release, code, name};
+
+/// The most CUDA devices one process can use through ordo.
+pub const MAX_CUDA_DEVICES: usize = 64;
+
+/// Every driver symbol ordo calls. A driver missing one is reported as absent.
+const REQUIRED_SYMBOLS: &[&str] = &[
+    "cuInit",
+    "cuDriverGetVersion",
+    "cuDeviceGetCount",
+    "cuDeviceGet",
+    "cuDeviceGetName",
+    "cuDeviceGetAttribute",
+    "cuDeviceTotalMem_v2",
+    "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxRelease_v2",
+    "cuCtxGetCurrent",
+    "cuCtxSetCurrent",
+    "cuMemAlloc_v2",
+    "cuMemFree_v2",
+    "cuMemAllocHost_v2",
+    "cuMemFreeHost",
+    "cuMemAllocManaged",
+    "cuMemcpyHtoD_v2",
+    "cuMemcpyDtoH_v2",
+    "cuMemcpyDtoD_v2",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuMemsetD8_v2",
+    "cuMemsetD16_v2",
+    "cuMemsetD32_v2",
+    "cuMemsetD8Async",
+    "cuMemsetD16Async",
+    "cuMemsetD32Async",
+    "cuStreamCreate",
+    "cuStreamDestroy_v2",
+    "cuStreamSynchronize",
+    "cuStreamQuery",
+    "cuStreamWaitEvent",
+    "cuEventCreate",
+    "cuEventDestroy_v2",
+    "cuEventRecord",
+    "cuEventSynchronize",
+    "cuEventQuery",
+    #[cfg(not(feature = "cuda-13000"))]
+    "cuEventElapsedTime",
+    #[cfg(feature = "cuda-13000")]
+    "cuEventElapsedTime_v2",
+    "cuModuleLoadDataEx",
+    "cuModuleUnload",
+    "cuModuleGetFunction",
+    "cuFuncSetAttribute",
+    "cuLaunchKernel",
+];
+
+/// Checks that libcuda loads and exports every required symbol, without letting cudarc panic.
+fn driver_available() -> Result<(), &'static str> {
+    // SAFETY: `is_culib_present` only tries to open candidate library names.
+    if !unsafe { sys::is_culib_present() } {
+        return Err("the CUDA driver library (libcuda.so) was not found");
+    }
+    // SAFETY: the library is present (checked above), so `culib` loads it without panicking; it
+    // stays loaded for the life of the process.
+    let lib = unsafe { sys::culib() };
+    for symbol in REQUIRED_SYMBOLS {
+        // SAFETY: only the symbol's presence is checked; the pointer is not used.
+        if unsafe { lib.get::<*const ()>(symbol.as_bytes()) }.is_err() {
+            return Err("the CUDA driver is too old: it lacks a function ordo uses");
+        }
+    }
+    Ok(())
+}
+
+/// The devices' primary contexts (null when not retained).
+pub(crate) struct Devices {
+    contexts: [AtomicPtr<CUctx_st>; MAX_CUDA_DEVICES],
+    count: AtomicU32,
+}
+
+impl Devices {
+    pub(crate) const fn new() -> Self {
+        Self { contexts: [const { AtomicPtr::new(ptr::null_mut()) }; MAX_CUDA_DEVICES], count: AtomicU32::new(0) }
+    }
+
+    /// Loads the driver, initialises it and retains every device's primary context.
+    pub(crate) fn init(&self) -> BackendResult<u32> {
+        driver_available().map_err(BackendError::not_present)?;
+        // SAFETY: the driver and `cuInit` are present (checked above).
+        let r = unsafe { sys::cuInit(0) };
+        if r != CUresult::CUDA_SUCCESS {
+            return Err(match code(r) {
+                ErrorCode::NotPresent => BackendError::not_present(name(r)),
+                c => BackendError::new(c, r as i64, name(r)),
+            });
+        }
+        let mut count: c_int = 0;
+        // SAFETY: valid out-pointer.
+        check(unsafe { sys::cuDeviceGetCount(&mut count) })?;
+        if count <= 0 {
+            return Err(BackendError::not_present("no CUDA devices"));
+        }
+        let count = (count as usize).min(MAX_CUDA_DEVICES);
+        for ordinal in 0..count {
+            if let Err(e) = self.retain(ordinal) {
+                for done in (0..ordinal).rev() {
+                    let _ = self.release(done as u32);
+                }
+                return Err(e);
+            }
+        }
+        self.count.store(count as u32, Ordering::Release);
+        Ok(count as u32)
+    }
+
+    fn retain(&self, ordinal: usize) -> BackendResult<()> {
+        let mut dev = 0;
+        // SAFETY: valid out-pointer; ordinal < device count.
+        check(unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
+        let mut ctx: CUcontext = ptr::null_mut();
+        // SAFETY: valid out-pointer and device.
+        check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
+        self.contexts[ordinal].store(ctx, Ordering::Release);
+        Ok(())
+    }
+
+    /// Releases a device's primary context (destroying it when ordo held the last reference).
+    pub(crate) fn release(&self, ordinal: u32) -> BackendResult<()> {
+        let slot = self.slot(ordinal)?;
+        slot.store(ptr::null_mut(), Ordering::Release);
+        let mut dev = 0;
+        // SAFETY: valid out-pointer.
+        check_release(unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
+        // SAFETY: the device's primary context was retained once by `retain`.
+        check_release(unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
+    }
+
+    pub(crate) fn deinit(&self) {
+        self.count.store(0, Ordering::Release);
+    }
+
+    fn slot(&self, ordinal: u32) -> BackendResult<&AtomicPtr<CUctx_st>> {
+        self.contexts.get(ordinal as usize).ok_or(BackendError::new(
+            ErrorCode::InvalidArgument,
+            0,
+            "CUDA device ordinal out of range",
+        ))
+    }
+
+    /// Makes `ordinal`'s primary context current on this thread (no driver call when it already is).
+    #[inline]
+    pub(crate) fn make_current(&self, ordinal: u32) -> BackendResult<()> {
+        self.make_current_checked(ordinal, check)
+    }
+
+    /// `make_current` for release calls: a driver that is already gone counts as released.
+    pub(crate) fn make_current_for_release(&self, ordinal: u32) -> BackendResult<()> {
+        self.make_current_checked(ordinal, check_release)
+    }
+
+    #[inline]
+    fn make_current_checked(&self, ordinal: u32, check: fn(CUresult) -> BackendResult<()>) -> BackendResult<()> {
+        let ctx = self.slot(ordinal)?.load(Ordering::Acquire);
+        if ctx.is_null() {
+            return Err(BackendError::new(ErrorCode::InvalidArgument, 0, "CUDA device is not initialised"));
+        }
+        let mut current: CUcontext = ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        check(unsafe { sys::cuCtxGetCurrent(&mut current) })?;
+        if current != ctx {
+            // SAFETY: `ctx` is a retained primary context.
+            check(unsafe { sys::cuCtxSetCurrent(ctx) })?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn info(&self, ordinal: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
+        let mut dev = 0;
+        // SAFETY: valid out-pointer.
+        check(unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
+        let attribute = |a: CUdevice_attribute| -> BackendResult<u64> {
+            let mut v: c_int = 0;
+            // SAFETY: valid out-pointer, device and attribute.
+            check(unsafe { sys::cuDeviceGetAttribute(&mut v, a, dev) })?;
+            Ok(v as u64)
+        };
+        use CUdevice_attribute::*;
+        Ok(match key {
+            DeviceInfo::Name => {
+                let mut buf = [0 as std::ffi::c_char; 256];
+                // SAFETY: the buffer is valid for its length; the driver NUL-terminates.
+                check(unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, dev) })?;
+                // SAFETY: NUL-terminated by the driver within the buffer.
+                let text = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+                InfoValue::text(&text.to_string_lossy())
+            }
+            DeviceInfo::ComputeCapability => InfoValue::Version(
+                attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)? as u32,
+                attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)? as u32,
+            ),
+            DeviceInfo::TotalMemory => {
+                let mut bytes = 0usize;
+                // SAFETY: valid out-pointer and device.
+                check(unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, dev) })?;
+                InfoValue::Int(bytes as u64)
+            }
+            DeviceInfo::MultiprocessorCount => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?),
+            DeviceInfo::MaxThreadsPerBlock => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?),
+            DeviceInfo::MaxSharedMemoryPerBlock => {
+                InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?)
+            }
+            DeviceInfo::MaxSharedMemoryPerBlockOptin => {
+                InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?)
+            }
+            DeviceInfo::WarpSize => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE)?),
+        })
+    }
+}

@@ -1,0 +1,198 @@
+//! `ordo-cuda`: the CUDA backend of ordo, over cudarc's driver API with the driver library
+//! loaded at run time (no CUDA toolkit needed to build; no driver at run time means an absent
+//! platform, never a panic).
+//!
+//! Each device's primary context is retained at init and released at teardown; every call makes
+//! its device's context current first (checked with `cuCtxGetCurrent`, so a thread that already
+//! has it pays no switch). Queues are non-blocking streams; events time. Files: `device.rs`
+//! (driver, contexts, info), `memory.rs`, `queue.rs` (streams, events), `program.rs` (modules,
+//! kernels, launch), `conv.rs` (`CUresult` translation).
+
+mod conv;
+mod device;
+mod memory;
+mod program;
+mod queue;
+
+use ordo_core::{
+    Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs,
+    LaunchDims, MemKind,
+};
+
+pub use device::MAX_CUDA_DEVICES;
+pub use program::DEFAULT_SHARED_MEMORY_LIMIT;
+
+/// ordo's built-in CUDA program (PTX): `vector_add_f32`, `reduce_sum_f32`, `empty`, `spin_cycles`.
+pub const BUILTIN_PTX: &str = include_str!("builtin.ptx");
+
+/// The CUDA backend. Build one in a `static` with `CudaBackend::new()`.
+pub struct CudaBackend {
+    devices: device::Devices,
+    kernels: program::KernelRegistry,
+}
+
+impl CudaBackend {
+    /// A CUDA backend (nothing is loaded until `init`).
+    pub const fn new() -> Self {
+        Self { devices: device::Devices::new(), kernels: program::KernelRegistry::new() }
+    }
+
+    /// The detail of this thread's last failed CUDA call that has one (e.g. the JIT error log of a
+    /// failed program load), or an empty string.
+    pub fn last_error_detail() -> String {
+        program::detail()
+    }
+}
+
+impl Default for CudaBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Backend for CudaBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cuda
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::ASYNC_QUEUES
+            | Capabilities::EVENT_TIMING
+            | Capabilities::MANAGED_MEMORY
+            | Capabilities::SHARED_MEMORY
+    }
+
+    fn init(&self) -> BackendResult<u32> {
+        self.devices.init()
+    }
+
+    fn deinit(&self) -> BackendResult<()> {
+        self.kernels.clear();
+        self.devices.deinit();
+        Ok(())
+    }
+
+    fn device_release(&self, device: u32) -> BackendResult<()> {
+        self.devices.release(device)
+    }
+
+    fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
+        self.devices.info(device, key)
+    }
+
+    fn mem_alloc(&self, device: u32, kind: MemKind, size: usize) -> BackendResult<u64> {
+        self.devices.make_current(device)?;
+        memory::alloc(kind, size)
+    }
+
+    fn mem_free(&self, device: u32, kind: MemKind, addr: u64, _size: usize) -> BackendResult<()> {
+        self.devices.make_current_for_release(device)?;
+        memory::free(kind, addr)
+    }
+
+    unsafe fn memcpy(
+        &self,
+        device: u32,
+        kind: CopyKind,
+        dst: u64,
+        src: u64,
+        size: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
+        self.devices.make_current(device)?;
+        // SAFETY: forwarded contract.
+        unsafe { memory::copy(kind, dst, src, size, queue.map(queue::stream)) }
+    }
+
+    fn fill(&self, device: u32, dst: u64, value: FillValue, count: usize, queue: Option<u64>) -> BackendResult<()> {
+        self.devices.make_current(device)?;
+        memory::fill(dst, value, count, queue.map(queue::stream))
+    }
+
+    fn queue_create(&self, device: u32) -> BackendResult<u64> {
+        self.devices.make_current(device)?;
+        queue::queue_create()
+    }
+
+    fn queue_destroy(&self, device: u32, q: u64) -> BackendResult<()> {
+        self.devices.make_current_for_release(device)?;
+        queue::queue_destroy(q)
+    }
+
+    fn queue_synchronize(&self, device: u32, q: u64) -> BackendResult<()> {
+        self.devices.make_current_for_release(device)?;
+        queue::queue_synchronize(q)
+    }
+
+    fn queue_query(&self, device: u32, q: u64) -> BackendResult<bool> {
+        self.devices.make_current(device)?;
+        queue::queue_query(q)
+    }
+
+    fn queue_wait_event(&self, device: u32, q: u64, event: u64) -> BackendResult<()> {
+        self.devices.make_current(device)?;
+        queue::queue_wait_event(q, event)
+    }
+
+    fn event_create(&self, device: u32) -> BackendResult<u64> {
+        self.devices.make_current(device)?;
+        queue::event_create()
+    }
+
+    fn event_destroy(&self, device: u32, event: u64) -> BackendResult<()> {
+        self.devices.make_current_for_release(device)?;
+        queue::event_destroy(event)
+    }
+
+    fn event_record(&self, device: u32, event: u64, q: u64) -> BackendResult<()> {
+        self.devices.make_current(device)?;
+        queue::event_record(event, q)
+    }
+
+    fn event_synchronize(&self, device: u32, event: u64) -> BackendResult<()> {
+        self.devices.make_current(device)?;
+        queue::event_synchronize(event)
+    }
+
+    fn event_query(&self, device: u32, event: u64) -> BackendResult<bool> {
+        self.devices.make_current(device)?;
+        queue::event_query(event)
+    }
+
+    fn event_elapsed_ms(&self, device: u32, start: u64, end: u64) -> BackendResult<f32> {
+        self.devices.make_current(device)?;
+        queue::event_elapsed_ms(start, end)
+    }
+
+    fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
+        self.devices.make_current(device)?;
+        program::load(image)
+    }
+
+    fn program_unload(&self, device: u32, program: u64) -> BackendResult<()> {
+        self.kernels.forget_program(program);
+        self.devices.make_current_for_release(device)?;
+        program::unload(program)
+    }
+
+    fn kernel_get(&self, device: u32, program: u64, name: &str) -> BackendResult<u64> {
+        self.devices.make_current(device)?;
+        let kernel = program::kernel(program, name)?;
+        self.kernels.record(program, kernel);
+        Ok(kernel)
+    }
+
+    #[inline]
+    unsafe fn launch(
+        &self,
+        device: u32,
+        queue: u64,
+        kernel: u64,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        self.devices.make_current(device)?;
+        // SAFETY: forwarded contract.
+        unsafe { program::launch(&self.kernels, queue, kernel, dims, args) }
+    }
+}

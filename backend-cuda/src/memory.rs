@@ -1,0 +1,77 @@
+//! Device, pinned-host and managed memory; copies and fills, synchronous or on a stream.
+
+use std::ffi::c_void;
+
+use cudarc::driver::sys::{self, CUmemAttach_flags, CUstream};
+use ordo_core::{BackendResult, CopyKind, FillValue, MemKind};
+
+use crate::conv::{check, check_release};
+
+pub(crate) fn alloc(kind: MemKind, size: usize) -> BackendResult<u64> {
+    let mut addr = 0u64;
+    match kind {
+        // SAFETY: valid out-pointer; the caller made the device's context current.
+        MemKind::Device => check(unsafe { sys::cuMemAlloc_v2(&mut addr, size) })?,
+        MemKind::Managed => {
+            let flags = CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32;
+            // SAFETY: as above.
+            check(unsafe { sys::cuMemAllocManaged(&mut addr, size, flags) })?
+        }
+        MemKind::Host => {
+            let mut p: *mut c_void = std::ptr::null_mut();
+            // SAFETY: as above.
+            check(unsafe { sys::cuMemAllocHost_v2(&mut p, size) })?;
+            addr = p as u64;
+        }
+    }
+    Ok(addr)
+}
+
+pub(crate) fn free(kind: MemKind, addr: u64) -> BackendResult<()> {
+    match kind {
+        // SAFETY: `addr` is a live allocation of this kind (validated by the runtime).
+        MemKind::Device | MemKind::Managed => check_release(unsafe { sys::cuMemFree_v2(addr) }),
+        // SAFETY: as above.
+        MemKind::Host => check_release(unsafe { sys::cuMemFreeHost(addr as *mut c_void) }),
+    }
+}
+
+/// # Safety
+/// Device ranges were validated by the runtime; host ranges are valid for `size` bytes until the
+/// copy completes.
+pub(crate) unsafe fn copy(
+    kind: CopyKind,
+    dst: u64,
+    src: u64,
+    size: usize,
+    stream: Option<CUstream>,
+) -> BackendResult<()> {
+    // SAFETY: the caller's contract.
+    let r = unsafe {
+        match (kind, stream) {
+            (CopyKind::HostToDevice, None) => sys::cuMemcpyHtoD_v2(dst, src as *const c_void, size),
+            (CopyKind::DeviceToHost, None) => sys::cuMemcpyDtoH_v2(dst as *mut c_void, src, size),
+            (CopyKind::DeviceToDevice, None) => sys::cuMemcpyDtoD_v2(dst, src, size),
+            (CopyKind::HostToDevice, Some(s)) => sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, size, s),
+            (CopyKind::DeviceToHost, Some(s)) => sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, size, s),
+            (CopyKind::DeviceToDevice, Some(s)) => sys::cuMemcpyDtoDAsync_v2(dst, src, size, s),
+        }
+    };
+    check(r)
+}
+
+pub(crate) fn fill(dst: u64, value: FillValue, count: usize, stream: Option<CUstream>) -> BackendResult<()> {
+    // SAFETY: the runtime validated that `count` elements from the aligned `dst` lie in one
+    // live allocation.
+    let r = unsafe {
+        match (value, stream) {
+            (FillValue::U8(v), None) => sys::cuMemsetD8_v2(dst, v, count),
+            (FillValue::U16(v), None) => sys::cuMemsetD16_v2(dst, v, count),
+            (FillValue::U32(v), None) => sys::cuMemsetD32_v2(dst, v, count),
+            (FillValue::U8(v), Some(s)) => sys::cuMemsetD8Async(dst, v, count, s),
+            (FillValue::U16(v), Some(s)) => sys::cuMemsetD16Async(dst, v, count, s),
+            (FillValue::U32(v), Some(s)) => sys::cuMemsetD32Async(dst, v, count, s),
+        }
+    };
+    check(r)
+}

@@ -1,0 +1,173 @@
+//! Programs (modules from PTX, cubin or fatbin), kernels and launches.
+//!
+//! PTX must reach the driver NUL-terminated, so a PTX image without a NUL is copied with one
+//! added; binary images are passed as they are (the driver copies what it keeps). A JIT failure
+//! returns `InvalidBinary`, and the JIT's error log becomes the calling thread's error detail.
+//! Dynamic shared memory above the default 48 KiB needs a per-kernel opt-in attribute: it is set
+//! only when a launch needs it and remembered, so ordinary launches make no extra driver call.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{CString, c_void};
+use std::sync::Mutex;
+
+use cudarc::driver::sys::{self, CUfunction, CUfunction_attribute, CUjit_option, CUmodule, CUresult};
+use ordo_core::{BackendError, BackendResult, ErrorCode, KernelArgs, LaunchDims};
+
+use crate::conv::{check, check_release, code, name};
+use crate::queue::stream;
+
+/// Dynamic shared memory a kernel may use without opting in.
+pub const DEFAULT_SHARED_MEMORY_LIMIT: u32 = 48 * 1024;
+const JIT_LOG_BYTES: usize = 16 * 1024;
+
+thread_local! {
+    /// Detail of this thread's last failed CUDA call that has one (the JIT log).
+    static DETAIL: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Sets this thread's error detail.
+pub(crate) fn set_detail(text: &str) {
+    DETAIL.with(|d| {
+        let mut d = d.borrow_mut();
+        d.clear();
+        d.push_str(text);
+    });
+}
+
+/// This thread's error detail.
+pub(crate) fn detail() -> String {
+    DETAIL.with(|d| d.borrow().clone())
+}
+
+fn is_binary(image: &[u8]) -> bool {
+    const ELF: &[u8] = b"\x7fELF";
+    const FATBIN: [u8; 4] = 0xBA55_ED50u32.to_le_bytes();
+    image.starts_with(ELF) || image.starts_with(&FATBIN)
+}
+
+pub(crate) fn load(image: &[u8]) -> BackendResult<u64> {
+    let owned;
+    let data: &[u8] = if is_binary(image) || image.contains(&0) {
+        image
+    } else {
+        owned = [image, &[0]].concat();
+        &owned
+    };
+    let mut log = vec![0u8; JIT_LOG_BYTES];
+    let mut options = [CUjit_option::CU_JIT_ERROR_LOG_BUFFER, CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
+    let mut values = [log.as_mut_ptr().cast::<c_void>(), JIT_LOG_BYTES as *mut c_void];
+    let mut module: CUmodule = std::ptr::null_mut();
+    // SAFETY: `data` is a NUL-terminated PTX text or a binary image valid for the call; the
+    // option arrays and the log buffer outlive it.
+    let r = unsafe {
+        sys::cuModuleLoadDataEx(
+            &mut module,
+            data.as_ptr().cast(),
+            options.len() as u32,
+            options.as_mut_ptr(),
+            values.as_mut_ptr(),
+        )
+    };
+    if r != CUresult::CUDA_SUCCESS {
+        let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+        let text = String::from_utf8_lossy(&log[..end]);
+        set_detail(if text.trim().is_empty() { name(r) } else { text.trim() });
+        let c = if code(r) == ErrorCode::InvalidValue { ErrorCode::InvalidBinary } else { code(r) };
+        return Err(BackendError::new(c, r as i64, name(r)));
+    }
+    Ok(module as u64)
+}
+
+pub(crate) fn unload(raw: u64) -> BackendResult<()> {
+    // SAFETY: a live module (validated by the runtime).
+    check_release(unsafe { sys::cuModuleUnload(raw as usize as CUmodule) })
+}
+
+pub(crate) fn kernel(program: u64, kernel_name: &str) -> BackendResult<u64> {
+    let c_name = CString::new(kernel_name)
+        .map_err(|_| BackendError::new(ErrorCode::InvalidArgument, 0, "kernel name contains NUL"))?;
+    let mut f: CUfunction = std::ptr::null_mut();
+    // SAFETY: valid out-pointer, live module, NUL-terminated name.
+    check(unsafe { sys::cuModuleGetFunction(&mut f, program as usize as CUmodule, c_name.as_ptr()) })?;
+    Ok(f as u64)
+}
+
+/// Every kernel looked up, with its program and the dynamic shared memory limit set for it
+/// (0 = the default). Consulted on launch only when a launch needs more than the default.
+pub(crate) struct KernelRegistry(Mutex<Option<HashMap<u64, (u64, u32)>>>);
+
+impl KernelRegistry {
+    pub(crate) const fn new() -> Self {
+        Self(Mutex::new(None))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<u64, (u64, u32)>) -> R) -> R {
+        let mut guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        f(guard.get_or_insert_with(HashMap::new))
+    }
+
+    pub(crate) fn record(&self, program: u64, kernel: u64) {
+        self.with(|m| {
+            m.entry(kernel).or_insert((program, 0));
+        });
+    }
+
+    fn ensure_shared_memory(&self, kernel: u64, bytes: u32) -> BackendResult<()> {
+        self.with(|m| {
+            let entry = m.entry(kernel).or_insert((0, 0));
+            if entry.1 >= bytes {
+                return Ok(());
+            }
+            let attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+            // SAFETY: a live kernel; the driver checks the value against the device's limit.
+            check(unsafe { sys::cuFuncSetAttribute(kernel as usize as CUfunction, attribute, bytes as i32) })?;
+            entry.1 = bytes;
+            Ok(())
+        })
+    }
+
+    /// Forgets a program's kernels (their addresses may be reused by a later module).
+    pub(crate) fn forget_program(&self, program: u64) {
+        self.with(|m| m.retain(|_, &mut (p, _)| p != program));
+    }
+
+    pub(crate) fn clear(&self) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// # Safety
+/// The arguments match the kernel's parameters (see `Runtime::launch`).
+#[inline]
+pub(crate) unsafe fn launch(
+    kernels: &KernelRegistry,
+    queue: u64,
+    kernel: u64,
+    dims: &LaunchDims,
+    args: &KernelArgs<'_>,
+) -> BackendResult<()> {
+    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
+        kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
+    }
+    let [gx, gy, gz] = dims.grid;
+    let [bx, by, bz] = dims.block;
+    // SAFETY: live kernel and stream of the current context; `params` points to the arguments
+    // (the driver only reads through it despite the `*mut`).
+    let r = unsafe {
+        sys::cuLaunchKernel(
+            kernel as usize as CUfunction,
+            gx,
+            gy,
+            gz,
+            bx,
+            by,
+            bz,
+            dims.shared_mem_bytes,
+            stream(queue),
+            args.params().as_ptr() as *mut *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    check(r)
+}

@@ -1,0 +1,313 @@
+//! The CPU suite's semantics on a real GPU, real kernels on real data, teardown while kernels run,
+//! and several devices when there are several.
+//!
+//! Without a CUDA driver these tests check that CUDA is reported absent with a reason, and skip
+//! the rest with a printed reason; with `ORDO_REQUIRE_GPU=1` (the device runs) a missing GPU fails.
+//! Run with `--test-threads=1`: the tests share the process's primary contexts.
+
+use std::ffi::c_void;
+use std::time::{Duration, Instant};
+
+use ordo_core::{
+    Backend, Device, DeviceInfo, ErrorCode, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind, Runtime, Shutdown,
+    TeardownStep,
+};
+use ordo_cuda::{BUILTIN_PTX, CudaBackend};
+
+fn runtime() -> &'static Runtime {
+    let cuda: &'static CudaBackend = Box::leak(Box::new(CudaBackend::new()));
+    let backends: &'static [&'static dyn Backend] = Box::leak(Box::new([cuda as &dyn Backend]));
+    Box::leak(Box::new(Runtime::new(backends)))
+}
+
+/// An initialised runtime over CUDA, or `None` (with the reason printed) when there is no GPU.
+fn cuda() -> Option<&'static Runtime> {
+    let rt = runtime();
+    rt.init().expect("init never fails for an absent platform");
+    let info = rt.platform_info(rt.platform(0).unwrap()).unwrap();
+    if let Some(reason) = info.absent {
+        assert!(
+            std::env::var("ORDO_REQUIRE_GPU").as_deref() != Ok("1"),
+            "ORDO_REQUIRE_GPU=1 but CUDA is absent: {}",
+            reason.message
+        );
+        println!("skipped: CUDA is absent: {}", reason.message);
+        rt.shutdown().unwrap();
+        return None;
+    }
+    Some(rt)
+}
+
+fn dev(rt: &Runtime, i: u32) -> Device {
+    rt.device(rt.platform(0).unwrap(), i).unwrap()
+}
+
+fn f32_bytes(v: &[f32]) -> &[u8] {
+    // SAFETY: f32 has no padding and every byte is initialised.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
+}
+
+fn f32_bytes_mut(v: &mut [f32]) -> &mut [u8] {
+    // SAFETY: as above; any bytes written back form valid f32s.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), std::mem::size_of_val(v)) }
+}
+
+fn arg<T>(v: &T) -> *mut c_void {
+    v as *const T as *mut c_void
+}
+
+#[test]
+fn absent_without_driver_present_with_one() {
+    let rt = runtime();
+    rt.init().unwrap();
+    let info = rt.platform_info(rt.platform(0).unwrap()).unwrap();
+    match info.absent {
+        Some(reason) => {
+            assert_eq!(reason.code, ErrorCode::NotPresent);
+            assert!(!reason.message.is_empty());
+            assert_eq!(info.device_count, 0);
+            println!("CUDA absent: {}", reason.message);
+        }
+        None => {
+            assert!(info.device_count >= 1);
+            let name = rt.device_info(dev(rt, 0), DeviceInfo::Name).unwrap();
+            let cc = rt.device_info(dev(rt, 0), DeviceInfo::ComputeCapability).unwrap();
+            let mem = rt.device_info(dev(rt, 0), DeviceInfo::TotalMemory).unwrap().as_int().unwrap();
+            assert!(mem > 1 << 30);
+            assert!(matches!(cc, InfoValue::Version(major, _) if major >= 5));
+            for &key in DeviceInfo::ALL {
+                rt.device_info(dev(rt, 0), key).unwrap();
+            }
+            println!("CUDA present: {} device(s); device 0: {name}, sm {cc}, {mem} bytes", info.device_count);
+        }
+    }
+    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    assert!(report.is_clean(), "{report}");
+}
+
+#[test]
+fn lifecycle_cycles_and_stale_handles_after_reinit() {
+    let Some(rt) = cuda() else { return };
+    let mut old = None;
+    for cycle in 0..4 {
+        if cycle > 0 {
+            rt.init().unwrap();
+        }
+        let d = dev(rt, 0);
+        let q = rt.queue_create(d).unwrap();
+        let e = rt.event_create(d).unwrap();
+        let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+        let k = rt.kernel_get(p, "empty").unwrap();
+        assert_eq!(rt.kernel_get(p, "empty").unwrap(), k, "same name, same handle");
+        let m = rt.mem_alloc(d, MemKind::Device, 1 << 20).unwrap();
+        // SAFETY: `empty` takes no arguments.
+        unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) }.unwrap();
+        rt.event_record(e, q).unwrap();
+        rt.queue_synchronize(q).unwrap();
+        if let Some((oq, oe, op, ok, om, od)) = old {
+            assert_eq!(rt.queue_synchronize(oq).unwrap_err().code, ErrorCode::InvalidHandle);
+            assert_eq!(rt.event_query(oe).unwrap_err().code, ErrorCode::InvalidHandle);
+            assert_eq!(rt.program_unload(op).unwrap_err().code, ErrorCode::InvalidHandle);
+            // SAFETY: rejected before launch.
+            let stale = unsafe { rt.launch(q, ok, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) };
+            assert_eq!(stale.unwrap_err().code, ErrorCode::InvalidHandle);
+            assert_eq!(rt.queue_create(od).unwrap_err().code, ErrorCode::InvalidHandle);
+            let _: ordo_core::DevicePtr = om; // the address may be reused by the driver: not checked
+        }
+        old = Some((q, e, p, k, m, d));
+        rt.init().unwrap();
+        assert_eq!(rt.shutdown().unwrap(), Shutdown::Released { remaining: 1 });
+        let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+        assert!(report.is_clean(), "{report}");
+        assert_eq!(report.released, [1, 1, 1, 1, 1, 0, 1]);
+        assert_eq!(rt.queue_query(q).unwrap_err().code, ErrorCode::Uninitialized);
+    }
+}
+
+#[test]
+fn bad_inputs_on_the_gpu() {
+    let Some(rt) = cuda() else { return };
+    let d = dev(rt, 0);
+    let q = rt.queue_create(d).unwrap();
+    let e = rt.event_create(d).unwrap();
+    // Sizes: zero and huge are rejected before the driver; too large for the device is the driver's.
+    assert_eq!(rt.mem_alloc(d, MemKind::Device, 0).unwrap_err().code, ErrorCode::InvalidSize);
+    assert_eq!(rt.mem_alloc(d, MemKind::Device, usize::MAX).unwrap_err().code, ErrorCode::InvalidSize);
+    let oom = rt.mem_alloc(d, MemKind::Device, 1 << 50).unwrap_err();
+    assert_eq!((oom.code, oom.message), (ErrorCode::OutOfResources, "CUDA_ERROR_OUT_OF_MEMORY"));
+    // Bad images and names.
+    let bad = rt.program_load(d, b".version 7.0\n.target sm_52\n.address_size 64\nthis is not ptx").unwrap_err();
+    assert_eq!(bad.code, ErrorCode::InvalidBinary, "{bad}");
+    let log = CudaBackend::last_error_detail();
+    assert!(!log.is_empty(), "the JIT log is kept as the error detail");
+    println!("JIT log of the bad image: {log}");
+    assert_eq!(rt.program_load(d, b"\x7fELF garbage").unwrap_err().code, ErrorCode::InvalidBinary);
+    let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+    assert_eq!(rt.kernel_get(p, "no_such_kernel").unwrap_err().code, ErrorCode::NotFound);
+    let k = rt.kernel_get(p, "empty").unwrap();
+    // Launch limits come from the driver.
+    let too_many = LaunchDims { grid: [1, 1, 1], block: [2048, 1, 1], shared_mem_bytes: 0 };
+    // SAFETY: `empty` takes no arguments.
+    assert_eq!(unsafe { rt.launch(q, k, &too_many, &KernelArgs::EMPTY) }.unwrap_err().code, ErrorCode::InvalidValue);
+    // Dynamic shared memory above 48 KiB works after the (cached) opt-in; above the device limit fails.
+    let optin = rt.device_info(d, DeviceInfo::MaxSharedMemoryPerBlockOptin).unwrap().as_int().unwrap() as u32;
+    let big = LaunchDims { shared_mem_bytes: 64 * 1024, ..LaunchDims::linear(1, 32) };
+    for _ in 0..3 {
+        // SAFETY: `empty` takes no arguments.
+        unsafe { rt.launch(q, k, &big, &KernelArgs::EMPTY) }.unwrap();
+    }
+    let over = LaunchDims { shared_mem_bytes: optin + 1, ..LaunchDims::linear(1, 32) };
+    // SAFETY: `empty` takes no arguments.
+    assert!(unsafe { rt.launch(q, k, &over, &KernelArgs::EMPTY) }.is_err());
+    rt.queue_synchronize(q).unwrap();
+    // Elapsed time of events that were never recorded is the driver's error, and changes nothing.
+    let e2 = rt.event_create(d).unwrap();
+    assert!(rt.event_elapsed_ms(e, e2).is_err());
+    // Stale and double releases never reach the driver.
+    let m = rt.mem_alloc(d, MemKind::Device, 256).unwrap();
+    rt.mem_free(m).unwrap();
+    assert_eq!(rt.mem_free(m).unwrap_err().code, ErrorCode::NotFound);
+    rt.queue_destroy(q).unwrap();
+    assert_eq!(rt.queue_destroy(q).unwrap_err().code, ErrorCode::InvalidHandle);
+    rt.program_unload(p).unwrap();
+    assert_eq!(rt.program_unload(p).unwrap_err().code, ErrorCode::InvalidHandle);
+    assert_eq!(rt.kernel_program(k).unwrap_err().code, ErrorCode::InvalidHandle);
+    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    assert!(report.is_clean(), "{report}");
+}
+
+const N: usize = 1 << 20;
+
+fn vector_add_and_reduce(rt: &Runtime, d: Device) {
+    let q = rt.queue_create(d).unwrap();
+    let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+    let (add, reduce) = (rt.kernel_get(p, "vector_add_f32").unwrap(), rt.kernel_get(p, "reduce_sum_f32").unwrap());
+    let bytes = N * 4;
+    let a = rt.mem_alloc(d, MemKind::Device, bytes).unwrap();
+    let b = rt.mem_alloc(d, MemKind::Managed, bytes).unwrap();
+    let c = rt.mem_alloc(d, MemKind::Device, bytes).unwrap();
+    let sum = rt.mem_alloc(d, MemKind::Host, 4).unwrap();
+    let xa: Vec<f32> = (0..N).map(|i| (i % 13) as f32).collect();
+    let xb: Vec<f32> = (0..N).map(|i| 0.5 * i as f32).collect();
+    // Asynchronous copy of a's data through the queue, synchronous for b.
+    // SAFETY: `xa` lives until the queue is synchronised below.
+    unsafe { rt.copy_to_device_async(q, a, f32_bytes(&xa).as_ptr(), bytes) }.unwrap();
+    rt.copy_to_device(b, f32_bytes(&xb)).unwrap();
+    rt.fill(sum, FillValue::U32(0), 1, Some(q)).unwrap();
+    let (pa, pb, pc, ps, n) = (a.0, b.0, c.0, sum.0, N as u32);
+    let add_args = [arg(&pa), arg(&pb), arg(&pc), arg(&n)];
+    let reduce_args = [arg(&pa), arg(&ps), arg(&n)];
+    let dims = LaunchDims::linear((N as u32).div_ceil(256), 256);
+    // SAFETY: argument types match the PTX kernels; buffers hold N floats (sum: 1, pinned host).
+    unsafe {
+        rt.launch(q, add, &dims, &KernelArgs::new(&add_args, &[8, 8, 8, 4]).unwrap()).unwrap();
+        rt.launch(q, reduce, &dims, &KernelArgs::new(&reduce_args, &[8, 8, 4]).unwrap()).unwrap();
+    }
+    rt.queue_synchronize(q).unwrap();
+    let mut out = vec![0f32; N];
+    rt.copy_from_device(f32_bytes_mut(&mut out), c).unwrap();
+    for i in 0..N {
+        assert_eq!(out[i].to_bits(), (xa[i] + xb[i]).to_bits(), "element {i}");
+    }
+    // The pinned host allocation is readable by the host directly.
+    // SAFETY: `sum` is a live 4-byte pinned host allocation and the queue is synchronised.
+    let total = unsafe { *sum.as_ptr::<f32>() };
+    let expected: f64 = xa.iter().map(|&x| f64::from(x)).sum();
+    assert_eq!(f64::from(total), expected, "reduction");
+    // Device-to-device copy and fills, checked element by element.
+    rt.copy_device(c, a, bytes, Some(q)).unwrap();
+    rt.fill(a.offset(4), FillValue::U16(0x3f80), 2, None).unwrap();
+    rt.fill(a.offset(8), FillValue::U8(0), 4, None).unwrap();
+    rt.queue_synchronize(q).unwrap();
+    rt.copy_from_device(f32_bytes_mut(&mut out), c).unwrap();
+    assert!(out.iter().zip(&xa).all(|(x, y)| x.to_bits() == y.to_bits()));
+    let mut head = [0f32; 3];
+    rt.copy_from_device(f32_bytes_mut(&mut head), a).unwrap();
+    assert_eq!(head, [xa[0], 1.0039062, 0.0]);
+}
+
+#[test]
+fn real_kernels_on_real_data() {
+    let Some(rt) = cuda() else { return };
+    vector_add_and_reduce(rt, dev(rt, 0));
+    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.released_of(ordo_core::ObjectKind::Allocation), 4);
+}
+
+#[test]
+fn events_time_and_order_queues() {
+    let Some(rt) = cuda() else { return };
+    let d = dev(rt, 0);
+    let (q1, q2) = (rt.queue_create(d).unwrap(), rt.queue_create(d).unwrap());
+    let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+    let spin = rt.kernel_get(p, "spin_cycles").unwrap();
+    let (start, end) = (rt.event_create(d).unwrap(), rt.event_create(d).unwrap());
+    let cycles: u64 = 20_000_000;
+    rt.event_record(start, q1).unwrap();
+    // SAFETY: spin_cycles takes one u64.
+    unsafe { rt.launch(q1, spin, &LaunchDims::linear(1, 1), &KernelArgs::new(&[arg(&cycles)], &[8]).unwrap()) }
+        .unwrap();
+    rt.event_record(end, q1).unwrap();
+    rt.queue_wait_event(q2, end).unwrap();
+    rt.queue_synchronize(q2).unwrap();
+    assert!(rt.event_query(end).unwrap(), "q2 waited for the event");
+    rt.event_synchronize(end).unwrap();
+    let ms = rt.event_elapsed_ms(start, end).unwrap();
+    assert!(ms > 1.0, "20M cycles take more than 1 ms, measured {ms} ms");
+    println!("spin of {cycles} cycles: {ms:.3} ms by events");
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn teardown_waits_for_running_kernels() {
+    let Some(rt) = cuda() else { return };
+    let d = dev(rt, 0);
+    let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+    let spin = rt.kernel_get(p, "spin_cycles").unwrap();
+    let cycles: u64 = 500_000_000; // about 0.25-0.3 s at H100 clocks
+    for _ in 0..2 {
+        let q = rt.queue_create(d).unwrap();
+        let m = rt.mem_alloc(d, MemKind::Device, 1 << 20).unwrap();
+        rt.fill(m, FillValue::U8(1), 1 << 20, Some(q)).unwrap();
+        // SAFETY: spin_cycles takes one u64.
+        unsafe { rt.launch(q, spin, &LaunchDims::linear(1, 1), &KernelArgs::new(&[arg(&cycles)], &[8]).unwrap()) }
+            .unwrap();
+    }
+    let started = Instant::now();
+    let mut order = Vec::new();
+    let Shutdown::TornDown(report) = rt.shutdown_observed(&mut |s| order.push(s.step)).unwrap() else { panic!() };
+    let took = started.elapsed();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(&order[..2], &[TeardownStep::SynchronizeQueue, TeardownStep::SynchronizeQueue]);
+    assert!(took > Duration::from_millis(100), "teardown synchronised the running kernels first ({took:?})");
+    println!("teardown with two running kernels took {took:?}: {report}");
+}
+
+#[test]
+fn every_device_used_and_torn_down_in_order() {
+    let Some(rt) = cuda() else { return };
+    let count = rt.platform_info(rt.platform(0).unwrap()).unwrap().device_count;
+    if count < 2 {
+        println!("skipped: {count} CUDA device(s); the multi-device part needs 2 (run it on nvidia-h200-x2)");
+        rt.shutdown().unwrap();
+        return;
+    }
+    for i in 0..count {
+        vector_add_and_reduce(rt, dev(rt, i));
+    }
+    let mut devices = Vec::new();
+    let Shutdown::TornDown(report) = rt
+        .shutdown_observed(&mut |s| {
+            if s.step == TeardownStep::ReleaseDevice {
+                devices.push(s.device)
+            }
+        })
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(devices, (0..count).rev().collect::<Vec<_>>());
+    println!("{count} devices used and released in order {devices:?}");
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds, on a machine with cargo, everything the GPU pass runs, and copies it (stripped) into
+# gpu-bin/ at the repository root (ignored by git). The device machine has no cargo registry:
+# carry gpu-bin/ there and run tests/gpu/run.sh.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cargo build --release -p ordo-cli -p ordo-cuda --examples --bins
+test_bin=$(cargo test --release -p ordo-cuda --test gpu --no-run --message-format=json 2>/dev/null |
+  python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="gpu" and m.get("executable"): print(m["executable"])')
+rm -rf gpu-bin && mkdir gpu-bin
+cp target/release/ordo target/release/examples/atexit_teardown target/release/examples/cuda_bench gpu-bin/
+cp "$test_bin" gpu-bin/gpu_tests
+strip gpu-bin/*
+ls -la gpu-bin
