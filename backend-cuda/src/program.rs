@@ -93,29 +93,41 @@ pub(crate) fn kernel(program: u64, kernel_name: &str) -> BackendResult<u64> {
     Ok(f as u64)
 }
 
-/// Every kernel looked up, with its program and the dynamic shared memory limit set for it
-/// (0 = the default). Consulted on launch only when a launch needs more than the default.
-pub(crate) struct KernelRegistry(Mutex<Option<HashMap<u64, (u64, u32)>>>);
+#[derive(Default)]
+struct Kernels {
+    /// kernel -> (program, dynamic shared memory limit set for it; 0 = the default)
+    by_kernel: HashMap<u64, (u64, u32)>,
+    /// program -> its kernels
+    by_program: HashMap<u64, Vec<u64>>,
+}
+
+/// Every kernel looked up, with its program and opted-in shared memory. Consulted on launch only
+/// when a launch needs more dynamic shared memory than the default.
+pub(crate) struct KernelRegistry(Mutex<Option<Kernels>>);
 
 impl KernelRegistry {
     pub(crate) const fn new() -> Self {
         Self(Mutex::new(None))
     }
 
-    fn with<R>(&self, f: impl FnOnce(&mut HashMap<u64, (u64, u32)>) -> R) -> R {
+    fn with<R>(&self, f: impl FnOnce(&mut Kernels) -> R) -> R {
         let mut guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        f(guard.get_or_insert_with(HashMap::new))
+        f(guard.get_or_insert_with(Kernels::default))
     }
 
     pub(crate) fn record(&self, program: u64, kernel: u64) {
-        self.with(|m| {
-            m.entry(kernel).or_insert((program, 0));
+        self.with(|k| {
+            if k.by_kernel.insert(kernel, (program, 0)).is_none() {
+                k.by_program.entry(program).or_default().push(kernel);
+            }
         });
     }
 
     fn ensure_shared_memory(&self, kernel: u64, bytes: u32) -> BackendResult<()> {
-        self.with(|m| {
-            let entry = m.entry(kernel).or_insert((0, 0));
+        self.with(|k| {
+            let Some(entry) = k.by_kernel.get_mut(&kernel) else {
+                return Err(BackendError::new(ErrorCode::InvalidHandle, 0, "CUDA kernel was never looked up"));
+            };
             if entry.1 >= bytes {
                 return Ok(());
             }
@@ -129,7 +141,11 @@ impl KernelRegistry {
 
     /// Forgets a program's kernels (their addresses may be reused by a later module).
     pub(crate) fn forget_program(&self, program: u64) {
-        self.with(|m| m.retain(|_, &mut (p, _)| p != program));
+        self.with(|k| {
+            for kernel in k.by_program.remove(&program).unwrap_or_default() {
+                k.by_kernel.remove(&kernel);
+            }
+        });
     }
 
     pub(crate) fn clear(&self) {

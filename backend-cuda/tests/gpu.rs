@@ -223,7 +223,8 @@ fn vector_add_and_reduce(rt: &Runtime, d: Device) {
     assert!(out.iter().zip(&xa).all(|(x, y)| x.to_bits() == y.to_bits()));
     let mut head = [0f32; 3];
     rt.copy_from_device(f32_bytes_mut(&mut head), a).unwrap();
-    assert_eq!(head, [xa[0], 1.0039062, 0.0]);
+    // Two u16 0x3f80 fills make the bytes 80 3f 80 3f: the f32 0x3f803f80.
+    assert_eq!(head, [xa[0], f32::from_bits(0x3f80_3f80), 0.0]);
 }
 
 #[test]

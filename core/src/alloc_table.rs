@@ -100,6 +100,13 @@ impl<const N: usize> AllocTable<N> {
         }
     }
 
+    /// Removes the allocation in `slot` during a teardown, which empties the whole table: the
+    /// address index is not maintained (an O(n) shift per removal), and no lookup happens until
+    /// the table is empty, when the index is consistent again (it covers `slots.len()` entries).
+    pub(crate) fn remove_at_for_teardown(&mut self, slot: u32) -> AllocEntry {
+        self.slots.remove_at(slot)
+    }
+
     /// Removes the allocation in `slot`.
     pub(crate) fn remove_at(&mut self, slot: u32) -> AllocEntry {
         let base = self.slots.at(slot).base;

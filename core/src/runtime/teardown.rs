@@ -34,7 +34,8 @@ impl Walk<'_> {
     }
 }
 
-/// Releases every object of every platform and deinitialises the backends.
+/// Releases every object of every platform and deinitialises the backends. Every table is empty
+/// afterwards (the allocation table's address index relies on it).
 pub(super) fn tear_down(
     backends: &[&'static dyn Backend],
     t: &mut Tables,
@@ -59,6 +60,7 @@ pub(super) fn tear_down(
             walk.step(TeardownStep::DeinitBackend, handle, 0, backend.deinit());
         }
     }
+    debug_assert_eq!(t.allocations.slots.len(), 0);
     walk.report
 }
 
@@ -116,7 +118,7 @@ fn tear_down_device(backend: &dyn Backend, t: &mut Tables, device: u32, walk: &m
         cur = t.allocations.slots.older(a);
         if t.allocations.slots.at(a).device == device {
             let handle = t.allocations.slots.handle_at(a);
-            let m = t.allocations.remove_at(a);
+            let m = t.allocations.remove_at_for_teardown(a);
             walk.step(TeardownStep::FreeMemory, handle, m.base, backend.mem_free(ordinal, m.kind, m.base, m.size));
         }
     }
