@@ -139,18 +139,23 @@ const PROGRAMS: usize = 1000;
 const ALLOCATIONS: usize = 10_000;
 const ALLOC_BYTES: usize = 64 * 1024;
 
-/// Seconds to unload PROGRAMS modules, free ALLOCATIONS buffers and release the primary context
-/// with bare driver calls (newest first, as ordo does).
+/// Seconds to unload PROGRAMS modules, free ALLOCATIONS buffers and release the primary contexts
+/// of every device (ordo holds one per device) with bare driver calls, newest first as ordo does.
 fn bare_teardown() -> f64 {
-    let mut dev = 0;
+    let mut count = 0;
     let mut ctx: CUcontext = std::ptr::null_mut();
     let ptx = ptx_nul();
     let mut modules = Vec::with_capacity(PROGRAMS);
     let mut buffers = Vec::with_capacity(ALLOCATIONS);
     // SAFETY: plain driver calls; everything created here is released below, once.
     unsafe {
-        ok(sys::cuDeviceGet(&mut dev, 0));
-        ok(sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
+        ok(sys::cuDeviceGetCount(&mut count));
+        for d in (0..count).rev() {
+            let mut dev = 0;
+            ok(sys::cuDeviceGet(&mut dev, d));
+            ok(sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
+        }
+        // `ctx` is device 0's.
         ok(sys::cuCtxSetCurrent(ctx));
         for _ in 0..PROGRAMS {
             let mut m: CUmodule = std::ptr::null_mut();
@@ -169,7 +174,11 @@ fn bare_teardown() -> f64 {
         for &p in buffers.iter().rev() {
             ok(sys::cuMemFree_v2(p));
         }
-        ok(sys::cuDevicePrimaryCtxRelease_v2(dev));
+        for d in (0..count).rev() {
+            let mut dev = 0;
+            ok(sys::cuDeviceGet(&mut dev, d));
+            ok(sys::cuDevicePrimaryCtxRelease_v2(dev));
+        }
         t.elapsed().as_secs_f64()
     }
 }
