@@ -69,16 +69,27 @@ fn raw_teardown(raw: Raw) {
     let _ = raw.ctx;
 }
 
-/// Nanoseconds per launch: `batches` batches of `batch` launches, each followed by a sync.
-fn time_launches(batches: usize, batch: usize, mut launch: impl FnMut(), mut sync: impl FnMut()) -> f64 {
+/// Nanoseconds per launch over one loop of `n` launches followed by one sync (throughput: the
+/// queue fills, so this is bounded by the GPU's launch rate).
+fn time_throughput(n: usize, mut launch: impl FnMut(), mut sync: impl FnMut()) -> f64 {
     let t = Instant::now();
-    for _ in 0..batches {
-        for _ in 0..batch {
-            launch();
-        }
-        sync();
+    for _ in 0..n {
+        launch();
     }
-    t.elapsed().as_nanos() as f64 / (batches * batch) as f64
+    sync();
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// Nanoseconds per launch spent *submitting* one batch of `batch` launches into an idle queue
+/// (the CPU cost of a launch; the sync after each batch is not timed).
+fn time_submit(batch: usize, mut launch: impl FnMut(), mut sync: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..batch {
+        launch();
+    }
+    let ns = t.elapsed().as_nanos() as f64 / batch as f64;
+    sync();
+    ns
 }
 
 struct Pair {
@@ -97,38 +108,31 @@ fn bench_launch(rounds: usize) -> Vec<Pair> {
     let k = rt.kernel_get(p, "empty").unwrap();
     let raw = raw_setup();
     let dims = LaunchDims::linear(1, 1);
-    let mut out = Vec::new();
-    for (name, batches, batch) in
-        [("launch, 100k in a row (throughput)", 1, 100_000), ("launch, batches of 64 + sync", 400, 64)]
-    {
-        let (mut r, mut o) = (Vec::new(), Vec::new());
-        for _ in 0..rounds {
-            let raw_launch = || {
-                // SAFETY: `empty` takes no arguments; stream and function are live.
-                ok(unsafe {
-                    sys::cuLaunchKernel(
-                        raw.empty,
-                        1,
-                        1,
-                        1,
-                        1,
-                        1,
-                        1,
-                        0,
-                        raw.stream,
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                    )
-                })
-            };
-            // SAFETY: live stream.
-            r.push(time_launches(batches, batch, raw_launch, || ok(unsafe { sys::cuStreamSynchronize(raw.stream) })));
-            // SAFETY: `empty` takes no arguments.
-            let ordo_launch = || unsafe { rt.launch(q, k, &dims, &KernelArgs::EMPTY) }.unwrap();
-            o.push(time_launches(batches, batch, ordo_launch, || rt.queue_synchronize(q).unwrap()));
-        }
-        out.push(Pair { name, unit: "ns/launch", raw: median(r), ordo: median(o) });
+    let raw_launch = || {
+        // SAFETY: `empty` takes no arguments; stream and function are live.
+        ok(unsafe {
+            sys::cuLaunchKernel(raw.empty, 1, 1, 1, 1, 1, 1, 0, raw.stream, std::ptr::null_mut(), std::ptr::null_mut())
+        })
+    };
+    // SAFETY: live stream.
+    let raw_sync = || ok(unsafe { sys::cuStreamSynchronize(raw.stream) });
+    // SAFETY: `empty` takes no arguments.
+    let ordo_launch = || unsafe { rt.launch(q, k, &dims, &KernelArgs::EMPTY) }.unwrap();
+    let ordo_sync = || rt.queue_synchronize(q).unwrap();
+    let (mut r, mut o) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        r.push(time_throughput(100_000, raw_launch, raw_sync));
+        o.push(time_throughput(100_000, ordo_launch, ordo_sync));
     }
+    let mut out =
+        vec![Pair { name: "launch throughput, 100k in a row", unit: "ns/launch", raw: median(r), ordo: median(o) }];
+    // Submission cost: batches of 32 into an idle queue, raw and ordo alternating batch by batch.
+    let (mut r, mut o) = (Vec::new(), Vec::new());
+    for _ in 0..rounds * 300 {
+        r.push(time_submit(32, raw_launch, raw_sync));
+        o.push(time_submit(32, ordo_launch, ordo_sync));
+    }
+    out.push(Pair { name: "launch submit cost, batches of 32", unit: "ns/launch", raw: median(r), ordo: median(o) });
     raw_teardown(raw);
     let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
     assert!(report.is_clean());
