@@ -106,7 +106,7 @@ fn describe(step: &TeardownEvent, names: &[&str]) -> String {
 }
 
 pub fn run() -> Result<(), String> {
-    let rt = crate::runtime::runtime();
+    let rt = crate::runtime();
     rt.init().map_err(|e| format!("init failed: {e}"))?;
     let mut names = Vec::new();
     let mut failures = 0;

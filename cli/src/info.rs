@@ -57,7 +57,7 @@ fn collect(rt: &Runtime) -> Result<Value, ordo_core::Error> {
 }
 
 pub fn run(as_json: bool) -> Result<(), String> {
-    let guard = crate::runtime::runtime().init_guard().map_err(|e| format!("init failed: {e}"))?;
+    let guard = crate::runtime().init_guard().map_err(|e| format!("init failed: {e}"))?;
     let info = collect(&guard).map_err(|e| format!("query failed: {e}"));
     let shutdown = guard.shutdown().map_err(|e| format!("shutdown failed: {e}"))?;
     let info = info?;

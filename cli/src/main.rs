@@ -3,7 +3,11 @@
 
 mod demo;
 mod info;
-mod runtime;
+
+/// The process-wide runtime shared with the C library: host backend, plus CUDA when present.
+fn runtime() -> &'static ordo_core::Runtime {
+    ordo::runtime()
+}
 
 use std::process::ExitCode;
 

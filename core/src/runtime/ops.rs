@@ -183,11 +183,13 @@ impl Runtime {
         }
     }
 
-    /// Copies `size` bytes between host and device, or device and device.
+    /// Copies `size` bytes between host and device, or device and device, given raw addresses
+    /// (the C ABI's `ordo_memcpy`); with a queue, asynchronously on it. The device side must lie
+    /// in one live allocation of the queue's device.
     ///
     /// # Safety
     /// Host pointers must be valid for `size` bytes; with a queue, until the copy completes.
-    unsafe fn copy_raw(&self, kind: CopyKind, dst: u64, src: u64, size: usize, queue: Option<Queue>) -> Result<()> {
+    pub unsafe fn memcpy(&self, kind: CopyKind, dst: u64, src: u64, size: usize, queue: Option<Queue>) -> Result<()> {
         self.with_shared(|t| {
             if dst == 0 || src == 0 {
                 return fail(ErrorCode::NullPointer, "copy source or destination is null");
@@ -208,19 +210,19 @@ impl Runtime {
     /// Copies `src` into device memory at `dst` and waits for it.
     pub fn copy_to_device(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
         // SAFETY: `src` is valid for its length for the whole (synchronous) copy.
-        unsafe { self.copy_raw(CopyKind::HostToDevice, dst.0, src.as_ptr() as u64, src.len(), None) }
+        unsafe { self.memcpy(CopyKind::HostToDevice, dst.0, src.as_ptr() as u64, src.len(), None) }
     }
 
     /// Copies device memory at `src` into `dst` and waits for it.
     pub fn copy_from_device(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
         // SAFETY: `dst` is valid for its length for the whole (synchronous) copy.
-        unsafe { self.copy_raw(CopyKind::DeviceToHost, dst.as_mut_ptr() as u64, src.0, dst.len(), None) }
+        unsafe { self.memcpy(CopyKind::DeviceToHost, dst.as_mut_ptr() as u64, src.0, dst.len(), None) }
     }
 
     /// Copies `size` bytes between device allocations; with a queue, asynchronously.
     pub fn copy_device(&self, dst: DevicePtr, src: DevicePtr, size: usize, queue: Option<Queue>) -> Result<()> {
         // SAFETY: both sides are device ranges that the runtime validates.
-        unsafe { self.copy_raw(CopyKind::DeviceToDevice, dst.0, src.0, size, queue) }
+        unsafe { self.memcpy(CopyKind::DeviceToDevice, dst.0, src.0, size, queue) }
     }
 
     /// Enqueues a host-to-device copy of `size` bytes from `src` on `queue`.
@@ -229,7 +231,7 @@ impl Runtime {
     /// `src` must stay valid and unchanged for `size` bytes until the queue has passed the copy.
     pub unsafe fn copy_to_device_async(&self, queue: Queue, dst: DevicePtr, src: *const u8, size: usize) -> Result<()> {
         // SAFETY: forwarded contract.
-        unsafe { self.copy_raw(CopyKind::HostToDevice, dst.0, src as u64, size, Some(queue)) }
+        unsafe { self.memcpy(CopyKind::HostToDevice, dst.0, src as u64, size, Some(queue)) }
     }
 
     /// Enqueues a device-to-host copy of `size` bytes into `dst` on `queue`.
@@ -238,7 +240,7 @@ impl Runtime {
     /// `dst` must stay valid for `size` bytes, and unread, until the queue has passed the copy.
     pub unsafe fn copy_from_device_async(&self, queue: Queue, dst: *mut u8, src: DevicePtr, size: usize) -> Result<()> {
         // SAFETY: forwarded contract.
-        unsafe { self.copy_raw(CopyKind::DeviceToHost, dst as u64, src.0, size, Some(queue)) }
+        unsafe { self.memcpy(CopyKind::DeviceToHost, dst as u64, src.0, size, Some(queue)) }
     }
 
     /// Writes `value` `count` times from `dst`; with a queue, asynchronously.

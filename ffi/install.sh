@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs libordo.a, libordo.so, ordo.h and ordo.pc under PREFIX (lib/, include/,
+# lib/pkgconfig/). Build first: cargo build --release -p ordo-ffi.
+# Usage: ffi/install.sh PREFIX [LIBDIR]   (LIBDIR defaults to target/release)
+set -euo pipefail
+prefix=${1:?usage: install.sh PREFIX [LIBDIR]}
+here=$(cd "$(dirname "$0")" && pwd)
+libdir=${2:-$here/../target/release}
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$here/../Cargo.toml" | head -n 1)
+mkdir -p "$prefix/lib/pkgconfig" "$prefix/include"
+cp "$libdir/libordo.a" "$libdir/libordo.so" "$prefix/lib/"
+cp "$here/include/ordo.h" "$prefix/include/"
+sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" "$here/ordo.pc.in" >"$prefix/lib/pkgconfig/ordo.pc"
+echo "installed ordo $version under $prefix"

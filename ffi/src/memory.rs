@@ -1,0 +1,111 @@
+//! Memory: allocation, free, copies and fills. Device memory is a `void*` (its address).
+
+use core::ffi::c_void;
+
+use ordo_core::{CopyKind, Device, DevicePtr, Error, ErrorCode, FillValue, MemKind, Queue};
+
+use crate::boundary::{fail, guard, non_null, output, status};
+use crate::runtime;
+use crate::types::*;
+
+fn queue_or_none(q: ordo_queue_t) -> Option<Queue> {
+    (q.raw != 0).then_some(Queue::from_raw(q.raw))
+}
+
+/// Allocates `size` bytes of `kind` (`ORDO_MEM_*`) memory on a device; `*out` gets its address.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_mem_alloc(
+    device: ordo_device_t,
+    kind: ordo_mem_kind_t,
+    size: usize,
+    out: *mut *mut c_void,
+) -> ordo_status_t {
+    guard(|| {
+        let kind = match non_null(out, "out is NULL").and_then(|()| MemKind::try_from(kind)) {
+            Ok(k) => k,
+            Err(e) => return fail(e),
+        };
+        output(out, runtime().mem_alloc(Device::from_raw(device.raw), kind, size).map(|p| p.as_ptr()))
+    })
+}
+
+/// Frees an allocation by its base address. NULL, an unknown or an already-freed address is an
+/// error, never a double free.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_mem_free(ptr: *mut c_void) -> ordo_status_t {
+    guard(|| status(runtime().mem_free(DevicePtr(ptr as u64))))
+}
+
+fn copy(
+    kind: ordo_copy_kind_t,
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    queue: Option<Queue>,
+) -> ordo_status_t {
+    let kind = match CopyKind::try_from(kind) {
+        Ok(k) => k,
+        Err(e) => return fail(e),
+    };
+    // SAFETY: the device side is validated by the runtime against its allocation table; the host
+    // side is the C caller's contract (valid for `size` bytes, until the queue passes the copy).
+    status(unsafe { runtime().memcpy(kind, dst as u64, src as u64, size, queue) })
+}
+
+/// Copies `size` bytes (`kind`: `ORDO_COPY_*`) and waits for the copy. Device addresses may point
+/// inside an allocation; the range must stay within it.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_memcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    kind: ordo_copy_kind_t,
+) -> ordo_status_t {
+    guard(|| copy(kind, dst, src, size, None))
+}
+
+/// Enqueues a copy on `queue`; host memory must stay valid until the queue has passed it.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_memcpy_async(
+    queue: ordo_queue_t,
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    kind: ordo_copy_kind_t,
+) -> ordo_status_t {
+    guard(|| copy(kind, dst, src, size, Some(Queue::from_raw(queue.raw))))
+}
+
+/// Writes `count` elements of `width` bytes (1, 2 or 4) holding `value` from `dst` (aligned to
+/// `width`). With a null `queue`, waits for it; otherwise enqueues it.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_fill(
+    dst: *mut c_void,
+    value: u32,
+    width: u32,
+    count: usize,
+    queue: ordo_queue_t,
+) -> ordo_status_t {
+    guard(|| {
+        let fill = match (width, u8::try_from(value), u16::try_from(value)) {
+            (1, Ok(v), _) => FillValue::U8(v),
+            (2, _, Ok(v)) => FillValue::U16(v),
+            (4, _, _) => FillValue::U32(value),
+            (1 | 2, _, _) => return fail(Error::new(ErrorCode::InvalidValue, "value does not fit in width bytes")),
+            _ => return fail(Error::new(ErrorCode::InvalidValue, "width must be 1, 2 or 4")),
+        };
+        status(runtime().fill(DevicePtr(dst as u64), fill, count, queue_or_none(queue)))
+    })
+}

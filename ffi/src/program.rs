@@ -1,0 +1,154 @@
+//! Programs, kernels and launches.
+
+use core::ffi::{CStr, c_char, c_void};
+
+use ordo_core::{Device, Error, ErrorCode, Kernel, KernelArgs, LaunchDims, Program, Queue};
+
+use crate::boundary::{fail, guard, non_null, output, status};
+use crate::runtime;
+use crate::types::*;
+
+/// Loads a program image on a device: for the host platform the name of a built-in program
+/// ("ordo.builtin"); for CUDA, PTX (NUL-terminated or not), cubin or fatbin. The image is copied
+/// as needed and need not outlive the call. A bad image is `ORDO_ERROR_INVALID_BINARY`, with the
+/// JIT log in `ordo_last_error_detail()`.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_program_load(
+    device: ordo_device_t,
+    image: *const c_void,
+    size: usize,
+    out: *mut ordo_program_t,
+) -> ordo_status_t {
+    guard(|| {
+        if let Err(err) = non_null(out, "out is NULL").and(non_null(image, "image is NULL")) {
+            return fail(err);
+        }
+        if size > isize::MAX as usize {
+            return fail(Error::new(ErrorCode::InvalidSize, "image size is larger than isize::MAX"));
+        }
+        // SAFETY: `image` is non-NULL and, by the C caller's contract, valid for `size` bytes.
+        let bytes = unsafe { core::slice::from_raw_parts(image.cast::<u8>(), size) };
+        output(
+            out,
+            runtime().program_load(Device::from_raw(device.raw), bytes).map(|p| ordo_program_t { raw: p.to_raw() }),
+        )
+    })
+}
+
+/// Unloads a program; its kernel handles become invalid.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_program_unload(program: ordo_program_t) -> ordo_status_t {
+    guard(|| status(runtime().program_unload(Program::from_raw(program.raw))))
+}
+
+/// The kernel called `name` (NUL-terminated UTF-8) in a program; the same name gives the same handle.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_kernel_get(
+    program: ordo_program_t,
+    name: *const c_char,
+    out: *mut ordo_kernel_t,
+) -> ordo_status_t {
+    guard(|| {
+        if let Err(err) = non_null(out, "out is NULL").and(non_null(name, "name is NULL")) {
+            return fail(err);
+        }
+        // SAFETY: `name` is non-NULL and, by the C caller's contract, NUL-terminated.
+        let Ok(name) = unsafe { CStr::from_ptr(name) }.to_str() else {
+            return fail(Error::new(ErrorCode::InvalidArgument, "kernel name is not UTF-8"));
+        };
+        output(
+            out,
+            runtime().kernel_get(Program::from_raw(program.raw), name).map(|k| ordo_kernel_t { raw: k.to_raw() }),
+        )
+    })
+}
+
+/// Launches a kernel on a queue of the kernel's device. `args` holds `arg_count` pointers, each to
+/// one argument's value (as `cuLaunchKernel`'s `kernelParams`); `sizes`, when not NULL, holds each
+/// argument's size for backends that check it (the host backend does).
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_launch(
+    queue: ordo_queue_t,
+    kernel: ordo_kernel_t,
+    dims: *const ordo_launch_dims_t,
+    args: *const *mut c_void,
+    sizes: *const usize,
+    arg_count: u32,
+) -> ordo_status_t {
+    guard(|| {
+        if let Err(err) = non_null(dims, "dims is NULL") {
+            return fail(err);
+        }
+        if arg_count > 0 && args.is_null() {
+            return fail(Error::new(ErrorCode::NullPointer, "args is NULL but arg_count is not 0"));
+        }
+        // SAFETY: `dims` is non-NULL; by the C caller's contract it points to an ordo_launch_dims_t.
+        let d = unsafe { dims.read() };
+        let dims = LaunchDims { grid: d.grid, block: d.block, shared_mem_bytes: d.shared_mem_bytes };
+        let params: &[*mut c_void] = if arg_count == 0 {
+            &[]
+        } else {
+            // SAFETY: non-NULL (checked) and valid for `arg_count` pointers by the caller's contract.
+            unsafe { core::slice::from_raw_parts(args, arg_count as usize) }
+        };
+        let kernel_args = if sizes.is_null() || arg_count == 0 {
+            KernelArgs::unsized_params(params)
+        } else {
+            // SAFETY: non-NULL and valid for `arg_count` sizes by the caller's contract.
+            KernelArgs::new(params, unsafe { core::slice::from_raw_parts(sizes, arg_count as usize) })
+        };
+        let kernel_args = match kernel_args {
+            Ok(a) => a,
+            Err(err) => return fail(err),
+        };
+        // SAFETY: the argument pointers are the C caller's contract, as with cuLaunchKernel.
+        status(unsafe {
+            runtime().launch(Queue::from_raw(queue.raw), Kernel::from_raw(kernel.raw), &dims, &kernel_args)
+        })
+    })
+}
+
+/// The image of ordo's built-in program for a device's platform, to pass to `ordo_program_load`:
+/// kernels `vector_add_f32(const float*, const float*, float*, uint32_t)` and
+/// `reduce_sum_f32(const float*, float*, uint32_t)` (CUDA adds `empty()` and
+/// `spin_cycles(uint64_t)`). The image is static. `ORDO_ERROR_NOT_FOUND` for platforms without one.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_builtin_program_image(
+    device: ordo_device_t,
+    image: *mut *const c_void,
+    size: *mut usize,
+) -> ordo_status_t {
+    guard(|| {
+        if let Err(err) = non_null(image, "image is NULL").and(non_null(size, "size is NULL")) {
+            return fail(err);
+        }
+        let rt = runtime();
+        let kind = rt.device_platform(Device::from_raw(device.raw)).and_then(|p| rt.platform_info(p)).map(|i| i.kind);
+        let bytes: &'static [u8] = match kind {
+            Ok(ordo_core::BackendKind::Host) => ordo_core::host::builtin::PROGRAM_NAME.as_bytes(),
+            #[cfg(feature = "cuda")]
+            Ok(ordo_core::BackendKind::Cuda) => ordo_cuda::BUILTIN_PTX.as_bytes(),
+            Ok(_) => return fail(Error::new(ErrorCode::NotFound, "no built-in program for this platform")),
+            Err(err) => return fail(err),
+        };
+        // SAFETY: `size` was checked non-NULL above.
+        unsafe { size.write(bytes.len()) };
+        output(image, Ok(bytes.as_ptr().cast()))
+    })
+}

@@ -1,0 +1,120 @@
+//! Queues (in order) and events.
+
+use ordo_core::{Device, Event, Queue};
+
+use crate::boundary::{fail, guard, non_null, output, status};
+use crate::runtime;
+use crate::types::*;
+
+fn q(h: ordo_queue_t) -> Queue {
+    Queue::from_raw(h.raw)
+}
+
+fn e(h: ordo_event_t) -> Event {
+    Event::from_raw(h.raw)
+}
+
+/// Creates an in-order queue on a device.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_queue_create(device: ordo_device_t, out: *mut ordo_queue_t) -> ordo_status_t {
+    guard(|| match non_null(out, "out is NULL") {
+        Ok(()) => {
+            output(out, runtime().queue_create(Device::from_raw(device.raw)).map(|h| ordo_queue_t { raw: h.to_raw() }))
+        }
+        Err(err) => fail(err),
+    })
+}
+
+/// Destroys a queue (its enqueued work still completes).
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_queue_destroy(queue: ordo_queue_t) -> ordo_status_t {
+    guard(|| status(runtime().queue_destroy(q(queue))))
+}
+
+/// Waits until all work on the queue has finished.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_queue_synchronize(queue: ordo_queue_t) -> ordo_status_t {
+    guard(|| status(runtime().queue_synchronize(q(queue))))
+}
+
+/// `*done` = 1 when all work on the queue has finished, else 0.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_queue_query(queue: ordo_queue_t, done: *mut i32) -> ordo_status_t {
+    guard(|| match non_null(done, "done is NULL") {
+        Ok(()) => output(done, runtime().queue_query(q(queue)).map(i32::from)),
+        Err(err) => fail(err),
+    })
+}
+
+/// Makes later work on `queue` wait for `event`.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_queue_wait_event(queue: ordo_queue_t, event: ordo_event_t) -> ordo_status_t {
+    guard(|| status(runtime().queue_wait_event(q(queue), e(event))))
+}
+
+/// Creates an event on a device.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_event_create(device: ordo_device_t, out: *mut ordo_event_t) -> ordo_status_t {
+    guard(|| match non_null(out, "out is NULL") {
+        Ok(()) => {
+            output(out, runtime().event_create(Device::from_raw(device.raw)).map(|h| ordo_event_t { raw: h.to_raw() }))
+        }
+        Err(err) => fail(err),
+    })
+}
+
+/// Destroys an event.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_event_destroy(event: ordo_event_t) -> ordo_status_t {
+    guard(|| status(runtime().event_destroy(e(event))))
+}
+
+/// Records an event on a queue of the same device.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_event_record(event: ordo_event_t, queue: ordo_queue_t) -> ordo_status_t {
+    guard(|| status(runtime().event_record(e(event), q(queue))))
+}
+
+/// Waits until the event has completed.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_event_synchronize(event: ordo_event_t) -> ordo_status_t {
+    guard(|| status(runtime().event_synchronize(e(event))))
+}
+
+/// `*done` = 1 when the event has completed, else 0.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_event_query(event: ordo_event_t, done: *mut i32) -> ordo_status_t {
+    guard(|| match non_null(done, "done is NULL") {
+        Ok(()) => output(done, runtime().event_query(e(event)).map(i32::from)),
+        Err(err) => fail(err),
+    })
+}
+
+/// `*ms` = milliseconds between two completed events of one device.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_event_elapsed_ms(start: ordo_event_t, end: ordo_event_t, ms: *mut f32) -> ordo_status_t {
+    guard(|| match non_null(ms, "ms is NULL") {
+        Ok(()) => output(ms, runtime().event_elapsed_ms(e(start), e(end))),
+        Err(err) => fail(err),
+    })
+}

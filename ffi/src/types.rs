@@ -1,0 +1,263 @@
+//! The C types of the ABI: status codes, handle structs, enumerations and plain structs.
+//! Everything here is `#[repr(C)]` or a C integer alias and appears in `include/ordo.h`.
+
+use ordo_core::ErrorCode;
+
+/// The status every function returns: `ORDO_SUCCESS` (0) or an `ORDO_ERROR_*` code.
+pub type ordo_status_t = i32;
+
+// The values are ErrorCode's (checked at compile time below); literals so cbindgen emits them.
+const _: () = {
+    assert!(ORDO_SUCCESS == ErrorCode::Success as i32);
+    assert!(ORDO_ERROR_UNKNOWN == ErrorCode::Unknown as i32);
+    assert!(ORDO_ERROR_INVALID_ARGUMENT == ErrorCode::InvalidArgument as i32);
+    assert!(ORDO_ERROR_INVALID_VALUE == ErrorCode::InvalidValue as i32);
+    assert!(ORDO_ERROR_INVALID_SIZE == ErrorCode::InvalidSize as i32);
+    assert!(ORDO_ERROR_INVALID_ENUMERATION == ErrorCode::InvalidEnumeration as i32);
+    assert!(ORDO_ERROR_NULL_POINTER == ErrorCode::NullPointer as i32);
+    assert!(ORDO_ERROR_NULL_HANDLE == ErrorCode::NullHandle as i32);
+    assert!(ORDO_ERROR_INVALID_HANDLE == ErrorCode::InvalidHandle as i32);
+    assert!(ORDO_ERROR_NOT_FOUND == ErrorCode::NotFound as i32);
+    assert!(ORDO_ERROR_OUT_OF_RESOURCES == ErrorCode::OutOfResources as i32);
+    assert!(ORDO_ERROR_INVALID_BINARY == ErrorCode::InvalidBinary as i32);
+    assert!(ORDO_ERROR_UNSUPPORTED == ErrorCode::Unsupported as i32);
+    assert!(ORDO_ERROR_BACKEND_FAILURE == ErrorCode::BackendFailure as i32);
+    assert!(ORDO_ERROR_UNINITIALIZED == ErrorCode::Uninitialized as i32);
+    assert!(ORDO_ERROR_DEVICE_LOST == ErrorCode::DeviceLost as i32);
+    assert!(ORDO_ERROR_TEARDOWN_FAILED == ErrorCode::TeardownFailed as i32);
+    assert!(ORDO_ERROR_NOT_PRESENT == ErrorCode::NotPresent as i32);
+    assert!(ORDO_ERROR_INTERNAL == ErrorCode::Internal as i32);
+};
+
+/// The call succeeded.
+pub const ORDO_SUCCESS: ordo_status_t = 0;
+/// An error that fits no other code.
+pub const ORDO_ERROR_UNKNOWN: ordo_status_t = 1;
+/// An argument is invalid in combination with the others (e.g. objects of two devices).
+pub const ORDO_ERROR_INVALID_ARGUMENT: ordo_status_t = 2;
+/// A numeric argument is out of range (e.g. a zero grid dimension).
+pub const ORDO_ERROR_INVALID_VALUE: ordo_status_t = 3;
+/// A size is zero, too large, or runs past the end of an allocation.
+pub const ORDO_ERROR_INVALID_SIZE: ordo_status_t = 4;
+/// An enumeration value is not one of the defined values.
+pub const ORDO_ERROR_INVALID_ENUMERATION: ordo_status_t = 5;
+/// A required pointer is NULL.
+pub const ORDO_ERROR_NULL_POINTER: ordo_status_t = 6;
+/// A handle is null (zero).
+pub const ORDO_ERROR_NULL_HANDLE: ordo_status_t = 7;
+/// A handle is stale (released, or from before a shutdown), forged, or of another kind.
+pub const ORDO_ERROR_INVALID_HANDLE: ordo_status_t = 8;
+/// A named thing (kernel, device address) does not exist.
+pub const ORDO_ERROR_NOT_FOUND: ordo_status_t = 9;
+/// A table, a reference count or device memory is exhausted.
+pub const ORDO_ERROR_OUT_OF_RESOURCES: ordo_status_t = 10;
+/// A program image is not valid for the device (see ordo_last_error_detail for a JIT log).
+pub const ORDO_ERROR_INVALID_BINARY: ordo_status_t = 11;
+/// Not supported by this backend, device or build.
+pub const ORDO_ERROR_UNSUPPORTED: ordo_status_t = 12;
+/// The backend failed with no more specific code.
+pub const ORDO_ERROR_BACKEND_FAILURE: ordo_status_t = 13;
+/// ordo is not initialised (before ordo_init, or after the final ordo_shutdown).
+pub const ORDO_ERROR_UNINITIALIZED: ordo_status_t = 14;
+/// The device was lost or a kernel faulted.
+pub const ORDO_ERROR_DEVICE_LOST: ordo_status_t = 15;
+/// The final shutdown completed but some releases failed (see ordo_last_teardown_report).
+pub const ORDO_ERROR_TEARDOWN_FAILED: ordo_status_t = 16;
+/// The backend's driver or devices are not present.
+pub const ORDO_ERROR_NOT_PRESENT: ordo_status_t = 17;
+/// A bug in ordo (e.g. a caught panic); the detail says what.
+pub const ORDO_ERROR_INTERNAL: ordo_status_t = 18;
+
+// Handles are distinct one-field structs so that C compilers reject mixing kinds; the runtime
+// rejects casts and forgeries. (Written out, not macro-generated: cbindgen reads the source.)
+
+/// A platform (one backend: host, CUDA, ...).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ordo_platform_t {
+    /// The handle's bits; 0 is the null handle.
+    pub raw: u64,
+}
+
+/// A device of a platform.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ordo_device_t {
+    /// The handle's bits; 0 is the null handle.
+    pub raw: u64,
+}
+
+/// An in-order queue (a CUDA stream).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ordo_queue_t {
+    /// The handle's bits; 0 is the null handle.
+    pub raw: u64,
+}
+
+/// An event.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ordo_event_t {
+    /// The handle's bits; 0 is the null handle.
+    pub raw: u64,
+}
+
+/// A loaded program.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ordo_program_t {
+    /// The handle's bits; 0 is the null handle.
+    pub raw: u64,
+}
+
+/// A kernel of a loaded program.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ordo_kernel_t {
+    /// The handle's bits; 0 is the null handle.
+    pub raw: u64,
+}
+
+/// Where memory lives: `ORDO_MEM_DEVICE`, `ORDO_MEM_HOST` (pinned) or `ORDO_MEM_MANAGED`.
+pub type ordo_mem_kind_t = u32;
+/// Device memory.
+pub const ORDO_MEM_DEVICE: ordo_mem_kind_t = 0;
+/// Page-locked host memory visible to the device.
+pub const ORDO_MEM_HOST: ordo_mem_kind_t = 1;
+/// Managed (unified) memory.
+pub const ORDO_MEM_MANAGED: ordo_mem_kind_t = 2;
+
+/// The direction of a copy.
+pub type ordo_copy_kind_t = u32;
+/// Host memory to a device allocation.
+pub const ORDO_COPY_HOST_TO_DEVICE: ordo_copy_kind_t = 0;
+/// A device allocation to host memory.
+pub const ORDO_COPY_DEVICE_TO_HOST: ordo_copy_kind_t = 1;
+/// Between device allocations.
+pub const ORDO_COPY_DEVICE_TO_DEVICE: ordo_copy_kind_t = 2;
+
+/// A device property.
+pub type ordo_device_info_t = u32;
+/// Name (text).
+pub const ORDO_DEVICE_INFO_NAME: ordo_device_info_t = 0;
+/// Compute capability (version).
+pub const ORDO_DEVICE_INFO_COMPUTE_CAPABILITY: ordo_device_info_t = 1;
+/// Total memory in bytes.
+pub const ORDO_DEVICE_INFO_TOTAL_MEMORY: ordo_device_info_t = 2;
+/// Multiprocessors.
+pub const ORDO_DEVICE_INFO_MULTIPROCESSOR_COUNT: ordo_device_info_t = 3;
+/// Maximum threads per block.
+pub const ORDO_DEVICE_INFO_MAX_THREADS_PER_BLOCK: ordo_device_info_t = 4;
+/// Shared memory per block without opt-in, bytes.
+pub const ORDO_DEVICE_INFO_MAX_SHARED_MEMORY_PER_BLOCK: ordo_device_info_t = 5;
+/// Shared memory per block with opt-in, bytes.
+pub const ORDO_DEVICE_INFO_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: ordo_device_info_t = 6;
+/// Threads per warp.
+pub const ORDO_DEVICE_INFO_WARP_SIZE: ordo_device_info_t = 7;
+
+/// Which field of `ordo_info_value_t` holds the value.
+pub type ordo_info_type_t = u32;
+/// `integer` holds it.
+pub const ORDO_INFO_INTEGER: ordo_info_type_t = 0;
+/// `major` and `minor` hold it.
+pub const ORDO_INFO_VERSION: ordo_info_type_t = 1;
+/// `text` holds it (NUL-terminated).
+pub const ORDO_INFO_TEXT: ordo_info_type_t = 2;
+
+/// A device property's value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ordo_info_value_t {
+    /// `ORDO_INFO_INTEGER`, `ORDO_INFO_VERSION` or `ORDO_INFO_TEXT`.
+    pub type_: ordo_info_type_t,
+    /// The number, for `ORDO_INFO_INTEGER`.
+    pub integer: u64,
+    /// The major version, for `ORDO_INFO_VERSION`.
+    pub major: u32,
+    /// The minor version, for `ORDO_INFO_VERSION`.
+    pub minor: u32,
+    /// The text, NUL-terminated, for `ORDO_INFO_TEXT`.
+    pub text: [u8; 72],
+}
+
+/// What a platform is.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ordo_platform_info_t {
+    /// 0 host, 1 CUDA, 2 AMDGPU.
+    pub kind: u32,
+    /// Devices (0 when absent).
+    pub device_count: u32,
+    /// 1 when the platform is present.
+    pub present: u32,
+    /// Capability bits (`ORDO_CAP_*`).
+    pub capabilities: u32,
+    /// The platform's name, NUL-terminated.
+    pub name: [u8; 32],
+    /// Why it is absent, NUL-terminated (empty when present).
+    pub absent_reason: [u8; 128],
+}
+
+/// Queues run asynchronously to the caller.
+pub const ORDO_CAP_ASYNC_QUEUES: u32 = 1;
+/// Events measure time.
+pub const ORDO_CAP_EVENT_TIMING: u32 = 2;
+/// Managed memory migrates.
+pub const ORDO_CAP_MANAGED_MEMORY: u32 = 4;
+/// Kernels may use dynamic shared memory.
+pub const ORDO_CAP_SHARED_MEMORY: u32 = 8;
+/// Device memory is directly readable by host code.
+pub const ORDO_CAP_HOST_ACCESSIBLE_MEMORY: u32 = 16;
+
+/// Grid and block dimensions and dynamic shared memory of a launch.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ordo_launch_dims_t {
+    /// Blocks per grid (x, y, z), each at least 1.
+    pub grid: [u32; 3],
+    /// Threads per block (x, y, z), each at least 1.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, bytes.
+    pub shared_mem_bytes: u32,
+}
+
+/// Failures kept in `ordo_teardown_report_t` (more are counted in `overflow`).
+pub const ORDO_REPORT_FAILURES: usize = 32;
+
+/// One failed step of a teardown.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ordo_teardown_failure_t {
+    /// Platform index (registration order).
+    pub platform: u32,
+    /// The backend's device ordinal (UINT32_MAX for a backend deinit).
+    pub device: u32,
+    /// The step: 0 synchronize queue, 1 destroy event, 2 destroy queue, 3 unload program,
+    /// 4 free memory, 5 release device, 6 deinit backend.
+    pub step: u32,
+    /// The translated status.
+    pub status: ordo_status_t,
+    /// The handle the object had.
+    pub handle: u64,
+    /// The backend's own code (e.g. the CUresult).
+    pub native: i64,
+    /// The backend's message, NUL-terminated (truncated to fit).
+    pub message: [u8; 96],
+}
+
+/// The report of the last final shutdown.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ordo_teardown_report_t {
+    /// Entries of `failures` used.
+    pub failure_count: u32,
+    /// Failures that did not fit.
+    pub overflow: u32,
+    /// Objects released per kind: platform, device, queue, event, program, kernel, allocation.
+    pub released: [u32; 7],
+    /// Steps whose object the driver had already released (e.g. at process exit).
+    pub released_by_driver: u32,
+    /// The failures, in order.
+    pub failures: [ordo_teardown_failure_t; ORDO_REPORT_FAILURES],
+}

@@ -1,0 +1,266 @@
+/* Every C function against bad input: NULL pointers, null / stale / wrong-kind / forged /
+ * earlier-epoch handles, zero and huge sizes, unknown enumeration values, double release, calls
+ * before init and after shutdown. Each case expects its specific status, and out-parameters keep
+ * their sentinel values on failure. */
+#include <stdint.h>
+
+#include "check.h"
+
+#define FORGED 0x00ffffffffffffffULL
+
+static ordo_launch_dims_t one = {{1, 1, 1}, {1, 1, 1}, 0};
+
+/* Every function that takes the lifecycle gate, with harmless arguments. */
+static void all_uninitialized(ordo_device_t d, ordo_queue_t q, ordo_event_t e, ordo_program_t p, ordo_kernel_t k,
+                              void *m) {
+  const ordo_status_t U = ORDO_ERROR_UNINITIALIZED;
+  uint32_t u32 = 77;
+  int32_t i32 = 77;
+  float f = 77;
+  void *ptr = (void *)0x77;
+  char buf[8];
+  ordo_platform_t pl = {77};
+  ordo_platform_info_t pi;
+  ordo_info_value_t iv;
+  ordo_device_t dd = {77};
+  ordo_queue_t qq = {77};
+  ordo_event_t ee = {77};
+  ordo_program_t pp = {77};
+  ordo_kernel_t kk = {77};
+  EXPECT(ordo_platform_count(&u32), U);
+  EXPECT(ordo_platform_get(0, &pl), U);
+  EXPECT(ordo_platform_get_info(pl, &pi), U);
+  EXPECT(ordo_device_get(pl, 0, &dd), U);
+  EXPECT(ordo_device_get_info(d, ORDO_DEVICE_INFO_NAME, &iv), U);
+  EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, 16, &ptr), U);
+  EXPECT(ordo_mem_free(m), U);
+  EXPECT(ordo_memcpy(m, buf, 8, ORDO_COPY_HOST_TO_DEVICE), U);
+  EXPECT(ordo_memcpy_async(q, m, buf, 8, ORDO_COPY_HOST_TO_DEVICE), U);
+  EXPECT(ordo_fill(m, 0, 1, 8, (ordo_queue_t){0}), U);
+  EXPECT(ordo_queue_create(d, &qq), U);
+  EXPECT(ordo_queue_destroy(q), U);
+  EXPECT(ordo_queue_synchronize(q), U);
+  EXPECT(ordo_queue_query(q, &i32), U);
+  EXPECT(ordo_queue_wait_event(q, e), U);
+  EXPECT(ordo_event_create(d, &ee), U);
+  EXPECT(ordo_event_destroy(e), U);
+  EXPECT(ordo_event_record(e, q), U);
+  EXPECT(ordo_event_synchronize(e), U);
+  EXPECT(ordo_event_query(e, &i32), U);
+  EXPECT(ordo_event_elapsed_ms(e, e, &f), U);
+  EXPECT(ordo_program_load(d, "ordo.builtin", 12, &pp), U);
+  EXPECT(ordo_program_unload(p), U);
+  EXPECT(ordo_kernel_get(p, "vector_add_f32", &kk), U);
+  EXPECT(ordo_launch(q, k, &one, NULL, NULL, 0), U);
+  EXPECT(ordo_shutdown(), U);
+  if (u32 != 77 || i32 != 77 || f != 77 || ptr != (void *)0x77 || pl.raw != 77 || dd.raw != 77 || qq.raw != 77 ||
+      ee.raw != 77 || pp.raw != 77 || kk.raw != 77) {
+    fprintf(stderr, "an out-parameter was written on failure\n");
+    exit(1);
+  }
+}
+
+int main(void) {
+  ordo_device_t d0 = {0};
+  ordo_queue_t q0 = {0};
+  ordo_event_t e0 = {0};
+  ordo_program_t p0 = {0};
+  ordo_kernel_t k0 = {0};
+  ordo_teardown_report_t report;
+
+  /* Before init. */
+  EXPECT(ordo_last_teardown_report(&report), ORDO_ERROR_NOT_FOUND);
+  all_uninitialized(d0, q0, e0, p0, k0, (void *)0x1000);
+
+  /* Objects of an earlier epoch. */
+  OK(ordo_init());
+  ordo_device_t old_d = host_device();
+  ordo_queue_t old_q;
+  ordo_event_t old_e;
+  ordo_program_t old_p;
+  ordo_kernel_t old_k;
+  OK(ordo_queue_create(old_d, &old_q));
+  OK(ordo_event_create(old_d, &old_e));
+  OK(ordo_program_load(old_d, "ordo.builtin", 12, &old_p));
+  OK(ordo_kernel_get(old_p, "vector_add_f32", &old_k));
+  OK(ordo_shutdown());
+  OK(ordo_init());
+
+  ordo_device_t d = host_device();
+  ordo_queue_t q, dead_q;
+  ordo_event_t e, e2, dead_e;
+  ordo_program_t p, dead_p;
+  ordo_kernel_t k, dead_k;
+  void *m, *dead_m;
+  OK(ordo_queue_create(d, &q));
+  OK(ordo_queue_create(d, &dead_q));
+  OK(ordo_event_create(d, &e));
+  OK(ordo_event_create(d, &e2));
+  OK(ordo_event_create(d, &dead_e));
+  OK(ordo_program_load(d, "ordo.builtin", 12, &p));
+  OK(ordo_program_load(d, "ordo.builtin\0", 13, &dead_p));
+  OK(ordo_kernel_get(p, "vector_add_f32", &k));
+  OK(ordo_kernel_get(dead_p, "vector_add_f32", &dead_k));
+  OK(ordo_mem_alloc(d, ORDO_MEM_DEVICE, 1024, &m));
+  OK(ordo_mem_alloc(d, ORDO_MEM_HOST, 64, &dead_m));
+  OK(ordo_queue_destroy(dead_q));
+  OK(ordo_event_destroy(dead_e));
+  OK(ordo_program_unload(dead_p));
+  OK(ordo_mem_free(dead_m));
+
+  /* Double release. */
+  EXPECT(ordo_queue_destroy(dead_q), ORDO_ERROR_INVALID_HANDLE);
+  EXPECT(ordo_event_destroy(dead_e), ORDO_ERROR_INVALID_HANDLE);
+  EXPECT(ordo_program_unload(dead_p), ORDO_ERROR_INVALID_HANDLE);
+  EXPECT(ordo_mem_free(dead_m), ORDO_ERROR_NOT_FOUND);
+  EXPECT(ordo_mem_free(NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_mem_free((char *)m + 8), ORDO_ERROR_INVALID_ARGUMENT);
+
+  /* NULL out-parameters and pointer arguments. */
+  EXPECT(ordo_platform_count(NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_platform_get(0, NULL), ORDO_ERROR_NULL_POINTER);
+  ordo_platform_t pl;
+  OK(ordo_platform_get(0, &pl));
+  EXPECT(ordo_platform_get_info(pl, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_device_get(pl, 0, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_device_get_info(d, ORDO_DEVICE_INFO_NAME, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, 16, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_memcpy(NULL, "x", 1, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_memcpy(m, NULL, 1, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_queue_create(d, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_queue_query(q, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_event_create(d, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_event_query(e, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_event_elapsed_ms(e, e2, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_program_load(d, NULL, 12, &p0), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_program_load(d, "ordo.builtin", 12, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_kernel_get(p, NULL, &k0), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_kernel_get(p, "vector_add_f32", NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_launch(q, k, NULL, NULL, NULL, 0), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_launch(q, k, &one, NULL, NULL, 4), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_get_state(NULL, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_last_teardown_report(NULL), ORDO_ERROR_NULL_POINTER);
+  if (p0.raw != 0 || k0.raw != 0) return 1;
+
+  /* Null, stale, wrong-kind, forged and earlier-epoch handles. */
+  int32_t done = 5;
+  float ms = 5;
+  ordo_queue_t bad_q[] = {{0}, dead_q, old_q, {e.raw}, {FORGED}};
+  ordo_status_t bad_q_status[] = {ORDO_ERROR_NULL_HANDLE, ORDO_ERROR_INVALID_HANDLE, ORDO_ERROR_INVALID_HANDLE,
+                                  ORDO_ERROR_INVALID_HANDLE, ORDO_ERROR_INVALID_HANDLE};
+  for (int i = 0; i < 5; i++) {
+    EXPECT(ordo_queue_synchronize(bad_q[i]), bad_q_status[i]);
+    EXPECT(ordo_queue_query(bad_q[i], &done), bad_q_status[i]);
+    EXPECT(ordo_queue_wait_event(bad_q[i], e), bad_q_status[i]);
+    EXPECT(ordo_queue_destroy(bad_q[i]), bad_q_status[i]);
+    EXPECT(ordo_event_record(e, bad_q[i]), bad_q_status[i]);
+    EXPECT(ordo_launch(bad_q[i], k, &one, NULL, NULL, 0), bad_q_status[i]);
+    if (i > 0) EXPECT(ordo_memcpy_async(bad_q[i], m, "abcd", 4, ORDO_COPY_HOST_TO_DEVICE), bad_q_status[i]);
+    if (i > 0) EXPECT(ordo_fill(m, 1, 1, 4, bad_q[i]), bad_q_status[i]);
+  }
+  EXPECT(ordo_memcpy_async((ordo_queue_t){0}, m, "abcd", 4, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_NULL_HANDLE);
+  ordo_event_t bad_e[] = {{0}, dead_e, old_e, {q.raw}, {FORGED}};
+  for (int i = 0; i < 5; i++) {
+    ordo_status_t want = i == 0 ? ORDO_ERROR_NULL_HANDLE : ORDO_ERROR_INVALID_HANDLE;
+    EXPECT(ordo_event_record(bad_e[i], q), want);
+    EXPECT(ordo_event_synchronize(bad_e[i]), want);
+    EXPECT(ordo_event_query(bad_e[i], &done), want);
+    EXPECT(ordo_event_elapsed_ms(bad_e[i], e, &ms), want);
+    EXPECT(ordo_event_elapsed_ms(e, bad_e[i], &ms), want);
+    EXPECT(ordo_queue_wait_event(q, bad_e[i]), want);
+    EXPECT(ordo_event_destroy(bad_e[i]), want);
+  }
+  ordo_program_t bad_p[] = {{0}, dead_p, old_p, {k.raw}, {FORGED}};
+  for (int i = 0; i < 5; i++) {
+    ordo_status_t want = i == 0 ? ORDO_ERROR_NULL_HANDLE : ORDO_ERROR_INVALID_HANDLE;
+    EXPECT(ordo_kernel_get(bad_p[i], "vector_add_f32", &k0), want);
+    EXPECT(ordo_program_unload(bad_p[i]), want);
+  }
+  ordo_kernel_t bad_k[] = {{0}, dead_k, old_k, {p.raw}, {FORGED}};
+  for (int i = 0; i < 5; i++) {
+    EXPECT(ordo_launch(q, bad_k[i], &one, NULL, NULL, 0), i == 0 ? ORDO_ERROR_NULL_HANDLE : ORDO_ERROR_INVALID_HANDLE);
+  }
+  ordo_device_t bad_d[] = {{0}, old_d, {q.raw}, {FORGED}};
+  ordo_info_value_t iv;
+  void *ptr = (void *)0x77;
+  for (int i = 0; i < 4; i++) {
+    ordo_status_t want = i == 0 ? ORDO_ERROR_NULL_HANDLE : ORDO_ERROR_INVALID_HANDLE;
+    EXPECT(ordo_device_get_info(bad_d[i], ORDO_DEVICE_INFO_NAME, &iv), want);
+    EXPECT(ordo_mem_alloc(bad_d[i], ORDO_MEM_DEVICE, 16, &ptr), want);
+    EXPECT(ordo_queue_create(bad_d[i], &q0), want);
+    EXPECT(ordo_event_create(bad_d[i], &e0), want);
+    EXPECT(ordo_program_load(bad_d[i], "ordo.builtin", 12, &p0), want);
+  }
+  EXPECT(ordo_platform_get_info((ordo_platform_t){0}, NULL), ORDO_ERROR_NULL_POINTER);
+  ordo_platform_info_t pi;
+  EXPECT(ordo_platform_get_info((ordo_platform_t){0}, &pi), ORDO_ERROR_NULL_HANDLE);
+  EXPECT(ordo_platform_get_info((ordo_platform_t){d.raw}, &pi), ORDO_ERROR_INVALID_HANDLE);
+  EXPECT(ordo_device_get((ordo_platform_t){FORGED}, 0, &d0), ORDO_ERROR_INVALID_HANDLE);
+  if (done != 5 || ms != 5 || ptr != (void *)0x77 || q0.raw || e0.raw || p0.raw || k0.raw || d0.raw) return 1;
+
+  /* Indices, sizes and enumeration values. */
+  uint32_t count = 0;
+  OK(ordo_platform_count(&count));
+  EXPECT(ordo_platform_get(count, &pl), ORDO_ERROR_INVALID_VALUE);
+  EXPECT(ordo_device_get(pl, 1, &d0), ORDO_ERROR_INVALID_VALUE);
+  EXPECT(ordo_device_get_info(d, 99, &iv), ORDO_ERROR_INVALID_ENUMERATION);
+  EXPECT(ordo_mem_alloc(d, 3, 16, &ptr), ORDO_ERROR_INVALID_ENUMERATION);
+  EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, 0, &ptr), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, SIZE_MAX, &ptr), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, (size_t)1 << 40, &ptr), ORDO_ERROR_OUT_OF_RESOURCES);
+  char buf[2048];
+  EXPECT(ordo_memcpy(m, buf, 0, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_memcpy(m, buf, 1025, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_memcpy(m, buf, SIZE_MAX, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_memcpy((char *)m + 1000, buf, 25, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_memcpy(buf, dead_m, 4, ORDO_COPY_DEVICE_TO_HOST), ORDO_ERROR_NOT_FOUND);
+  EXPECT(ordo_memcpy(buf, (void *)0x1000, 4, ORDO_COPY_DEVICE_TO_HOST), ORDO_ERROR_NOT_FOUND);
+  EXPECT(ordo_memcpy(m, buf, 4, 3), ORDO_ERROR_INVALID_ENUMERATION);
+  EXPECT(ordo_memcpy(m, dead_m, 4, ORDO_COPY_DEVICE_TO_DEVICE), ORDO_ERROR_NOT_FOUND);
+  EXPECT(ordo_fill(m, 0, 1, 0, (ordo_queue_t){0}), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_fill(m, 0, 4, 257, (ordo_queue_t){0}), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_fill(m, 0, 3, 1, (ordo_queue_t){0}), ORDO_ERROR_INVALID_VALUE);
+  EXPECT(ordo_fill(m, 300, 1, 1, (ordo_queue_t){0}), ORDO_ERROR_INVALID_VALUE);
+  EXPECT(ordo_fill((char *)m + 2, 1, 4, 1, (ordo_queue_t){0}), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_fill(NULL, 1, 4, 1, (ordo_queue_t){0}), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_program_load(d, "ordo.builtin", 0, &p0), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_program_load(d, "ordo.builtin", SIZE_MAX, &p0), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_program_load(d, "no.such.program", 15, &p0), ORDO_ERROR_INVALID_BINARY);
+  EXPECT(ordo_kernel_get(p, "no_such_kernel", &k0), ORDO_ERROR_NOT_FOUND);
+  EXPECT(ordo_kernel_get(p, "", &k0), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_kernel_get(p, "\xff\xfe", &k0), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_event_elapsed_ms(e, e2, &ms), ORDO_ERROR_INVALID_ARGUMENT); /* never recorded */
+
+  /* Launch dimensions and arguments. */
+  ordo_launch_dims_t zero_grid = {{0, 1, 1}, {1, 1, 1}, 0};
+  ordo_launch_dims_t zero_block = {{1, 1, 1}, {1, 1, 0}, 0};
+  ordo_launch_dims_t too_big = {{1, 1, 1}, {2048, 1, 1}, 0};
+  EXPECT(ordo_launch(q, k, &zero_grid, NULL, NULL, 0), ORDO_ERROR_INVALID_VALUE);
+  EXPECT(ordo_launch(q, k, &zero_block, NULL, NULL, 0), ORDO_ERROR_INVALID_VALUE);
+  EXPECT(ordo_launch(q, k, &too_big, NULL, NULL, 0), ORDO_ERROR_INVALID_VALUE);
+  uint32_t n = 1;
+  void *args[] = {&m, &m, &m, &n};
+  size_t sizes[] = {sizeof m, sizeof m, sizeof m, sizeof n};
+  size_t wrong_sizes[] = {sizeof m, sizeof m, sizeof m, 8};
+  void *null_arg[] = {&m, NULL, &m, &n};
+  EXPECT(ordo_launch(q, k, &one, null_arg, sizes, 4), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_launch(q, k, &one, args, wrong_sizes, 4), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_launch(q, k, &one, args, sizes, 3), ORDO_ERROR_INVALID_ARGUMENT); /* too few for the kernel */
+  OK(ordo_launch(q, k, &one, args, sizes, 4));
+
+  /* Status strings and details. */
+  if (strcmp(ordo_status_string(ORDO_SUCCESS), "success") != 0) return 1;
+  if (strcmp(ordo_status_string(-3), "unknown status") != 0) return 1;
+  if (strcmp(ordo_status_string(ORDO_ERROR_INTERNAL), "internal error") != 0) return 1;
+  EXPECT(ordo_mem_free(dead_m), ORDO_ERROR_NOT_FOUND);
+  if (strstr(ordo_last_error_detail(), "not a live allocation") == NULL) {
+    fprintf(stderr, "detail: %s\n", ordo_last_error_detail());
+    return 1;
+  }
+
+  /* After the final shutdown, everything is turned away. */
+  OK(ordo_shutdown());
+  expect_clean_report(1);
+  all_uninitialized(d, q, e, p, k, m);
+  return 0;
+}

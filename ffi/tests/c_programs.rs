@@ -1,0 +1,270 @@
+//! C and C++ programs compiled against `include/ordo.h`, linked with `libordo.a`, and run:
+//! every way of leaving a program, the bad-input table, and threads. Each must exit 0 with
+//! nothing on stderr. Where valgrind is installed each also runs under memcheck with zero errors
+//! (with `CI=true` valgrind is required), and strace checks that ordo starts no process and opens
+//! no file other than shared libraries.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const LINK_LIBS: &[&str] = &["-ldl", "-lgcc_s", "-lutil", "-lrt", "-lpthread", "-lm", "-lc"];
+
+fn ffi_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/<profile>/` with a fresh `libordo.a`. `cargo test` builds only the rlib that tests
+/// link, so the static library is built here, once per test run, in the same profile.
+fn lib_dir() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().expect("test binary path");
+            let dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf();
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.args(["build", "-p", "ordo-ffi", "--lib"]);
+            if dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            let out = cmd.output().expect("cargo runs");
+            assert!(out.status.success(), "building libordo.a failed:\n{}", String::from_utf8_lossy(&out.stderr));
+            dir
+        })
+        .clone()
+}
+
+fn out_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("c-programs");
+    std::fs::create_dir_all(&dir).expect("create the output directory");
+    dir
+}
+
+/// Whether an optional tool is installed; with `CI=true` a missing one fails the test.
+fn tool(name: &str) -> bool {
+    let found = Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success());
+    if !found {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but {name} is not installed");
+        println!("skipped the {name} part: {name} is not installed");
+    }
+    found
+}
+
+/// Compiles `source` (C99, or C++17 for `.cpp`) with every warning as an error and links it
+/// statically with libordo.a.
+fn build(source: &str) -> PathBuf {
+    let src = ffi_dir().join("tests/c").join(source);
+    let cxx = source.ends_with(".cpp");
+    let exe = out_dir().join(source.replace('.', "_"));
+    let lib = lib_dir().join("libordo.a");
+    assert!(lib.exists(), "{} was not built", lib.display());
+    let mut cmd = Command::new(if cxx { "c++" } else { "cc" });
+    cmd.arg(if cxx { "-std=c++17" } else { "-std=c99" })
+        .args(["-Wall", "-Wextra", "-Werror", "-pedantic", "-g", "-O1"])
+        .arg("-I")
+        .arg(ffi_dir().join("include"))
+        .arg("-I")
+        .arg(ffi_dir().join("tests/c"))
+        .arg(&src)
+        .arg(&lib)
+        .args(LINK_LIBS)
+        .arg("-o")
+        .arg(&exe);
+    let out = cmd.output().expect("the C compiler runs");
+    assert!(out.status.success(), "compiling {source} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+fn assert_quiet_success(what: &str, out: &Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.is_empty(),
+        "{what}: status {:?}\nstdout:\n{}\nstderr:\n{stderr}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Runs the program plainly, then under valgrind memcheck when available.
+fn run(source: &str) {
+    let exe = build(source);
+    let out = Command::new(&exe).env_remove("RUST_LOG").output().expect("the program runs");
+    assert_quiet_success(source, &out);
+    if tool("valgrind") {
+        let out = Command::new("valgrind")
+            .args(["-q", "--error-exitcode=97", "--leak-check=full", "--errors-for-leak-kinds=definite"])
+            .args(["--show-leak-kinds=definite"])
+            .arg(&exe)
+            .output()
+            .expect("valgrind runs");
+        assert_quiet_success(&format!("{source} under valgrind"), &out);
+    }
+}
+
+#[test]
+fn shutdown_from_main() {
+    run("exit_main.c");
+}
+
+#[test]
+fn shutdown_from_an_atexit_handler() {
+    run("exit_atexit.c");
+}
+
+#[test]
+fn shutdown_from_a_cxx_static_destructor_and_calls_after_it() {
+    run("exit_cxx_static.cpp");
+}
+
+#[test]
+fn shutdown_twice_and_reinit() {
+    run("exit_twice.c");
+}
+
+#[test]
+fn never_shut_down() {
+    run("exit_never.c");
+}
+
+#[test]
+fn shutdown_at_exit_hook_runs_before_earlier_handlers() {
+    run("exit_hook.c");
+}
+
+#[test]
+fn bad_input_table() {
+    run("bad_input.c");
+}
+
+#[test]
+fn threads_churning_through_the_c_api() {
+    run("threads.c");
+}
+
+#[test]
+fn no_process_spawned_and_no_file_read_but_libraries() {
+    if !tool("strace") {
+        return;
+    }
+    let exe = build("exit_main.c");
+    let log = out_dir().join("strace.log");
+    let out = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=execve,execveat,fork,vfork,clone,clone3,open,openat,openat2", "-o"])
+        .arg(&log)
+        .arg(&exe)
+        .output()
+        .expect("strace runs");
+    assert_quiet_success("exit_main.c under strace", &out);
+    let trace = std::fs::read_to_string(&log).expect("strace log");
+    let mut execs = 0;
+    for line in trace.lines() {
+        let call = line.split_whitespace().nth(1).unwrap_or("");
+        if call.starts_with("execve") {
+            execs += 1;
+            continue;
+        }
+        assert!(!call.starts_with("fork") && !call.starts_with("vfork") && !call.starts_with("clone"), "{line}");
+        if call.starts_with("open") {
+            let path = line.split('"').nth(1).unwrap_or("");
+            let library = path == "/etc/ld.so.cache" || path.contains(".so") || path.ends_with("/");
+            assert!(library, "ordo opened a file that is not a shared library: {line}");
+        }
+    }
+    assert_eq!(execs, 1, "only the program itself is executed:\n{trace}");
+}
+
+#[test]
+fn libordo_registers_no_static_destructors_or_constructors() {
+    let lib = lib_dir().join("libordo.a");
+    let dir = out_dir().join("ar");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new("ar").arg("x").arg(&lib).current_dir(&dir).output().expect("ar runs");
+    assert!(out.status.success());
+    let mut objects = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let sections = Command::new("readelf").arg("-SW").arg(&path).output().expect("readelf runs");
+        let text = String::from_utf8_lossy(&sections.stdout);
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        objects += 1;
+        assert!(!text.contains(".fini_array"), "{name} registers a static destructor");
+        // Rust's std records argc/argv from .init_array; nothing else may run before main.
+        if !name.starts_with("std-") {
+            assert!(!text.contains(".init_array"), "{name} registers a static constructor");
+        }
+    }
+    assert!(objects > 10);
+}
+
+fn run_example(exe: &Path, env: &[(&str, &Path)]) {
+    let mut cmd = Command::new(exe);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the example runs");
+    assert_quiet_success("examples/c/vector_add", &out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("platform host device 0") && stdout.contains("65536 of 65536 elements correct"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("teardown: 3 allocations released, 0 failures"), "{stdout}");
+}
+
+/// The README's build line for the example, with this run's library directory.
+#[test]
+fn example_builds_with_the_readme_line_and_runs() {
+    let exe = out_dir().join("vector_add_static");
+    let example = ffi_dir().join("../examples/c/vector_add.c");
+    let out = Command::new("cc")
+        .args(["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(ffi_dir().join("include"))
+        .arg(&example)
+        .arg(lib_dir().join("libordo.a"))
+        .args(LINK_LIBS)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("cc runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    run_example(&exe, &[]);
+}
+
+/// `ffi/install.sh` into a prefix, then the example built with `pkg-config --cflags --libs ordo`
+/// against the shared library.
+#[test]
+fn install_and_pkg_config() {
+    if !tool("pkg-config") {
+        return;
+    }
+    let prefix = out_dir().join("prefix");
+    let _ = std::fs::remove_dir_all(&prefix);
+    let out = Command::new("bash")
+        .arg(ffi_dir().join("install.sh"))
+        .arg(&prefix)
+        .arg(lib_dir())
+        .output()
+        .expect("install.sh runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pkg_config_path = prefix.join("lib/pkgconfig");
+    let flags = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "ordo"])
+        .env("PKG_CONFIG_PATH", &pkg_config_path)
+        .output()
+        .expect("pkg-config runs");
+    assert!(flags.status.success(), "{}", String::from_utf8_lossy(&flags.stderr));
+    let flags = String::from_utf8_lossy(&flags.stdout).to_string();
+    assert!(flags.contains("-lordo") && flags.contains(&format!("-I{}", prefix.join("include").display())), "{flags}");
+    let exe = out_dir().join("vector_add_shared");
+    let out = Command::new("cc")
+        .args(["-std=c99", "-O2"])
+        .arg(ffi_dir().join("../examples/c/vector_add.c"))
+        .args(flags.split_whitespace())
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("cc runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    run_example(&exe, &[("LD_LIBRARY_PATH", &prefix.join("lib"))]);
+}
