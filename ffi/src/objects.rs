@@ -38,7 +38,10 @@ pub unsafe extern "C" fn ordo_platform_get(index: u32, out: *mut ordo_platform_t
 /// Each pointer argument must be NULL or valid for the reads and writes this function
 /// documents, as C requires of its callers.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ordo_platform_get_info(platform: ordo_platform_t, out: *mut ordo_platform_info_t) -> ordo_status_t {
+pub unsafe extern "C" fn ordo_platform_get_info(
+    platform: ordo_platform_t,
+    out: *mut ordo_platform_info_t,
+) -> ordo_status_t {
     guard(|| {
         if let Err(e) = non_null(out, "out is NULL") {
             return fail(e);
@@ -66,7 +69,11 @@ pub unsafe extern "C" fn ordo_platform_get_info(platform: ordo_platform_t, out: 
 /// Each pointer argument must be NULL or valid for the reads and writes this function
 /// documents, as C requires of its callers.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn ordo_device_get(platform: ordo_platform_t, index: u32, out: *mut ordo_device_t) -> ordo_status_t {
+pub unsafe extern "C" fn ordo_device_get(
+    platform: ordo_platform_t,
+    index: u32,
+    out: *mut ordo_device_t,
+) -> ordo_status_t {
     guard(|| match non_null(out, "out is NULL") {
         Ok(()) => output(
             out,
