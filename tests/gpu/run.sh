@@ -39,6 +39,14 @@ if [ $rc -eq 0 ] && [ ! -s "$out/atexit.err" ]; then echo "PASS atexit (exit 0, 
 
 echo "== benchmarks"
 step bench gpu-bin/cuda_bench
+cc=$(command -v cc || command -v gcc || true)
+if [ -n "$cc" ]; then
+  step c_bench_build "$cc" -std=c99 -O2 -D_POSIX_C_SOURCE=200809L -I ffi/include tests/gpu/c_launch_bench.c \
+    gpu-bin/libordo.a -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc -o /tmp/c_launch_bench
+  step c_bench /tmp/c_launch_bench
+else
+  echo "FAIL c_bench (no C compiler on this machine)"; status=1
+fi
 
 echo "== summary: $([ $status -eq 0 ] && echo ALL PASSED || echo FAILURES)"
 exit $status
