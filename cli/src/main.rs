@@ -1,6 +1,7 @@
 //! `ordo`: show the platforms and devices (`info`), or run a verified vector add and reduction on
 //! every device and print the ordered teardown (`demo`).
 
+mod bench;
 mod demo;
 mod info;
 
@@ -11,10 +12,15 @@ fn runtime() -> &'static ordo_core::Runtime {
 
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOCATOR: bench::CountingAllocator = bench::CountingAllocator;
+
 const USAGE: &str = "usage: ordo <command>
 
 commands:
   info [--json]   platforms, devices and their properties; absent platforms with the reason
+  bench [--json]  the cost of ordo itself, each figure against a baseline measured in the
+                  same run (see docs/PERFORMANCE.md)
   demo            on every device: load a program, run a vector add and a reduction on real
                   data, check every element, then shut down and print the teardown in order
 
@@ -28,6 +34,8 @@ fn main() -> ExitCode {
         ["info"] => info::run(false),
         ["info", "--json"] => info::run(true),
         ["demo"] => demo::run(),
+        ["bench"] => bench::run(false),
+        ["bench", "--json"] => bench::run(true),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             Ok(())

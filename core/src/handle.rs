@@ -90,12 +90,20 @@ impl RawHandle {
 
     /// Checks that the handle is non-null and of kind `want`; returns `NullHandle` or
     /// `InvalidHandle` otherwise. Does not check that the object is alive.
+    #[inline]
     pub(crate) fn expect_kind(self, want: ObjectKind) -> Result<()> {
+        if self.0 >> KIND_SHIFT == want as u64 {
+            return Ok(());
+        }
+        self.wrong_kind()
+    }
+
+    #[cold]
+    fn wrong_kind(self) -> Result<()> {
         if self.0 == 0 {
             return fail(ErrorCode::NullHandle, "handle is null");
         }
         match self.kind() {
-            Some(k) if k == want => Ok(()),
             Some(_) => fail(ErrorCode::InvalidHandle, "handle names an object of another kind"),
             None => fail(ErrorCode::InvalidHandle, "handle is forged (unknown kind tag)"),
         }

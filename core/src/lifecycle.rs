@@ -122,6 +122,23 @@ impl Gate {
         }
     }
 
+    /// Takes another reference when already `Ready` (the nested-init fast path); `false` when the
+    /// caller must take the general path.
+    #[inline]
+    pub(crate) fn try_add_reference(&self) -> bool {
+        let w = self.load();
+        w.phase() == Phase::Ready && w.refs() < MAX_REFS && self.cas(w, w.with(Phase::Ready, w.refs() + 1))
+    }
+
+    /// Drops a reference that is not the last one (the nested-shutdown fast path); `None` when
+    /// the caller must take the general path.
+    #[inline]
+    pub(crate) fn try_drop_reference(&self) -> Option<u32> {
+        let w = self.load();
+        (w.phase() == Phase::Ready && w.refs() > 1 && self.cas(w, w.with(Phase::Ready, w.refs() - 1)))
+            .then(|| w.refs() - 1)
+    }
+
     /// Takes an init reference, or moves `Uninit` → `Initializing` for the caller to initialise.
     /// Waits while another thread initialises or shuts down.
     pub(crate) fn begin_init(&self) -> Result<InitStep> {

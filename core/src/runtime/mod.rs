@@ -34,6 +34,8 @@ pub(crate) struct PlatformEntry {
 }
 
 pub(crate) struct DeviceEntry {
+    /// The backend itself, so that resolving a device needs no lookup in the backend list.
+    pub driver: &'static dyn Backend,
     pub backend: u8,
     pub platform: u32,
     pub ordinal: u32,
@@ -55,6 +57,8 @@ pub(crate) struct ProgramEntry {
 
 pub(crate) struct KernelEntry {
     pub program: u32,
+    /// Device slot (the program's), kept here so a launch needs no program lookup.
+    pub device: u32,
     pub raw: u64,
     pub next: u32,
 }
@@ -168,7 +172,16 @@ impl Runtime {
     /// Takes an init reference. The first one initialises every backend in registration order;
     /// a backend without driver or devices is recorded as an absent platform. If a present backend
     /// fails, the ones already up are released in reverse order and its error is returned.
+    #[inline]
     pub fn init(&self) -> Result<()> {
+        if self.gate.try_add_reference() {
+            return Ok(());
+        }
+        self.init_slow()
+    }
+
+    #[inline(never)]
+    fn init_slow(&self) -> Result<()> {
         match self.gate.begin_init()? {
             InitStep::Referenced => Ok(()),
             InitStep::MustInitialize => {
@@ -216,7 +229,7 @@ impl Runtime {
         };
         let slot = handle.index() as u32;
         for ordinal in 0..count {
-            let device = DeviceEntry { backend: index as u8, platform: slot, ordinal };
+            let device = DeviceEntry { driver: self.backends[index], backend: index as u8, platform: slot, ordinal };
             let Ok(d) = t.devices.insert(device) else {
                 // The platform is in the table, so roll-back releases the devices added so far.
                 return fail(ErrorCode::OutOfResources, "more devices than ORDO_MAX_DEVICES");
@@ -238,8 +251,12 @@ impl Runtime {
 
     /// Drops an init reference. The last one waits until every call in flight has returned, then
     /// releases every object in the documented order and deinitialises the backends.
+    #[inline]
     pub fn shutdown(&self) -> Result<Shutdown> {
-        self.shutdown_observed(&mut |_| {})
+        match self.gate.try_drop_reference() {
+            Some(remaining) => Ok(Shutdown::Released { remaining }),
+            None => self.shutdown_observed(&mut |_| {}),
+        }
     }
 
     /// `shutdown`, calling `observer` for each teardown step in the order it ran.

@@ -46,9 +46,10 @@ fn check_size(size: usize) -> Result<()> {
 }
 
 impl Runtime {
+    #[inline]
     fn dev_at(&self, t: &Tables, slot: u32) -> Dev {
         let d = t.devices.at(slot);
-        Dev { backend: self.backends[usize::from(d.backend)], ordinal: d.ordinal, slot }
+        Dev { backend: d.driver, ordinal: d.ordinal, slot }
     }
 
     fn dev(&self, t: &Tables, device: Device) -> Result<Dev> {
@@ -426,7 +427,7 @@ impl Runtime {
             }
             let h = t
                 .kernels
-                .insert(KernelEntry { program: slot, raw, next: first })
+                .insert(KernelEntry { program: slot, device, raw, next: first })
                 .map_err(|_| Error::new(ErrorCode::OutOfResources, "kernel table is full (ORDO_MAX_KERNELS)"))?;
             t.programs.at_mut(slot).first_kernel = h.index() as u32;
             Ok(Kernel(h))
@@ -452,7 +453,7 @@ impl Runtime {
             dims.validate()?;
             let (d, q) = self.queue(t, queue)?;
             let k = t.kernels.get(kernel.0)?;
-            if t.programs.at(k.program).device != d.slot {
+            if k.device != d.slot {
                 return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
             }
             // SAFETY: handles validated; the argument contract is the caller's.

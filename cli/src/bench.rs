@@ -1,0 +1,435 @@
+//! `ordo bench [--json]`: the cost of ordo itself, each figure against a baseline measured in the
+//! same run. A no-op backend (every call returns at once) isolates the runtime's own work:
+//! - API call overhead: `Runtime::queue_query` / `Runtime::launch` / the C `ordo_launch` vs the
+//!   same backend method called directly through `&dyn Backend`;
+//! - a nested init + shutdown pair while another reference is held, vs the same protocol on
+//!   `std::sync::Mutex` (a counter under a mutex, as libomptarget does it);
+//! - concurrent API calls at 1, 2 and N threads;
+//! - allocation-table lookup with the table full vs with one allocation;
+//! - `size_of` the runtime state, and heap allocations counted by a global allocator (must be 0).
+
+use std::hint::black_box;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use ordo_core::{
+    Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, DevicePtr, FillValue, InfoValue,
+    KernelArgs, LaunchDims, MemKind, Runtime,
+};
+use serde_json::json;
+
+/// A backend whose every call succeeds at once: what is left of a call's cost is ordo's.
+struct NoopBackend {
+    next: AtomicU64,
+    next_address: AtomicU64,
+}
+
+impl NoopBackend {
+    const fn new() -> Self {
+        Self { next: AtomicU64::new(1), next_address: AtomicU64::new(1 << 40) }
+    }
+}
+
+impl Backend for NoopBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Scripted
+    }
+    fn name(&self) -> &'static str {
+        "noop"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::empty()
+    }
+    fn init(&self) -> BackendResult<u32> {
+        Ok(1)
+    }
+    fn deinit(&self) -> BackendResult<()> {
+        Ok(())
+    }
+    fn device_release(&self, _: u32) -> BackendResult<()> {
+        Ok(())
+    }
+    fn device_info(&self, _: u32, _: DeviceInfo) -> BackendResult<InfoValue> {
+        Ok(InfoValue::Int(0))
+    }
+    fn mem_alloc(&self, _: u32, _: MemKind, size: usize) -> BackendResult<u64> {
+        Ok(self.next_address.fetch_add((size as u64).next_multiple_of(256), Ordering::Relaxed))
+    }
+    fn mem_free(&self, _: u32, _: MemKind, _: u64, _: usize) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn memcpy(&self, _: u32, _: CopyKind, _: u64, _: u64, _: usize, _: Option<u64>) -> BackendResult<()> {
+        Ok(())
+    }
+    fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, _: Option<u64>) -> BackendResult<()> {
+        Ok(())
+    }
+    fn queue_create(&self, _: u32) -> BackendResult<u64> {
+        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+    fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    fn queue_query(&self, _: u32, q: u64) -> BackendResult<bool> {
+        Ok(black_box(q) != 0)
+    }
+    fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    fn event_create(&self, _: u32) -> BackendResult<u64> {
+        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+    fn event_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    fn event_record(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+        Ok(true)
+    }
+    fn event_elapsed_ms(&self, _: u32, _: u64, _: u64) -> BackendResult<f32> {
+        Ok(0.0)
+    }
+    fn program_load(&self, _: u32, _: &[u8]) -> BackendResult<u64> {
+        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+    fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    fn kernel_get(&self, _: u32, program: u64, _: &str) -> BackendResult<u64> {
+        Ok(program)
+    }
+    unsafe fn launch(&self, _: u32, q: u64, k: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
+        black_box((q, k));
+        Ok(())
+    }
+}
+
+static NOOP: NoopBackend = NoopBackend::new();
+static NOOP_BACKENDS: [&dyn Backend; 1] = [&NOOP];
+static NOOP_RUNTIME: Runtime = Runtime::new(&NOOP_BACKENDS);
+
+/// Counts heap allocations of the whole process (installed as the global allocator).
+pub struct CountingAllocator;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl std::alloc::GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded contract.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: forwarded contract.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded contract.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+/// Median over `rounds` of the nanoseconds per iteration of `f` run `iters` times.
+fn ns_per(rounds: usize, iters: u64, mut f: impl FnMut()) -> f64 {
+    let mut samples: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            t.elapsed().as_nanos() as f64 / iters as f64
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[rounds / 2]
+}
+
+/// One row: a measured figure, its baseline, and what the ratio means.
+struct Row {
+    name: &'static str,
+    unit: &'static str,
+    ordo: f64,
+    baseline: Option<(&'static str, f64)>,
+    target: &'static str,
+}
+
+fn call_overhead(rows: &mut Vec<Row>) {
+    let rt = &NOOP_RUNTIME;
+    rt.init().expect("noop init");
+    let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    let queue = rt.queue_create(device).unwrap();
+    let program = rt.program_load(device, b"noop").unwrap();
+    let kernel = rt.kernel_get(program, "k").unwrap();
+    let backend: &dyn Backend = black_box(&NOOP);
+    let dims = LaunchDims::linear(1, 1);
+    const N: u64 = 2_000_000;
+    // Interleave so that frequency changes hit both sides alike.
+    let (mut direct_q, mut ordo_q, mut direct_l, mut ordo_l) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..5 {
+        direct_q.push(ns_per(3, N, || {
+            black_box(backend.queue_query(0, black_box(7)).unwrap());
+        }));
+        ordo_q.push(ns_per(3, N, || {
+            black_box(rt.queue_query(black_box(queue)).unwrap());
+        }));
+        direct_l.push(ns_per(3, N, || {
+            // SAFETY: the no-op backend reads no argument.
+            unsafe { backend.launch(0, black_box(7), black_box(9), &dims, &KernelArgs::EMPTY) }.unwrap();
+        }));
+        ordo_l.push(ns_per(3, N, || {
+            // SAFETY: the no-op backend reads no argument.
+            unsafe { rt.launch(black_box(queue), black_box(kernel), &dims, &KernelArgs::EMPTY) }.unwrap();
+        }));
+    }
+    let med = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (dq, oq, dl, ol) = (med(direct_q), med(ordo_q), med(direct_l), med(ordo_l));
+    rows.push(Row {
+        name: "API call overhead: queue_query",
+        unit: "ns/call",
+        ordo: oq - dq,
+        baseline: Some(("direct backend call (ns/call)", dq)),
+        target: "<= 10 ns over the direct call",
+    });
+    rows.push(Row {
+        name: "API call overhead: launch",
+        unit: "ns/call",
+        ordo: ol - dl,
+        baseline: Some(("direct backend call (ns/call)", dl)),
+        target: "<= 10 ns over the direct call",
+    });
+    rt.shutdown().unwrap();
+}
+
+fn c_abi_overhead(rows: &mut Vec<Row>) {
+    // The C entry points act on the process-wide runtime (host backend), so the C boundary's cost
+    // (panic guard, pointer checks, handle conversion) is measured there: ordo_queue_query vs
+    // Runtime::queue_query on the same runtime and queue.
+    let rt = ordo::runtime();
+    rt.init().expect("default runtime init");
+    let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    let queue = rt.queue_create(device).unwrap();
+    let c_queue = ordo::ordo_queue_t { raw: queue.to_raw() };
+    const N: u64 = 2_000_000;
+    let (mut rust, mut c) = (vec![], vec![]);
+    for _ in 0..5 {
+        rust.push(ns_per(3, N, || {
+            black_box(rt.queue_query(black_box(queue)).unwrap());
+        }));
+        c.push(ns_per(3, N, || {
+            let mut done = 0i32;
+            // SAFETY: `done` is a valid out-pointer.
+            black_box(unsafe { ordo::ordo_queue_query(black_box(c_queue), &mut done) });
+        }));
+    }
+    rust.sort_by(f64::total_cmp);
+    c.sort_by(f64::total_cmp);
+    rows.push(Row {
+        name: "C ABI overhead: ordo_queue_query",
+        unit: "ns/call",
+        ordo: c[2] - rust[2],
+        baseline: Some(("Runtime::queue_query (ns/call)", rust[2])),
+        target: "(informational)",
+    });
+    rt.shutdown().unwrap();
+}
+
+fn nested_init(rows: &mut Vec<Row>) {
+    let rt = &NOOP_RUNTIME;
+    rt.init().unwrap(); // the reference held throughout
+    const N: u64 = 2_000_000;
+    struct MutexLifecycle {
+        refs: Mutex<u32>,
+    }
+    impl MutexLifecycle {
+        fn init(&self) {
+            let mut r = self.refs.lock().unwrap();
+            if *r == 0 {
+                black_box(()); // would initialise the plugins here
+            }
+            *r += 1;
+        }
+        fn shutdown(&self) {
+            let mut r = self.refs.lock().unwrap();
+            *r -= 1;
+            if *r == 0 {
+                black_box(()); // would deinitialise here
+            }
+        }
+    }
+    let m = MutexLifecycle { refs: Mutex::new(1) };
+    let (mut o, mut b) = (vec![], vec![]);
+    for _ in 0..5 {
+        o.push(ns_per(3, N, || {
+            rt.init().unwrap();
+            // Matched in place, as a caller releasing its reference does.
+            black_box(matches!(rt.shutdown(), Ok(ordo_core::Shutdown::Released { .. })));
+        }));
+        b.push(ns_per(3, N, || {
+            m.init();
+            m.shutdown();
+        }));
+    }
+    o.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    rows.push(Row {
+        name: "nested init + shutdown pair (another reference held)",
+        unit: "ns/pair",
+        ordo: o[2],
+        baseline: Some(("same protocol on std::sync::Mutex (ns/pair)", b[2])),
+        target: "<= 20 ns and faster than the mutex",
+    });
+    rt.shutdown().unwrap();
+}
+
+fn concurrent(rows: &mut Vec<Row>) {
+    let rt = &NOOP_RUNTIME;
+    rt.init().unwrap();
+    let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    let queue = rt.queue_create(device).unwrap();
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut single = 0.0;
+    for (name, threads) in [
+        ("concurrent queue_query, 1 thread", 1),
+        ("concurrent queue_query, 2 threads", 2),
+        ("concurrent queue_query, N threads", cores.max(3)),
+    ] {
+        const N: u64 = 1_000_000;
+        let t = Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    for _ in 0..N {
+                        black_box(rt.queue_query(black_box(queue)).unwrap());
+                    }
+                });
+            }
+        });
+        let mcalls = (threads as u64 * N) as f64 / t.elapsed().as_secs_f64() / 1e6;
+        if threads == 1 {
+            single = mcalls;
+        }
+        rows.push(Row {
+            name,
+            unit: "Mcalls/s",
+            ordo: mcalls,
+            baseline: (threads > 1).then_some(("1 thread (Mcalls/s)", single)),
+            target: "(scaling; N = max(cores, 3))",
+        });
+    }
+    rt.shutdown().unwrap();
+}
+
+fn full_table_lookup(rows: &mut Vec<Row>) {
+    let rt = &NOOP_RUNTIME;
+    rt.init().unwrap();
+    let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    let first = rt.mem_alloc(device, MemKind::Device, 256).unwrap();
+    const N: u64 = 2_000_000;
+    let one = ns_per(5, N, || {
+        black_box(rt.mem_info(black_box(first)).unwrap());
+    });
+    while rt.mem_alloc(device, MemKind::Device, 256).is_ok() {}
+    let full = rt.live_objects().unwrap().allocations;
+    let probes: Vec<DevicePtr> =
+        (0..1024u64).map(|i| DevicePtr(first.0 + (i * 7919 % full as u64) * 256 + 8)).collect();
+    let mut i = 0;
+    let lookup = ns_per(5, N, || {
+        i = (i + 1) & 1023;
+        black_box(rt.mem_info(black_box(probes[i])).unwrap());
+    });
+    rows.push(Row {
+        name: "allocation lookup (mem_info), table full",
+        unit: "ns/lookup",
+        ordo: lookup,
+        baseline: Some(("with 1 allocation (ns/lookup)", one)),
+        target: "(binary search: log2 of the capacity)",
+    });
+    rt.shutdown().unwrap();
+}
+
+fn memory(rows: &mut Vec<Row>) {
+    rows.push(Row {
+        name: "size_of::<Runtime>() at default capacities",
+        unit: "bytes",
+        ordo: std::mem::size_of::<Runtime>() as f64,
+        baseline: None,
+        target: "static memory; no heap",
+    });
+    // Every core operation, many times, with the allocation counter read around it.
+    let rt = &NOOP_RUNTIME;
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    for _ in 0..100 {
+        rt.init().unwrap();
+        let d = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+        let q = rt.queue_create(d).unwrap();
+        let e = rt.event_create(d).unwrap();
+        let p = rt.program_load(d, b"noop").unwrap();
+        let k = rt.kernel_get(p, "k").unwrap();
+        let m = rt.mem_alloc(d, MemKind::Device, 4096).unwrap();
+        rt.copy_to_device(m, &[0u8; 64]).unwrap();
+        rt.fill(m, FillValue::U32(1), 16, Some(q)).unwrap();
+        // SAFETY: the no-op backend reads no argument.
+        unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) }.unwrap();
+        rt.event_record(e, q).unwrap();
+        rt.queue_synchronize(q).unwrap();
+        let _ = rt.queue_destroy(q).and(rt.event_destroy(e)).and(rt.mem_free(m)).and(rt.program_unload(p));
+        let _ = black_box(rt.queue_query(q)); // a stale handle: an error, also without allocating
+        rt.shutdown().unwrap();
+    }
+    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    rows.push(Row {
+        name: "heap allocations in 100 cycles of every core operation",
+        unit: "allocations",
+        ordo: allocations as f64,
+        baseline: None,
+        target: "0",
+    });
+}
+
+pub fn run(as_json: bool) -> Result<(), String> {
+    let mut rows = Vec::new();
+    call_overhead(&mut rows);
+    c_abi_overhead(&mut rows);
+    nested_init(&mut rows);
+    concurrent(&mut rows);
+    full_table_lookup(&mut rows);
+    memory(&mut rows);
+    if as_json {
+        let values: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "name": r.name, "unit": r.unit, "value": r.ordo,
+                    "baseline_name": r.baseline.map(|b| b.0), "baseline": r.baseline.map(|b| b.1),
+                    "ratio": r.baseline.map(|b| r.ordo / b.1), "target": r.target,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&json!({ "benchmarks": values })).expect("JSON"));
+        return Ok(());
+    }
+    println!("| benchmark | ordo | unit | baseline | baseline value | ratio | target |");
+    println!("|---|---|---|---|---|---|---|");
+    for r in &rows {
+        let (bn, bv, ratio) = match r.baseline {
+            Some((n, v)) => (n, format!("{v:.2}"), format!("{:.3}", r.ordo / v)),
+            None => ("", String::new(), String::new()),
+        };
+        println!("| {} | {:.2} | {} | {bn} | {bv} | {ratio} | {} |", r.name, r.ordo, r.unit, r.target);
+    }
+    Ok(())
+}
