@@ -1,0 +1,261 @@
+//! loom models of the lifecycle: every interleaving (within the preemption bound) of
+//! - an API call racing the final shutdown,
+//! - an init racing the final shutdown,
+//! - two inits racing,
+//! - a shutdown racing a shutdown,
+//! - a call, an init and a final shutdown on three threads.
+//!
+//! The backend here asserts, with loom-visible atomics, that no call reaches it outside init and
+//! no call uses a destroyed queue ("no call observes a torn-down object"); each model checks the
+//! exact reference count and init/deinit counts at the end. loom reports a deadlock as a failure.
+//!
+//! Run with `core/loom.sh` (it sets `RUSTFLAGS="--cfg loom"` and small table capacities).
+#![cfg(loom)]
+
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use ordo_core::{
+    Backend, BackendError, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, ErrorCode, FillValue,
+    InfoValue, KernelArgs, LaunchDims, MemKind, Queue, Runtime, Shutdown, State,
+};
+
+struct LoomBackend {
+    /// Backend calls in progress that use the queue.
+    in_call: AtomicU32,
+    up: AtomicBool,
+    queue_live: AtomicBool,
+    inits: AtomicU32,
+    deinits: AtomicU32,
+}
+
+impl LoomBackend {
+    fn new() -> Self {
+        Self {
+            in_call: AtomicU32::new(0),
+            up: AtomicBool::new(false),
+            queue_live: AtomicBool::new(false),
+            inits: AtomicU32::new(0),
+            deinits: AtomicU32::new(0),
+        }
+    }
+
+    fn assert_up(&self, what: &str) {
+        assert!(self.up.load(Ordering::SeqCst), "{what} reached the backend outside init");
+    }
+
+    fn assert_queue(&self, what: &str) {
+        self.assert_up(what);
+        assert!(self.queue_live.load(Ordering::SeqCst), "{what} used a destroyed queue");
+    }
+
+    /// Releasing an object while a call is using it is the bug these models look for.
+    fn assert_no_call_in_flight(&self, what: &str) {
+        assert_eq!(self.in_call.load(Ordering::SeqCst), 0, "{what} while a call was using the object");
+    }
+}
+
+fn unsupported<T>() -> BackendResult<T> {
+    Err(BackendError::new(ErrorCode::Unsupported, 0, "not in the loom models"))
+}
+
+impl Backend for LoomBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Scripted
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::empty()
+    }
+    fn init(&self) -> BackendResult<u32> {
+        assert!(!self.up.swap(true, Ordering::SeqCst), "init while up");
+        self.inits.fetch_add(1, Ordering::SeqCst);
+        Ok(1)
+    }
+    fn deinit(&self) -> BackendResult<()> {
+        self.assert_no_call_in_flight("deinit");
+        assert!(!self.queue_live.load(Ordering::SeqCst), "deinit before the queue was destroyed");
+        assert!(self.up.swap(false, Ordering::SeqCst), "deinit while down");
+        self.deinits.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn device_release(&self, _: u32) -> BackendResult<()> {
+        self.assert_up("device_release");
+        Ok(())
+    }
+    fn device_info(&self, _: u32, _: DeviceInfo) -> BackendResult<InfoValue> {
+        self.assert_up("device_info");
+        Ok(InfoValue::Int(0))
+    }
+    fn mem_alloc(&self, _: u32, _: MemKind, _: usize) -> BackendResult<u64> {
+        unsupported()
+    }
+    fn mem_free(&self, _: u32, _: MemKind, _: u64, _: usize) -> BackendResult<()> {
+        unsupported()
+    }
+    unsafe fn memcpy(&self, _: u32, _: CopyKind, _: u64, _: u64, _: usize, _: Option<u64>) -> BackendResult<()> {
+        unsupported()
+    }
+    fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, _: Option<u64>) -> BackendResult<()> {
+        unsupported()
+    }
+    fn queue_create(&self, _: u32) -> BackendResult<u64> {
+        self.assert_up("queue_create");
+        assert!(!self.queue_live.swap(true, Ordering::SeqCst), "one queue at a time in these models");
+        Ok(1)
+    }
+    fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+        self.assert_queue("queue_destroy");
+        self.assert_no_call_in_flight("queue_destroy");
+        self.queue_live.store(false, Ordering::SeqCst);
+        Ok(())
+    }
+    fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+        self.in_call.fetch_add(1, Ordering::SeqCst);
+        self.assert_queue("queue_synchronize");
+        self.in_call.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+    fn queue_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+        self.in_call.fetch_add(1, Ordering::SeqCst);
+        self.assert_queue("queue_query");
+        self.in_call.fetch_sub(1, Ordering::SeqCst);
+        Ok(true)
+    }
+    fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+        unsupported()
+    }
+    fn event_create(&self, _: u32) -> BackendResult<u64> {
+        unsupported()
+    }
+    fn event_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+        unsupported()
+    }
+    fn event_record(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+        unsupported()
+    }
+    fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+        unsupported()
+    }
+    fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+        unsupported()
+    }
+    fn event_elapsed_ms(&self, _: u32, _: u64, _: u64) -> BackendResult<f32> {
+        unsupported()
+    }
+    fn program_load(&self, _: u32, _: &[u8]) -> BackendResult<u64> {
+        unsupported()
+    }
+    fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
+        unsupported()
+    }
+    fn kernel_get(&self, _: u32, _: u64, _: &str) -> BackendResult<u64> {
+        unsupported()
+    }
+    unsafe fn launch(&self, _: u32, _: u64, _: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
+        unsupported()
+    }
+}
+
+/// A runtime over a fresh loom backend. The backend (a few atomics) is leaked, as the runtime
+/// needs `'static` backends; the runtime is shared through an `Arc`.
+fn setup() -> (&'static LoomBackend, Arc<Runtime>) {
+    let backend: &'static LoomBackend = Box::leak(Box::new(LoomBackend::new()));
+    let backends: &'static [&'static dyn Backend] = Box::leak(Box::new([backend as &dyn Backend]));
+    (backend, Arc::new(Runtime::new(backends)))
+}
+
+fn queue(rt: &Runtime) -> Queue {
+    let d = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    rt.queue_create(d).unwrap()
+}
+
+#[test]
+fn api_call_racing_the_final_shutdown() {
+    loom::model(|| {
+        let (b, rt) = setup();
+        rt.init().unwrap();
+        let q = queue(&rt);
+        let rt2 = rt.clone();
+        let caller = loom::thread::spawn(move || rt2.queue_synchronize(q));
+        let outcome = rt.shutdown().unwrap();
+        assert!(matches!(outcome, Shutdown::TornDown(ref r) if r.is_clean()), "{outcome:?}");
+        match caller.join().unwrap() {
+            Ok(()) => {}
+            Err(e) => assert_eq!(e.code, ErrorCode::Uninitialized),
+        }
+        assert_eq!(rt.state(), State::Uninit);
+        assert!(!b.up.load(Ordering::SeqCst) && !b.queue_live.load(Ordering::SeqCst));
+    });
+}
+
+#[test]
+fn init_racing_the_final_shutdown() {
+    loom::model(|| {
+        let (b, rt) = setup();
+        rt.init().unwrap();
+        let rt2 = rt.clone();
+        let initer = loom::thread::spawn(move || rt2.init());
+        rt.shutdown().unwrap();
+        initer.join().unwrap().unwrap();
+        // Either the init came first (2 -> 1) or it re-initialised after the teardown.
+        assert_eq!(rt.state(), State::Ready(1));
+        assert!(b.up.load(Ordering::SeqCst));
+        assert_eq!(b.inits.load(Ordering::SeqCst), b.deinits.load(Ordering::SeqCst) + 1);
+        assert!(matches!(rt.shutdown().unwrap(), Shutdown::TornDown(_)));
+    });
+}
+
+#[test]
+fn two_inits_racing() {
+    loom::model(|| {
+        let (b, rt) = setup();
+        let rt2 = rt.clone();
+        let other = loom::thread::spawn(move || rt2.init());
+        rt.init().unwrap();
+        other.join().unwrap().unwrap();
+        assert_eq!(rt.state(), State::Ready(2));
+        assert_eq!(b.inits.load(Ordering::SeqCst), 1, "the backend was initialised once");
+    });
+}
+
+#[test]
+fn shutdown_racing_shutdown() {
+    loom::model(|| {
+        let (b, rt) = setup();
+        rt.init().unwrap();
+        rt.init().unwrap();
+        let _q = queue(&rt);
+        let rt2 = rt.clone();
+        let other = loom::thread::spawn(move || rt2.shutdown());
+        let mine = rt.shutdown().unwrap();
+        let theirs = other.join().unwrap().unwrap();
+        let torn = [&mine, &theirs].iter().filter(|s| matches!(s, Shutdown::TornDown(_))).count();
+        assert_eq!(torn, 1, "exactly one final shutdown: {mine:?} / {theirs:?}");
+        assert!([&mine, &theirs].contains(&&Shutdown::Released { remaining: 1 }));
+        assert_eq!(rt.state(), State::Uninit);
+        assert_eq!(b.deinits.load(Ordering::SeqCst), 1);
+        assert!(rt.shutdown().is_err(), "no reference left");
+    });
+}
+
+#[test]
+fn call_init_and_final_shutdown_on_three_threads() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(|| {
+        let (b, rt) = setup();
+        rt.init().unwrap();
+        let q = queue(&rt);
+        let (rt_call, rt_init) = (rt.clone(), rt.clone());
+        let caller = loom::thread::spawn(move || rt_call.queue_query(q));
+        let initer = loom::thread::spawn(move || rt_init.init());
+        rt.shutdown().unwrap();
+        initer.join().unwrap().unwrap();
+        match caller.join().unwrap() {
+            Ok(done) => assert!(done),
+            // Turned away during the teardown, or a stale handle after the re-init.
+            Err(e) => assert!(matches!(e.code, ErrorCode::Uninitialized | ErrorCode::InvalidHandle), "{e}"),
+        }
+        assert_eq!(rt.state(), State::Ready(1));
+        assert_eq!(b.inits.load(Ordering::SeqCst), b.deinits.load(Ordering::SeqCst) + 1);
+    });
+}
