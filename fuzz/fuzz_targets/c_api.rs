@@ -1,0 +1,312 @@
+//! Reads its input as a sequence of C API calls against the host backend: init and shutdown,
+//! every object operation, with live, stale (released or from before a shutdown), forged,
+//! wrong-kind and null handles, and sizes including 0 and huge. Checks that every status is a
+//! defined code, that out-parameters are written only on success, and that after the final
+//! shutdowns the runtime is uninitialised. Host memory handed to ordo is always valid for the
+//! size given (the host side of a copy is the caller's contract, not ordo's to check).
+#![no_main]
+
+use std::ffi::c_void;
+
+use libfuzzer_sys::fuzz_target;
+use ordo::*;
+
+const HOST_BYTES: usize = 1 << 20;
+const SENTINEL: u64 = 0x5e5e_5e5e_5e5e_5e5e;
+
+struct Input<'a>(&'a [u8]);
+
+impl Input<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(b)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes([self.byte()?, self.byte()?, self.byte()?, self.byte()?]))
+    }
+    /// A size: small, zero, huge, or just past a boundary.
+    fn size(&mut self) -> Option<usize> {
+        Some(match self.byte()? % 8 {
+            0 => 0,
+            1 => usize::MAX,
+            2 => isize::MAX as usize + 1,
+            3 => 1 << 40,
+            4 => HOST_BYTES + 1,
+            _ => (self.u32()? as usize) % 4096 + 1,
+        })
+    }
+}
+
+/// Every handle value ever seen, plus forged and null ones: the fuzzer picks from all of them.
+#[derive(Default)]
+struct Pool {
+    handles: Vec<u64>,
+    /// Allocations: (address, size, live).
+    memory: Vec<(usize, usize, bool)>,
+}
+
+impl Pool {
+    fn pick(&self, b: u8) -> u64 {
+        match b % 8 {
+            0 => 0,
+            1 => u64::MAX >> 8,           // unknown kind tag
+            2 => (3 << 56) | 0x00ff_ffff, // queue tag, slot out of range
+            _ if self.handles.is_empty() => 0,
+            _ => self.handles[usize::from(b) % self.handles.len()],
+        }
+    }
+    fn address(&self, b: u8) -> (*mut c_void, usize, bool) {
+        match b % 8 {
+            0 => (std::ptr::null_mut(), 0, false),
+            1 => (0xdead_0000 as *mut c_void, 0, false),
+            _ if self.memory.is_empty() => (std::ptr::null_mut(), 0, false),
+            _ => {
+                let (a, s, live) = self.memory[usize::from(b) % self.memory.len()];
+                (a as *mut c_void, s, live)
+            }
+        }
+    }
+}
+
+fn check(status: ordo_status_t) -> bool {
+    assert!((0..=18).contains(&status), "undefined status {status}");
+    status == ORDO_SUCCESS
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut input = Input(data);
+    let mut pool = Pool::default();
+    // Twice the largest allocation that can succeed, so every copy that passes ordo's
+    // device-side checks stays inside it.
+    let mut host = vec![0u8; 2 * HOST_BYTES];
+    // SAFETY (whole block): every pointer passed is NULL, a local out-parameter, `host` (valid for
+    // HOST_BYTES, and no size above that reaches a copy that passes the device-side checks), or a
+    // device address ordo validates; kernels run only with live allocations large enough.
+    unsafe {
+        while let Some(op) = input.byte() {
+            let Some(arg) = input.byte() else { break };
+            match op % 20 {
+                0 => {
+                    check(ordo_init());
+                }
+                1 => {
+                    let s = ordo_shutdown();
+                    assert!(s == ORDO_SUCCESS || s == ORDO_ERROR_UNINITIALIZED, "shutdown: {s}");
+                    let (mut phase, mut refs) = (9, 9);
+                    assert!(check(ordo_get_state(&mut phase, &mut refs)));
+                    if phase == 0 {
+                        // The final shutdown freed every allocation (their handles stay in the pool).
+                        for m in pool.memory.iter_mut() {
+                            m.2 = false;
+                        }
+                    }
+                }
+                2 => {
+                    let mut p = ordo_platform_t { raw: SENTINEL };
+                    if check(ordo_platform_get(u32::from(arg % 3), &mut p)) {
+                        pool.handles.push(p.raw);
+                        let mut d = ordo_device_t { raw: SENTINEL };
+                        if check(ordo_device_get(p, u32::from(arg % 2), &mut d)) {
+                            pool.handles.push(d.raw);
+                        } else {
+                            assert_eq!(d.raw, SENTINEL);
+                        }
+                    } else {
+                        assert_eq!(p.raw, SENTINEL);
+                    }
+                }
+                3 => {
+                    let mut v: ordo_info_value_t = std::mem::zeroed();
+                    check(ordo_device_get_info(ordo_device_t { raw: pool.pick(arg) }, u32::from(arg % 10), &mut v));
+                }
+                4 => {
+                    let Some(size) = input.size() else { break };
+                    let mut out = SENTINEL as usize as *mut c_void;
+                    let d = ordo_device_t { raw: pool.pick(arg) };
+                    if check(ordo_mem_alloc(d, u32::from(arg % 4), size, &mut out)) {
+                        assert!(size <= HOST_BYTES + 1);
+                        pool.memory.push((out as usize, size, true));
+                    } else {
+                        assert_eq!(out as usize as u64, SENTINEL);
+                    }
+                }
+                5 => {
+                    let (a, _, _) = pool.address(arg);
+                    if check(ordo_mem_free(a)) {
+                        for m in pool.memory.iter_mut().filter(|m| m.0 == a as usize) {
+                            m.2 = false;
+                        }
+                    }
+                }
+                6 | 7 => {
+                    let (a, _, _) = pool.address(arg);
+                    let Some(size) = input.size() else { break };
+                    let Some(b) = input.byte() else { break };
+                    let offset = usize::from(b % 16);
+                    let dev = if a.is_null() { a } else { a.cast::<u8>().wrapping_add(offset).cast() };
+                    let host_ptr = host.as_mut_ptr().cast::<c_void>();
+                    let kind = u32::from(b % 4);
+                    let s = match (op % 20, kind) {
+                        (6, 1) => ordo_memcpy(host_ptr, dev, size, kind),
+                        (6, 2) => ordo_memcpy(dev, pool.address(b).0, size, kind),
+                        (6, _) => ordo_memcpy(dev, host_ptr, size, kind),
+                        _ => ordo_fill(dev, u32::from(b), u32::from(arg % 5), size, ordo_queue_t { raw: pool.pick(b) }),
+                    };
+                    check(s);
+                }
+                8 => {
+                    let mut q = ordo_queue_t { raw: SENTINEL };
+                    if check(ordo_queue_create(ordo_device_t { raw: pool.pick(arg) }, &mut q)) {
+                        pool.handles.push(q.raw);
+                    } else {
+                        assert_eq!(q.raw, SENTINEL);
+                    }
+                }
+                9 => {
+                    let q = ordo_queue_t { raw: pool.pick(arg) };
+                    let mut done = 7;
+                    match arg % 4 {
+                        0 => check(ordo_queue_destroy(q)),
+                        1 => check(ordo_queue_synchronize(q)),
+                        2 => {
+                            let ok = check(ordo_queue_query(q, &mut done));
+                            assert!(ok || done == 7);
+                            ok
+                        }
+                        _ => check(ordo_queue_wait_event(q, ordo_event_t { raw: pool.pick(arg.rotate_left(3)) })),
+                    };
+                }
+                10 => {
+                    let mut e = ordo_event_t { raw: SENTINEL };
+                    if check(ordo_event_create(ordo_device_t { raw: pool.pick(arg) }, &mut e)) {
+                        pool.handles.push(e.raw);
+                    } else {
+                        assert_eq!(e.raw, SENTINEL);
+                    }
+                }
+                11 => {
+                    let e = ordo_event_t { raw: pool.pick(arg) };
+                    let other = ordo_event_t { raw: pool.pick(arg.rotate_left(2)) };
+                    let mut ms = -1.0f32;
+                    let mut done = 7;
+                    match arg % 6 {
+                        0 => check(ordo_event_destroy(e)),
+                        1 => check(ordo_event_record(e, ordo_queue_t { raw: pool.pick(arg.rotate_left(5)) })),
+                        2 => check(ordo_event_synchronize(e)),
+                        3 => check(ordo_event_query(e, &mut done)),
+                        _ => {
+                            let ok = check(ordo_event_elapsed_ms(e, other, &mut ms));
+                            assert!(ok || ms == -1.0);
+                            ok
+                        }
+                    };
+                }
+                12 => {
+                    let image: &[u8] = match arg % 4 {
+                        0 => b"ordo.builtin",
+                        1 => b"ordo.builtin\0",
+                        2 => b"no.such.program",
+                        _ => b"",
+                    };
+                    let ptr = if arg % 9 == 8 { std::ptr::null() } else { image.as_ptr().cast() };
+                    let mut p = ordo_program_t { raw: SENTINEL };
+                    if check(ordo_program_load(ordo_device_t { raw: pool.pick(arg) }, ptr, image.len(), &mut p)) {
+                        pool.handles.push(p.raw);
+                    } else {
+                        assert_eq!(p.raw, SENTINEL);
+                    }
+                }
+                13 => {
+                    check(ordo_program_unload(ordo_program_t { raw: pool.pick(arg) }));
+                }
+                14 => {
+                    let names: [&[u8]; 5] = [b"vector_add_f32\0", b"reduce_sum_f32\0", b"nope\0", b"\0", b"\xff\xfe\0"];
+                    let name = names[usize::from(arg % 5)];
+                    let mut k = ordo_kernel_t { raw: SENTINEL };
+                    let program = ordo_program_t { raw: pool.pick(arg.rotate_left(4)) };
+                    if check(ordo_kernel_get(program, name.as_ptr().cast(), &mut k)) {
+                        pool.handles.push(k.raw);
+                    } else {
+                        assert_eq!(k.raw, SENTINEL);
+                    }
+                }
+                15 | 16 => {
+                    // Launch shapes that ordo must reject before a kernel reads an argument.
+                    let Some(b) = input.byte() else { break };
+                    let dims = ordo_launch_dims_t {
+                        grid: [u32::from(b % 3), 1, 1],
+                        block: [u32::from(arg % 3), 1, 1],
+                        shared_mem_bytes: u32::from(b % 2) * 64,
+                    };
+                    let n = 1u32;
+                    let p: *mut c_void = std::ptr::null_mut();
+                    let args = [&p as *const _ as *mut c_void, std::ptr::null_mut(), &n as *const _ as *mut c_void];
+                    let sizes = [8usize, 8, 2];
+                    let count = u32::from(b % 4).min(3);
+                    let q = ordo_queue_t { raw: pool.pick(arg) };
+                    let k = ordo_kernel_t { raw: pool.pick(b) };
+                    let s = ordo_launch(
+                        q,
+                        k,
+                        if b % 7 == 6 { std::ptr::null() } else { &dims },
+                        args.as_ptr(),
+                        sizes.as_ptr(),
+                        count,
+                    );
+                    assert!(s != ORDO_SUCCESS || count == 0, "a launch with bad arguments succeeded");
+                    check(s);
+                }
+                17 => {
+                    // A well-formed vector add over three live allocations, if there are some.
+                    let live: Vec<_> = pool.memory.iter().filter(|m| m.2 && m.1 >= 64).copied().collect();
+                    if live.len() >= 3 {
+                        let mut prog = ordo_program_t { raw: 0 };
+                        let mut k = ordo_kernel_t { raw: 0 };
+                        let d = ordo_device_t { raw: pool.pick(arg) };
+                        let mut q = ordo_queue_t { raw: 0 };
+                        if check(ordo_program_load(d, b"ordo.builtin".as_ptr().cast(), 12, &mut prog))
+                            && check(ordo_kernel_get(prog, c"vector_add_f32".as_ptr(), &mut k))
+                            && check(ordo_queue_create(d, &mut q))
+                        {
+                            let (a, b2, c) =
+                                (live[0].0 as *mut c_void, live[1].0 as *mut c_void, live[2].0 as *mut c_void);
+                            let n = (live[0].1.min(live[1].1).min(live[2].1) / 4) as u32;
+                            let args = [
+                                &a as *const _ as *mut c_void,
+                                &b2 as *const _ as *mut c_void,
+                                &c as *const _ as *mut c_void,
+                                &n as *const _ as *mut c_void,
+                            ];
+                            let sizes = [8usize, 8, 8, 4];
+                            let dims = ordo_launch_dims_t {
+                                grid: [n.div_ceil(64), 1, 1],
+                                block: [64, 1, 1],
+                                shared_mem_bytes: 0,
+                            };
+                            check(ordo_launch(q, k, &dims, args.as_ptr(), sizes.as_ptr(), 4));
+                        }
+                    }
+                }
+                18 => {
+                    let mut r: ordo_teardown_report_t = std::mem::zeroed();
+                    check(ordo_last_teardown_report(&mut r));
+                    let mut phase = 9;
+                    let mut refs = 9;
+                    check(ordo_get_state(&mut phase, &mut refs));
+                    assert!(phase <= 3);
+                }
+                _ => {
+                    let _ = ordo_status_string(i32::from(arg as i8));
+                    let _ = ordo_last_error_detail();
+                }
+            }
+        }
+        // Drop every reference: the runtime must end uninitialised, ready for the next input.
+        while ordo_shutdown() == ORDO_SUCCESS {}
+        let (mut phase, mut refs) = (9, 9);
+        assert!(check(ordo_get_state(&mut phase, &mut refs)));
+        assert_eq!((phase, refs), (0, 0));
+    }
+    drop(host);
+});
