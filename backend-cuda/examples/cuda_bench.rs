@@ -71,7 +71,7 @@ fn raw_teardown(raw: Raw) {
 
 /// Nanoseconds per launch over one loop of `n` launches followed by one sync (throughput: the
 /// queue fills, so this is bounded by the GPU's launch rate).
-fn time_throughput(n: usize, mut launch: impl FnMut(), mut sync: impl FnMut()) -> f64 {
+fn time_throughput(n: usize, launch: impl Fn(), sync: impl Fn()) -> f64 {
     let t = Instant::now();
     for _ in 0..n {
         launch();
@@ -82,7 +82,7 @@ fn time_throughput(n: usize, mut launch: impl FnMut(), mut sync: impl FnMut()) -
 
 /// Nanoseconds per launch spent *submitting* one batch of `batch` launches into an idle queue
 /// (the CPU cost of a launch; the sync after each batch is not timed).
-fn time_submit(batch: usize, mut launch: impl FnMut(), mut sync: impl FnMut()) -> f64 {
+fn time_submit(batch: usize, launch: &dyn Fn(), sync: &dyn Fn()) -> f64 {
     let t = Instant::now();
     for _ in 0..batch {
         launch();
@@ -97,6 +97,23 @@ struct Pair {
     unit: &'static str,
     raw: f64,
     ordo: f64,
+    /// Median, 25th and 75th percentile of the per-round ratios (ABBA rounds), where measured.
+    ratios: Option<(f64, f64, f64)>,
+}
+
+/// Rounds of raw, ordo, ordo, raw (ABBA cancels linear drift); per-round ratio
+/// (o1 + o2) / (r1 + r2). Returns the medians of each side and the ratio quartiles.
+fn abba(rounds: usize, mut raw: impl FnMut() -> f64, mut ordo: impl FnMut() -> f64) -> (f64, f64, (f64, f64, f64)) {
+    let (mut rs, mut os, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (r1, o1, o2, r2) = (raw(), ordo(), ordo(), raw());
+        rs.extend([r1, r2]);
+        os.extend([o1, o2]);
+        ratios.push((o1 + o2) / (r1 + r2));
+    }
+    ratios.sort_by(f64::total_cmp);
+    let q = |f: f64| ratios[((ratios.len() - 1) as f64 * f).round() as usize];
+    (median(rs), median(os), (q(0.5), q(0.25), q(0.75)))
 }
 
 fn bench_launch(rounds: usize) -> Vec<Pair> {
@@ -119,20 +136,21 @@ fn bench_launch(rounds: usize) -> Vec<Pair> {
     // SAFETY: `empty` takes no arguments.
     let ordo_launch = || unsafe { rt.launch(q, k, &dims, &KernelArgs::EMPTY) }.unwrap();
     let ordo_sync = || rt.queue_synchronize(q).unwrap();
-    let (mut r, mut o) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        r.push(time_throughput(100_000, raw_launch, raw_sync));
-        o.push(time_throughput(100_000, ordo_launch, ordo_sync));
-    }
+    let (r, o, q) = abba(
+        rounds,
+        || time_throughput(100_000, raw_launch, raw_sync),
+        || time_throughput(100_000, ordo_launch, ordo_sync),
+    );
     let mut out =
-        vec![Pair { name: "launch throughput, 100k in a row", unit: "ns/launch", raw: median(r), ordo: median(o) }];
-    // Submission cost: batches of 32 into an idle queue, raw and ordo alternating batch by batch.
-    let (mut r, mut o) = (Vec::new(), Vec::new());
-    for _ in 0..rounds * 300 {
-        r.push(time_submit(32, raw_launch, raw_sync));
-        o.push(time_submit(32, ordo_launch, ordo_sync));
-    }
-    out.push(Pair { name: "launch submit cost, batches of 32", unit: "ns/launch", raw: median(r), ordo: median(o) });
+        vec![Pair { name: "launch throughput, 100k in a row", unit: "ns/launch", raw: r, ordo: o, ratios: Some(q) }];
+    // Submission cost: 50 batches of 32 into an idle queue per sample.
+    let batches = |launch: &dyn Fn(), sync: &dyn Fn()| {
+        let mut v: Vec<f64> = (0..50).map(|_| time_submit(32, launch, sync)).collect();
+        v.sort_by(f64::total_cmp);
+        v[25]
+    };
+    let (r, o, q) = abba(rounds * 4, || batches(&raw_launch, &raw_sync), || batches(&ordo_launch, &ordo_sync));
+    out.push(Pair { name: "launch submit cost, batches of 32", unit: "ns/launch", raw: r, ordo: o, ratios: Some(q) });
     raw_teardown(raw);
     let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
     assert!(report.is_clean());
@@ -212,7 +230,13 @@ fn bench_teardown(rounds: usize) -> Pair {
         r.push(bare_teardown() * 1e3);
         o.push(ordo_teardown() * 1e3);
     }
-    Pair { name: "teardown, 1000 programs + 10000 allocations", unit: "ms", raw: median(r), ordo: median(o) }
+    Pair {
+        name: "teardown, 1000 programs + 10000 allocations",
+        unit: "ms",
+        raw: median(r),
+        ordo: median(o),
+        ratios: None,
+    }
 }
 
 const COPY_BYTES: usize = 256 << 20;
@@ -250,8 +274,20 @@ fn bench_copies(rounds: usize) -> Vec<Pair> {
     ok(unsafe { sys::cuMemFreeHost(host) });
     rt.shutdown().unwrap();
     vec![
-        Pair { name: "copy host->device, 256 MiB pinned", unit: "GB/s", raw: median(rh), ordo: median(oh) },
-        Pair { name: "copy device->host, 256 MiB pinned", unit: "GB/s", raw: median(rd), ordo: median(od) },
+        Pair {
+            name: "copy host->device, 256 MiB pinned",
+            unit: "GB/s",
+            raw: median(rh),
+            ordo: median(oh),
+            ratios: None,
+        },
+        Pair {
+            name: "copy device->host, 256 MiB pinned",
+            unit: "GB/s",
+            raw: median(rd),
+            ordo: median(od),
+            ratios: None,
+        },
     ]
 }
 
@@ -265,16 +301,17 @@ fn main() {
     let d = RUNTIME.device(RUNTIME.platform(0).unwrap(), 0).unwrap();
     let name = RUNTIME.device_info(d, ordo_core::DeviceInfo::Name).unwrap();
     RUNTIME.shutdown().unwrap();
-    let mut pairs = bench_launch(7);
+    let mut pairs = bench_launch(9);
     pairs.push(bench_teardown(3));
     pairs.extend(bench_copies(5));
     println!("device: {name}");
-    println!("| benchmark | unit | bare driver | ordo | ordo / bare |");
-    println!("|---|---|---|---|---|");
+    println!("| benchmark | unit | bare driver | ordo | ordo / bare | per-round ratio: median [p25, p75] |");
+    println!("|---|---|---|---|---|---|");
     let mut json = Vec::new();
     for p in &pairs {
         let ratio = p.ordo / p.raw;
-        println!("| {} | {} | {:.3} | {:.3} | {:.4} |", p.name, p.unit, p.raw, p.ordo, ratio);
+        let spread = p.ratios.map_or(String::new(), |(m, lo, hi)| format!("{m:.4} [{lo:.4}, {hi:.4}]"));
+        println!("| {} | {} | {:.3} | {:.3} | {:.4} | {spread} |", p.name, p.unit, p.raw, p.ordo, ratio);
         json.push(format!(
             "{{\"name\":\"{}\",\"unit\":\"{}\",\"bare\":{:.4},\"ordo\":{:.4},\"ratio\":{:.4}}}",
             p.name, p.unit, p.raw, p.ordo, ratio

@@ -87,8 +87,7 @@ static double submit(int batch, void (*launch)(void), void (*sync)(void)) {
   return ns;
 }
 
-#define ROUNDS 7
-#define BATCHES 2100
+#define ROUNDS 9
 
 int main(void) {
   void *lib = dlopen("libcuda.so.1", RTLD_NOW);
@@ -140,19 +139,30 @@ int main(void) {
   CU(cuModuleGetFunction(&raw_fn, module, "empty"));
   CU(cuStreamCreate(&raw_stream, 1));
 
-  double r[BATCHES], o[BATCHES];
+  /* ABBA rounds (raw, ordo, ordo, raw); per-round ratio (o1 + o2) / (r1 + r2). */
+  static double r[4 * ROUNDS], o[4 * ROUNDS], q[4 * ROUNDS];
   for (int i = 0; i < ROUNDS; i++) {
-    r[i] = throughput(100000, raw_launch, raw_sync);
-    o[i] = throughput(100000, ordo_launch1, ordo_sync);
+    double r1 = throughput(100000, raw_launch, raw_sync), o1 = throughput(100000, ordo_launch1, ordo_sync);
+    double o2 = throughput(100000, ordo_launch1, ordo_sync), r2 = throughput(100000, raw_launch, raw_sync);
+    r[2 * i] = r1, r[2 * i + 1] = r2, o[2 * i] = o1, o[2 * i + 1] = o2, q[i] = (o1 + o2) / (r1 + r2);
   }
-  double rt = median(r, ROUNDS), ot = median(o, ROUNDS);
-  for (int i = 0; i < BATCHES; i++) {
-    r[i] = submit(32, raw_launch, raw_sync);
-    o[i] = submit(32, ordo_launch1, ordo_sync);
+  double rt = median(r, 2 * ROUNDS), ot = median(o, 2 * ROUNDS);
+  qsort(q, ROUNDS, sizeof *q, cmp);
+  printf("| C ABI: launch throughput, 100k in a row | ns/launch | %.3f | %.3f | %.4f | %.4f [%.4f, %.4f] |\n", rt, ot,
+         ot / rt, q[ROUNDS / 2], q[ROUNDS / 4], q[3 * ROUNDS / 4]);
+  for (int i = 0; i < 4 * ROUNDS; i++) {
+    double s1[50], s2[50], s3[50], s4[50];
+    for (int j = 0; j < 50; j++) s1[j] = submit(32, raw_launch, raw_sync);
+    for (int j = 0; j < 50; j++) s2[j] = submit(32, ordo_launch1, ordo_sync);
+    for (int j = 0; j < 50; j++) s3[j] = submit(32, ordo_launch1, ordo_sync);
+    for (int j = 0; j < 50; j++) s4[j] = submit(32, raw_launch, raw_sync);
+    double r1 = median(s1, 50), o1 = median(s2, 50), o2 = median(s3, 50), r2 = median(s4, 50);
+    r[i] = (r1 + r2) / 2, o[i] = (o1 + o2) / 2, q[i] = (o1 + o2) / (r1 + r2);
   }
-  double rs = median(r, BATCHES), os = median(o, BATCHES);
-  printf("| C ABI: launch throughput, 100k in a row | ns/launch | %.3f | %.3f | %.4f |\n", rt, ot, ot / rt);
-  printf("| C ABI: launch submit cost, batches of 32 | ns/launch | %.3f | %.3f | %.4f |\n", rs, os, os / rs);
+  double rs = median(r, 4 * ROUNDS), os = median(o, 4 * ROUNDS);
+  qsort(q, 4 * ROUNDS, sizeof *q, cmp);
+  printf("| C ABI: launch submit cost, batches of 32 | ns/launch | %.3f | %.3f | %.4f | %.4f [%.4f, %.4f] |\n", rs, os,
+         os / rs, q[2 * ROUNDS], q[ROUNDS], q[3 * ROUNDS]);
   CU(cuDevicePrimaryCtxRelease(dev));
   OK(ordo_shutdown());
   ordo_teardown_report_t report;
