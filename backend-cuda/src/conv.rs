@@ -90,6 +90,17 @@ pub(crate) fn released_by_driver(r: CUresult) -> bool {
     )
 }
 
+/// Whether a launch failed because this thread's current context is not the object's.
+pub(crate) fn is_wrong_context(native: i64) -> bool {
+    [
+        CUresult::CUDA_ERROR_INVALID_CONTEXT,
+        CUresult::CUDA_ERROR_INVALID_HANDLE,
+        CUresult::CUDA_ERROR_CONTEXT_IS_DESTROYED,
+    ]
+    .iter()
+    .any(|&r| r as i64 == native)
+}
+
 /// `Ok` for success, the translated error otherwise.
 #[inline]
 pub(crate) fn check(r: CUresult) -> BackendResult<()> {

@@ -6,9 +6,10 @@
 //! device. Contexts live in a fixed array of atomics so that the hot path (making a device's
 //! context current before a launch) takes no lock.
 
+use std::cell::Cell;
 use std::ffi::c_int;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use cudarc::driver::sys::{self, CUcontext, CUctx_st, CUdevice_attribute, CUresult};
 use ordo_core::{BackendError, BackendResult, DeviceInfo, ErrorCode, InfoValue};
@@ -87,15 +88,29 @@ fn driver_available() -> Result<(), &'static str> {
     Ok(())
 }
 
+std::thread_local! {
+    /// The context this thread last made current through ordo, and the init epoch it belongs
+    /// to. Launches trust it instead of asking the driver (`cuCtxGetCurrent` costs a driver call
+    /// per launch); if other code switched contexts meanwhile, the driver rejects the launch
+    /// with a context error, and the launch makes the context current and retries once.
+    static CURRENT: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
+}
+
 /// The devices' primary contexts (null when not retained).
 pub(crate) struct Devices {
     contexts: [AtomicPtr<CUctx_st>; MAX_CUDA_DEVICES],
     count: AtomicU32,
+    /// Advances at every init, so a context pointer reused after a re-init is never trusted.
+    epoch: AtomicU64,
 }
 
 impl Devices {
     pub(crate) const fn new() -> Self {
-        Self { contexts: [const { AtomicPtr::new(ptr::null_mut()) }; MAX_CUDA_DEVICES], count: AtomicU32::new(0) }
+        Self {
+            contexts: [const { AtomicPtr::new(ptr::null_mut()) }; MAX_CUDA_DEVICES],
+            count: AtomicU32::new(0),
+            epoch: AtomicU64::new(0),
+        }
     }
 
     /// Loads the driver, initialises it and retains every device's primary context.
@@ -125,6 +140,7 @@ impl Devices {
             }
         }
         self.count.store(count as u32, Ordering::Release);
+        self.epoch.fetch_add(1, Ordering::AcqRel);
         Ok(count as u32)
     }
 
@@ -175,10 +191,7 @@ impl Devices {
 
     #[inline]
     fn make_current_checked(&self, ordinal: u32, check: fn(CUresult) -> BackendResult<()>) -> BackendResult<()> {
-        let ctx = self.slot(ordinal)?.load(Ordering::Acquire);
-        if ctx.is_null() {
-            return Err(BackendError::new(ErrorCode::InvalidArgument, 0, "CUDA device is not initialised"));
-        }
+        let ctx = self.context(ordinal)?;
         let mut current: CUcontext = ptr::null_mut();
         // SAFETY: valid out-pointer.
         check(unsafe { sys::cuCtxGetCurrent(&mut current) })?;
@@ -186,7 +199,29 @@ impl Devices {
             // SAFETY: `ctx` is a retained primary context.
             check(unsafe { sys::cuCtxSetCurrent(ctx) })?;
         }
+        CURRENT.set((ctx as usize, self.epoch.load(Ordering::Acquire)));
         Ok(())
+    }
+
+    #[inline]
+    fn context(&self, ordinal: u32) -> BackendResult<CUcontext> {
+        let ctx = self.slot(ordinal)?.load(Ordering::Acquire);
+        if ctx.is_null() {
+            return Err(BackendError::new(ErrorCode::InvalidArgument, 0, "CUDA device is not initialised"));
+        }
+        Ok(ctx)
+    }
+
+    /// The launch path: trusts this thread's record of the current context (no driver call);
+    /// returns whether it trusted it, so a context error can be retried after `make_current`.
+    #[inline]
+    pub(crate) fn make_current_trusted(&self, ordinal: u32) -> BackendResult<bool> {
+        let ctx = self.context(ordinal)?;
+        if CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire)) {
+            return Ok(true);
+        }
+        self.make_current(ordinal)?;
+        Ok(false)
     }
 
     pub(crate) fn info(&self, ordinal: u32, key: DeviceInfo) -> BackendResult<InfoValue> {

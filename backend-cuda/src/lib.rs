@@ -191,8 +191,18 @@ impl Backend for CudaBackend {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
-        self.devices.make_current(device)?;
+        let trusted = self.devices.make_current_trusted(device)?;
         // SAFETY: forwarded contract.
-        unsafe { program::launch(&self.kernels, queue, kernel, dims, args) }
+        let result = unsafe { program::launch(&self.kernels, queue, kernel, dims, args) };
+        match result {
+            // Other code switched this thread's context since ordo set it: the driver rejected
+            // the launch (nothing was enqueued); set the context and launch once more.
+            Err(e) if trusted && conv::is_wrong_context(e.native) => {
+                self.devices.make_current(device)?;
+                // SAFETY: forwarded contract.
+                unsafe { program::launch(&self.kernels, queue, kernel, dims, args) }
+            }
+            other => other,
+        }
     }
 }

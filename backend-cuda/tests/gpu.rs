@@ -319,3 +319,25 @@ fn every_device_used_and_torn_down_in_order() {
     assert_eq!(devices, (0..count).rev().collect::<Vec<_>>());
     println!("{count} devices used and released in order {devices:?}");
 }
+
+#[test]
+fn launches_survive_other_code_switching_the_context() {
+    let Some(rt) = cuda() else { return };
+    let d = dev(rt, 0);
+    let q = rt.queue_create(d).unwrap();
+    let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+    let k = rt.kernel_get(p, "empty").unwrap();
+    for round in 0..3 {
+        // SAFETY: `empty` takes no arguments.
+        unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) }.unwrap();
+        // Other code on this thread (another runtime, a library) unsets the current context.
+        // SAFETY: a plain driver call; NULL unbinds the thread's context.
+        let r = unsafe { cudarc::driver::sys::cuCtxSetCurrent(std::ptr::null_mut()) };
+        assert_eq!(r, cudarc::driver::sys::CUresult::CUDA_SUCCESS, "round {round}");
+    }
+    // SAFETY: `empty` takes no arguments.
+    unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) }.unwrap();
+    rt.queue_synchronize(q).unwrap();
+    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    assert!(report.is_clean(), "{report}");
+}
