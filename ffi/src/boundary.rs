@@ -21,6 +21,16 @@ pub(crate) fn copy_c_string(out: &mut [u8], text: &str) {
 
 const DETAIL_BYTES: usize = 1024;
 
+/// Writes `parts` one after another into `buf` as one NUL-terminated C string.
+fn write_detail(buf: &mut [u8], parts: &[&str]) {
+    let mut at = 0;
+    for part in parts {
+        let room = &mut buf[at..];
+        copy_c_string(room, part);
+        at += room.iter().position(|&b| b == 0).unwrap_or(0);
+    }
+}
+
 #[cfg(feature = "std")]
 mod detail_store {
     use std::cell::RefCell;
@@ -30,15 +40,7 @@ mod detail_store {
     }
 
     pub(crate) fn set(parts: &[&str]) {
-        DETAIL.with(|d| {
-            let mut d = d.borrow_mut();
-            let mut at = 0;
-            for part in parts {
-                let room = &mut d[at..];
-                super::copy_c_string(room, part);
-                at += room.iter().position(|&b| b == 0).unwrap_or(0);
-            }
-        });
+        DETAIL.with(|d| super::write_detail(&mut d.borrow_mut()[..], parts));
     }
 
     pub(crate) fn pointer() -> *const core::ffi::c_char {
@@ -53,13 +55,7 @@ mod detail_store {
     static DETAIL: spin::Mutex<[u8; super::DETAIL_BYTES]> = spin::Mutex::new([0; super::DETAIL_BYTES]);
 
     pub(crate) fn set(parts: &[&str]) {
-        let mut d = DETAIL.lock();
-        let mut at = 0;
-        for part in parts {
-            let room = &mut d[at..];
-            super::copy_c_string(room, part);
-            at += room.iter().position(|&b| b == 0).unwrap_or(0);
-        }
+        super::write_detail(&mut DETAIL.lock()[..], parts);
     }
 
     pub(crate) fn pointer() -> *const core::ffi::c_char {

@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::process::Command;
 
-#[test]
-fn no_std_binary_builds_and_runs() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("no_std_proof");
+/// Builds the crate in `tests/<dir>` (its own workspace) in release; returns its directory.
+fn build_proof(dir: &str) -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let build = Command::new(cargo)
         .args(["build", "--release", "--manifest-path"])
@@ -15,7 +15,13 @@ fn no_std_binary_builds_and_runs() {
         .env_remove("RUSTFLAGS")
         .output()
         .expect("cargo runs");
-    assert!(build.status.success(), "no_std proof failed to build:\n{}", String::from_utf8_lossy(&build.stderr));
+    assert!(build.status.success(), "{dir} failed to build:\n{}", String::from_utf8_lossy(&build.stderr));
+    root
+}
+
+#[test]
+fn no_std_binary_builds_and_runs() {
+    let root = build_proof("no_std_proof");
     let run = Command::new(root.join("target/release/ordo-no-std-proof")).output().expect("proof binary runs");
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert_eq!(run.status.code(), Some(0), "stdout: {stdout}");
@@ -26,15 +32,7 @@ fn no_std_binary_builds_and_runs() {
 /// with the host backend only and its own panic handler) and runs a C program linked against it.
 #[test]
 fn no_std_c_library_builds_links_and_runs() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("ffi_no_std_proof");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let build = Command::new(cargo)
-        .args(["build", "--release", "--manifest-path"])
-        .arg(root.join("Cargo.toml"))
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("cargo runs");
-    assert!(build.status.success(), "no_std C library failed to build:\n{}", String::from_utf8_lossy(&build.stderr));
+    let root = build_proof("ffi_no_std_proof");
     let exe = root.join("target/proof");
     let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ffi/include");
     let link = Command::new("cc")
