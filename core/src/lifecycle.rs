@@ -1,14 +1,47 @@
 //! The lifecycle state machine, kept in one atomic word (as `spin::Once` keeps its states).
 //!
-//! The word holds the phase, the init reference count, a writer flag and the number of calls in
-//! flight. A call that only reads the tables enters *shared* (one `fetch_add`, one `fetch_sub`);
-//! a call that creates or destroys objects enters *exclusive* (the writer flag, after the calls in
-//! flight have drained). The final shutdown switches the phase to `ShuttingDown`, which turns away
-//! every new call, and tears down once the word shows no call in flight and no writer.
-//! Depends on `sync` and `error`.
+//! The word holds the phase, the init reference count and a writer flag. Calls in flight are
+//! counted apart from it, in `SHARDS` cache-line-sized counters picked by a hash of the caller's
+//! stack address, so that threads calling at once do not all write one cache line.
+//!
+//! A call that only reads the tables enters *shared*: it increments its shard, then loads the
+//! word, and goes on only if the phase is `Ready` with no writer (else it decrements and fails
+//! or waits). A call that creates or destroys objects enters *exclusive*: it sets the writer flag,
+//! then waits until every shard is zero. The final shutdown switches the phase to `ShuttingDown`,
+//! then waits the same way. All of these are `SeqCst`, which makes the pair "increment, then
+//! load the word" / "change the word, then load the shards" safe (the Dekker argument): in the
+//! single total order, either the call sees the new word and backs off, or the shutdown (writer)
+//! sees the call's increment and waits for it. Depends on `sync` and `error`.
 
 use crate::error::{Error, ErrorCode, Result, fail};
-use crate::sync::{AtomicU64, Ordering, relax};
+use crate::sync::{AtomicU32, AtomicU64, Ordering, relax};
+
+/// Orders a write before the following read for loom. loom models `SeqCst` accesses as
+/// `AcqRel`, under which "write one location, then read another" (both sides of the handshake
+/// above) may see stale values; the C++ model's single total order of `SeqCst` operations rules
+/// that out, and real builds rely on it. Under loom the same order is written with `SeqCst`
+/// fences, the fence form of the same handshake, which loom models exactly.
+#[inline(always)]
+fn handshake_fence() {
+    #[cfg(loom)]
+    loom::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// Counters of calls in flight; a power of two.
+const SHARDS: usize = 16;
+
+/// One shard of the in-flight count, alone on its cache line.
+#[repr(align(64))]
+struct Shard(AtomicU32);
+
+/// The shard of the calling thread: a hash of an address on its stack. Threads have distinct
+/// stacks, so they mostly land on distinct shards; a collision only shares a counter.
+#[inline]
+fn shard_index() -> usize {
+    let marker = 0u8;
+    let addr = core::ptr::addr_of!(marker) as usize;
+    ((addr >> 12).wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) >> (usize::BITS - 4)) & (SHARDS - 1)
+}
 
 /// The phase of the lifecycle.
 #[repr(u8)]
@@ -37,7 +70,6 @@ pub enum State {
     ShuttingDown,
 }
 
-const ACTIVE_MASK: u64 = (1 << 32) - 1;
 const WRITER: u64 = 1 << 32;
 const PHASE_SHIFT: u32 = 33;
 const PHASE_MASK: u64 = 0b11 << PHASE_SHIFT;
@@ -45,7 +77,8 @@ const REFS_SHIFT: u32 = 35;
 /// The largest number of init references (29 bits).
 pub const MAX_REFS: u32 = (1 << 29) - 1;
 
-/// A decoded lifecycle word.
+/// A decoded lifecycle word: bit 32 the writer flag, bits 33-34 the phase, bits 35-63 the
+/// init references (bits 0-31 are unused).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Word(u64);
 
@@ -61,15 +94,12 @@ impl Word {
     fn refs(self) -> u32 {
         (self.0 >> REFS_SHIFT) as u32
     }
-    fn active(self) -> u64 {
-        self.0 & ACTIVE_MASK
-    }
     fn writer(self) -> bool {
         self.0 & WRITER != 0
     }
-    /// The same active count and writer flag with a new phase and reference count.
+    /// The same writer flag with a new phase and reference count.
     fn with(self, phase: Phase, refs: u32) -> Self {
-        Self((self.0 & (ACTIVE_MASK | WRITER)) | ((phase as u64) << PHASE_SHIFT) | ((refs as u64) << REFS_SHIFT))
+        Self((self.0 & WRITER) | ((phase as u64) << PHASE_SHIFT) | ((refs as u64) << REFS_SHIFT))
     }
 }
 
@@ -90,26 +120,34 @@ pub(crate) enum ShutdownStep {
     MustTearDown,
 }
 
-/// The lifecycle word with typed operations only.
-#[repr(transparent)]
-pub(crate) struct Gate(AtomicU64);
+/// The lifecycle word and the in-flight shards, with typed operations only.
+pub(crate) struct Gate {
+    word: AtomicU64,
+    shards: [Shard; SHARDS],
+}
 
 impl Gate {
     #[cfg(not(loom))]
     pub(crate) const fn new() -> Self {
-        Self(AtomicU64::new(0))
+        Self { word: AtomicU64::new(0), shards: [const { Shard(AtomicU32::new(0)) }; SHARDS] }
     }
     #[cfg(loom)]
     pub(crate) fn new() -> Self {
-        Self(AtomicU64::new(0))
+        Self { word: AtomicU64::new(0), shards: core::array::from_fn(|_| Shard(AtomicU32::new(0))) }
     }
 
     fn load(&self) -> Word {
-        Word(self.0.load(Ordering::Acquire))
+        Word(self.word.load(Ordering::SeqCst))
     }
 
     fn cas(&self, old: Word, new: Word) -> bool {
-        self.0.compare_exchange_weak(old.0, new.0, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.word.compare_exchange_weak(old.0, new.0, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+    }
+
+    /// Whether any call is in flight (after a change of the word: see the module docs).
+    fn calls_in_flight(&self) -> bool {
+        handshake_fence();
+        self.shards.iter().any(|s| s.0.load(Ordering::SeqCst) != 0)
     }
 
     pub(crate) fn state(&self) -> State {
@@ -190,10 +228,8 @@ impl Gate {
                 }
                 Phase::Ready => {
                     if self.cas(w, w.with(Phase::ShuttingDown, 0)) {
-                        let mut w = self.load();
-                        while w.active() != 0 || w.writer() {
+                        while self.load().writer() || self.calls_in_flight() {
                             relax();
-                            w = self.load();
                         }
                         return Ok(ShutdownStep::MustTearDown);
                     }
@@ -211,12 +247,15 @@ impl Gate {
     /// Enters a call that reads the tables. Waits while a writer holds the gate.
     #[inline]
     pub(crate) fn enter_shared(&self) -> Result<SharedGuard<'_>> {
+        let shard = &self.shards[shard_index()].0;
         loop {
-            let w = Word(self.0.fetch_add(1, Ordering::Acquire));
+            shard.fetch_add(1, Ordering::SeqCst);
+            handshake_fence();
+            let w = self.load();
             if w.phase() == Phase::Ready && !w.writer() {
-                return Ok(SharedGuard(self));
+                return Ok(SharedGuard(shard));
             }
-            self.0.fetch_sub(1, Ordering::Release);
+            shard.fetch_sub(1, Ordering::SeqCst);
             if w.phase() != Phase::Ready {
                 return Err(Error::UNINITIALIZED);
             }
@@ -238,7 +277,7 @@ impl Gate {
                 continue;
             }
             if self.cas(w, Word(w.0 | WRITER)) {
-                while self.load().active() != 0 {
+                while self.calls_in_flight() {
                     relax();
                 }
                 return Ok(ExclusiveGuard(self));
@@ -247,13 +286,13 @@ impl Gate {
     }
 }
 
-/// A call in flight with shared access to the tables.
-pub(crate) struct SharedGuard<'a>(&'a Gate);
+/// A call in flight with shared access to the tables (holds its shard's count).
+pub(crate) struct SharedGuard<'a>(&'a AtomicU32);
 
 impl Drop for SharedGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.0.0.fetch_sub(1, Ordering::Release);
+        self.0.fetch_sub(1, Ordering::Release);
     }
 }
 
@@ -262,7 +301,7 @@ pub(crate) struct ExclusiveGuard<'a>(&'a Gate);
 
 impl Drop for ExclusiveGuard<'_> {
     fn drop(&mut self) {
-        self.0.0.fetch_and(!WRITER, Ordering::Release);
+        self.0.word.fetch_and(!WRITER, Ordering::Release);
     }
 }
 
@@ -272,8 +311,10 @@ mod tests {
 
     #[test]
     fn word_fields_are_independent() {
-        let w = Word(5 | WRITER).with(Phase::Ready, MAX_REFS);
-        assert_eq!((w.phase(), w.refs(), w.active(), w.writer()), (Phase::Ready, MAX_REFS, 5, true));
+        let w = Word(WRITER).with(Phase::Ready, MAX_REFS);
+        assert_eq!((w.phase(), w.refs(), w.writer()), (Phase::Ready, MAX_REFS, true));
+        let w = w.with(Phase::ShuttingDown, 0);
+        assert_eq!((w.phase(), w.refs(), w.writer()), (Phase::ShuttingDown, 0, true));
     }
 
     #[test]
@@ -282,12 +323,13 @@ mod tests {
         assert_eq!(g.enter_shared().err(), Some(Error::UNINITIALIZED));
         assert_eq!(g.enter_exclusive().err().map(|e| e.code), Some(ErrorCode::Uninitialized));
         assert_eq!(g.load().0, 0);
+        assert!(!g.calls_in_flight());
     }
 
     #[test]
     fn refcount_overflow_is_out_of_resources() {
         let g = Gate::new();
-        g.0.store(Word(0).with(Phase::Ready, MAX_REFS).0, Ordering::Relaxed);
+        g.word.store(Word(0).with(Phase::Ready, MAX_REFS).0, Ordering::Relaxed);
         assert_eq!(g.begin_init().err().map(|e| e.code), Some(ErrorCode::OutOfResources));
         assert_eq!(g.state(), State::Ready(MAX_REFS));
     }

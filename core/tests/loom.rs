@@ -3,7 +3,8 @@
 //! - an init racing the final shutdown,
 //! - two inits racing,
 //! - a shutdown racing a shutdown,
-//! - a call, an init and a final shutdown on three threads.
+//! - a call, an init and a final shutdown on three threads,
+//! - a destroy (an exclusive call) racing a call on the same queue.
 //!
 //! The backend here asserts, with loom-visible atomics, that no call reaches it outside init and
 //! no call uses a destroyed queue ("no call observes a torn-down object"); each model checks the
@@ -257,5 +258,24 @@ fn call_init_and_final_shutdown_on_three_threads() {
         }
         assert_eq!(rt.state(), State::Ready(1));
         assert_eq!(b.inits.load(Ordering::SeqCst), b.deinits.load(Ordering::SeqCst) + 1);
+    });
+}
+
+#[test]
+fn destroy_racing_a_call_on_the_same_queue() {
+    loom::model(|| {
+        let (b, rt) = setup();
+        rt.init().unwrap();
+        let q = queue(&rt);
+        let rt2 = rt.clone();
+        let caller = loom::thread::spawn(move || rt2.queue_synchronize(q));
+        // The destroy is exclusive: it waits for the call in flight, or the call finds it gone.
+        rt.queue_destroy(q).unwrap();
+        match caller.join().unwrap() {
+            Ok(()) => {}
+            Err(e) => assert_eq!(e.code, ErrorCode::InvalidHandle),
+        }
+        assert!(!b.queue_live.load(Ordering::SeqCst));
+        assert!(matches!(rt.shutdown().unwrap(), Shutdown::TornDown(ref r) if r.is_clean()));
     });
 }
