@@ -11,7 +11,10 @@ use std::thread;
 use ordo_core::{Backend, DevicePtr, ErrorCode, FillValue, MemKind, Result, Runtime, State};
 use ordo_tests::{device, host_backend, runtime, scripted};
 
-const ITERATIONS: usize = 1500;
+/// Init/shutdown cycles per churning thread; `ORDO_STRESS_ITERATIONS` raises it for long runs.
+fn iterations() -> usize {
+    std::env::var("ORDO_STRESS_ITERATIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000)
+}
 
 /// Errors a caller without an init reference may see.
 fn allowed_without_reference<T>(r: &Result<T>) -> bool {
@@ -62,7 +65,7 @@ fn churn(rt: &'static Runtime, unique_addresses: bool) {
     let mut threads = Vec::new();
     for _ in 0..2 {
         threads.push(thread::spawn(move || {
-            for _ in 0..ITERATIONS {
+            for _ in 0..iterations() {
                 rt.init().unwrap();
                 rt.shutdown().unwrap();
             }
@@ -70,7 +73,7 @@ fn churn(rt: &'static Runtime, unique_addresses: bool) {
     }
     for _ in 0..2 {
         threads.push(thread::spawn(move || {
-            for _ in 0..ITERATIONS / 3 {
+            for _ in 0..iterations() / 10 {
                 let guard = rt.init_guard().unwrap();
                 work(rt).expect("a caller holding a reference sees every call succeed");
                 guard.shutdown().unwrap();
