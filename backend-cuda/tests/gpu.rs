@@ -304,6 +304,23 @@ fn every_device_used_and_torn_down_in_order() {
     for i in 0..count {
         vector_add_and_reduce(rt, dev(rt, i));
     }
+    // Launches alternating between devices from one thread: each one switches contexts.
+    let queues: Vec<_> = (0..count)
+        .map(|i| {
+            let d = dev(rt, i);
+            let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+            (rt.queue_create(d).unwrap(), rt.kernel_get(p, "empty").unwrap())
+        })
+        .collect();
+    for _ in 0..200 {
+        for &(q, k) in &queues {
+            // SAFETY: `empty` takes no arguments.
+            unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) }.unwrap();
+        }
+    }
+    for &(q, _) in &queues {
+        rt.queue_synchronize(q).unwrap();
+    }
     let mut devices = Vec::new();
     let Shutdown::TornDown(report) = rt
         .shutdown_observed(&mut |s| {
