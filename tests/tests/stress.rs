@@ -38,26 +38,38 @@ fn work(rt: &Runtime) -> Result<()> {
 }
 
 /// Calls one at a time, without a reference, so that a teardown can fall between any two.
-/// With `unique_addresses` (the scripted backend never reuses one) it also frees twice: a
-/// backend that reuses addresses may have handed the address to another thread in between, and
-/// then the second free is a valid free of that allocation.
+///
+/// Memory is named by address, and a backend that reuses addresses (the host arena) may hand
+/// an address freed by a teardown to another thread's allocation in the next epoch; a stale
+/// free or copy from this thread would then act on that allocation (as `cuMemFree` would). So
+/// with such a backend this thread uses handle-named objects only, which generations protect.
+/// With `unique_addresses` (the scripted backend never reuses one) it also uses memory, and
+/// frees it twice: the second free must be rejected.
 fn work_without_reference(rt: &Runtime, unique_addresses: bool) -> bool {
     let d = device(rt, 0);
     let Ok(d) = d else {
         return allowed_without_reference(&d);
     };
+    let e = rt.event_create(d);
+    let Ok(e) = e else {
+        return allowed_without_reference(&e);
+    };
+    let destroyed = rt.event_destroy(e);
+    let destroyed_again = rt.event_destroy(e);
+    let handles_ok = allowed_without_reference(&destroyed)
+        && matches!(destroyed_again.map_err(|e| e.code), Err(ErrorCode::InvalidHandle | ErrorCode::Uninitialized));
+    if !unique_addresses {
+        return handles_ok;
+    }
     let m = rt.mem_alloc(d, MemKind::Device, 64);
     let Ok(m) = m else {
-        return allowed_without_reference(&m);
+        return handles_ok && allowed_without_reference(&m);
     };
     let copied = rt.copy_to_device(m, &[1u8; 64]);
     let freed = rt.mem_free(m);
-    let double_free_rejected = !unique_addresses
-        || matches!(
-            rt.mem_free(DevicePtr(m.0)).map_err(|e| e.code),
-            Err(ErrorCode::NotFound | ErrorCode::Uninitialized)
-        );
-    allowed_without_reference(&copied) && allowed_without_reference(&freed) && double_free_rejected
+    let double_free_rejected =
+        matches!(rt.mem_free(DevicePtr(m.0)).map_err(|e| e.code), Err(ErrorCode::NotFound | ErrorCode::Uninitialized));
+    handles_ok && allowed_without_reference(&copied) && allowed_without_reference(&freed) && double_free_rejected
 }
 
 fn churn(rt: &'static Runtime, unique_addresses: bool) {
