@@ -99,6 +99,19 @@ pub(crate) fn output<T>(out: *mut T, r: ordo_core::Result<T>) -> ordo_status_t {
     }
 }
 
+/// The body of a function with one out-parameter: checks `out`, runs `value` (inside `guard`),
+/// and writes the value only on success. The one place that writes through such a pointer.
+pub(crate) fn produce<T>(
+    out: *mut T,
+    what: &'static str,
+    value: impl FnOnce() -> ordo_core::Result<T>,
+) -> ordo_status_t {
+    guard(|| match non_null(out, what) {
+        Ok(()) => output(out, value()),
+        Err(e) => fail(e),
+    })
+}
+
 /// `NullPointer` unless `p` is non-null.
 pub(crate) fn non_null<T>(p: *const T, what: &'static str) -> ordo_core::Result<()> {
     if p.is_null() { Err(Error::new(ErrorCode::NullPointer, what)) } else { Ok(()) }

@@ -9,7 +9,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use ordo_core::{Shutdown, State, TeardownReport};
 
-use crate::boundary::{copy_c_string, fail, guard, non_null, output};
+use crate::boundary::{copy_c_string, fail, guard, non_null, output, produce};
 use crate::runtime;
 use crate::types::*;
 
@@ -151,12 +151,9 @@ pub unsafe extern "C" fn ordo_get_state(phase: *mut u32, refs: *mut u32) -> ordo
 /// documents, as C requires of its callers.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_last_teardown_report(out: *mut ordo_teardown_report_t) -> ordo_status_t {
-    guard(|| {
-        if let Err(e) = non_null(out, "out is NULL") {
-            return fail(e);
-        }
+    produce(out, "out is NULL", || {
         let Some(report) = LAST_REPORT.lock().clone() else {
-            return fail(ordo_core::Error::new(ordo_core::ErrorCode::NotFound, "no final shutdown has happened yet"));
+            return Err(ordo_core::Error::new(ordo_core::ErrorCode::NotFound, "no final shutdown has happened yet"));
         };
         let empty = ordo_teardown_failure_t {
             platform: 0,
@@ -191,6 +188,6 @@ pub unsafe extern "C" fn ordo_last_teardown_report(out: *mut ordo_teardown_repor
             copy_c_string(&mut slot.message, f.message);
             c.failure_count += 1;
         }
-        output(out, Ok(c))
+        Ok(c)
     })
 }

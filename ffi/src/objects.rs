@@ -2,7 +2,7 @@
 
 use ordo_core::{Device, DeviceInfo, InfoValue, Platform};
 
-use crate::boundary::{copy_c_string, fail, guard, non_null, output};
+use crate::boundary::{copy_c_string, fail, guard, non_null, output, produce};
 use crate::runtime;
 use crate::types::*;
 
@@ -13,10 +13,7 @@ use crate::types::*;
 /// documents, as C requires of its callers.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_platform_count(out: *mut u32) -> ordo_status_t {
-    guard(|| match non_null(out, "out is NULL") {
-        Ok(()) => output(out, runtime().platform_count()),
-        Err(e) => fail(e),
-    })
+    produce(out, "out is NULL", || runtime().platform_count())
 }
 
 /// The platform at `index` (registration order: 0 is the host backend).
@@ -26,10 +23,7 @@ pub unsafe extern "C" fn ordo_platform_count(out: *mut u32) -> ordo_status_t {
 /// documents, as C requires of its callers.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_platform_get(index: u32, out: *mut ordo_platform_t) -> ordo_status_t {
-    guard(|| match non_null(out, "out is NULL") {
-        Ok(()) => output(out, runtime().platform(index).map(|p| ordo_platform_t { raw: p.to_raw() })),
-        Err(e) => fail(e),
-    })
+    produce(out, "out is NULL", || runtime().platform(index).map(|p| ordo_platform_t { raw: p.to_raw() }))
 }
 
 /// Kind, device count, presence, capabilities, name and absence reason of a platform.
@@ -42,11 +36,8 @@ pub unsafe extern "C" fn ordo_platform_get_info(
     platform: ordo_platform_t,
     out: *mut ordo_platform_info_t,
 ) -> ordo_status_t {
-    guard(|| {
-        if let Err(e) = non_null(out, "out is NULL") {
-            return fail(e);
-        }
-        let info = runtime().platform_info(Platform::from_raw(platform.raw)).map(|i| {
+    produce(out, "out is NULL", || {
+        runtime().platform_info(Platform::from_raw(platform.raw)).map(|i| {
             let mut c = ordo_platform_info_t {
                 kind: i.kind as u32,
                 device_count: i.device_count,
@@ -58,8 +49,7 @@ pub unsafe extern "C" fn ordo_platform_get_info(
             copy_c_string(&mut c.name, i.name);
             copy_c_string(&mut c.absent_reason, i.absent.map_or("", |e| e.message));
             c
-        });
-        output(out, info)
+        })
     })
 }
 
@@ -74,12 +64,8 @@ pub unsafe extern "C" fn ordo_device_get(
     index: u32,
     out: *mut ordo_device_t,
 ) -> ordo_status_t {
-    guard(|| match non_null(out, "out is NULL") {
-        Ok(()) => output(
-            out,
-            runtime().device(Platform::from_raw(platform.raw), index).map(|d| ordo_device_t { raw: d.to_raw() }),
-        ),
-        Err(e) => fail(e),
+    produce(out, "out is NULL", || {
+        runtime().device(Platform::from_raw(platform.raw), index).map(|d| ordo_device_t { raw: d.to_raw() })
     })
 }
 

@@ -2,7 +2,7 @@
 
 use ordo_core::{Device, Event, Queue};
 
-use crate::boundary::{fail, guard, non_null, output, status};
+use crate::boundary::{guard, produce, status};
 use crate::runtime;
 use crate::types::*;
 
@@ -21,11 +21,8 @@ fn e(h: ordo_event_t) -> Event {
 /// documents, as C requires of its callers.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_queue_create(device: ordo_device_t, out: *mut ordo_queue_t) -> ordo_status_t {
-    guard(|| match non_null(out, "out is NULL") {
-        Ok(()) => {
-            output(out, runtime().queue_create(Device::from_raw(device.raw)).map(|h| ordo_queue_t { raw: h.to_raw() }))
-        }
-        Err(err) => fail(err),
+    produce(out, "out is NULL", || {
+        runtime().queue_create(Device::from_raw(device.raw)).map(|h| ordo_queue_t { raw: h.to_raw() })
     })
 }
 
@@ -48,10 +45,7 @@ pub extern "C" fn ordo_queue_synchronize(queue: ordo_queue_t) -> ordo_status_t {
 /// documents, as C requires of its callers.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_queue_query(queue: ordo_queue_t, done: *mut i32) -> ordo_status_t {
-    guard(|| match non_null(done, "done is NULL") {
-        Ok(()) => output(done, runtime().queue_query(q(queue)).map(i32::from)),
-        Err(err) => fail(err),
-    })
+    produce(done, "done is NULL", || runtime().queue_query(q(queue)).map(i32::from))
 }
 
 /// Makes later work on `queue` wait for `event`.
@@ -67,11 +61,8 @@ pub extern "C" fn ordo_queue_wait_event(queue: ordo_queue_t, event: ordo_event_t
 /// documents, as C requires of its callers.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_event_create(device: ordo_device_t, out: *mut ordo_event_t) -> ordo_status_t {
-    guard(|| match non_null(out, "out is NULL") {
-        Ok(()) => {
-            output(out, runtime().event_create(Device::from_raw(device.raw)).map(|h| ordo_event_t { raw: h.to_raw() }))
-        }
-        Err(err) => fail(err),
+    produce(out, "out is NULL", || {
+        runtime().event_create(Device::from_raw(device.raw)).map(|h| ordo_event_t { raw: h.to_raw() })
     })
 }
 
@@ -100,10 +91,7 @@ pub extern "C" fn ordo_event_synchronize(event: ordo_event_t) -> ordo_status_t {
 /// documents, as C requires of its callers.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_event_query(event: ordo_event_t, done: *mut i32) -> ordo_status_t {
-    guard(|| match non_null(done, "done is NULL") {
-        Ok(()) => output(done, runtime().event_query(e(event)).map(i32::from)),
-        Err(err) => fail(err),
-    })
+    produce(done, "done is NULL", || runtime().event_query(e(event)).map(i32::from))
 }
 
 /// `*ms` = milliseconds between two completed events of one device.
@@ -113,8 +101,5 @@ pub unsafe extern "C" fn ordo_event_query(event: ordo_event_t, done: *mut i32) -
 /// documents, as C requires of its callers.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_event_elapsed_ms(start: ordo_event_t, end: ordo_event_t, ms: *mut f32) -> ordo_status_t {
-    guard(|| match non_null(ms, "ms is NULL") {
-        Ok(()) => output(ms, runtime().event_elapsed_ms(e(start), e(end))),
-        Err(err) => fail(err),
-    })
+    produce(ms, "ms is NULL", || runtime().event_elapsed_ms(e(start), e(end)))
 }
