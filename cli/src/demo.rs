@@ -5,21 +5,10 @@
 
 use std::ffi::c_void;
 
-use ordo_core::{
-    BackendKind, Device, FillValue, KernelArgs, LaunchDims, MemKind, Runtime, Shutdown, StepOutcome, TeardownEvent,
-};
+use ordo_core::{Device, FillValue, KernelArgs, LaunchDims, MemKind, Runtime, Shutdown, StepOutcome, TeardownEvent};
 
 const N: usize = 1 << 20;
 const BLOCK: u32 = 256;
-
-/// The demo program's image for a platform kind, if ordo ships one for it.
-fn demo_image(kind: BackendKind) -> Option<&'static [u8]> {
-    match kind {
-        BackendKind::Host => Some(ordo_core::host::builtin::PROGRAM_NAME.as_bytes()),
-        BackendKind::Cuda => Some(ordo_cuda::BUILTIN_PTX.as_bytes()),
-        BackendKind::Amdgpu | BackendKind::Scripted => None,
-    }
-}
 
 fn f32_bytes(v: &[f32]) -> &[u8] {
     // SAFETY: f32 has no padding and any byte pattern is a valid u8.
@@ -120,7 +109,7 @@ pub fn run() -> Result<(), String> {
             println!("platform {}: absent ({})", info.name, reason.message);
             continue;
         }
-        let Some(image) = demo_image(info.kind) else {
+        let Some(image) = ordo::builtin_program_image(info.kind) else {
             println!("platform {}: no demo program for this platform", info.name);
             continue;
         };

@@ -66,6 +66,18 @@ pub fn runtime() -> &'static Runtime {
 #[unsafe(no_mangle)]
 pub extern "C" fn rust_eh_personality() {}
 
+/// The image of ordo's built-in program for a platform kind, to pass to `program_load`: the
+/// host backend's `ordo.builtin`, or (feature `cuda`) the built-in PTX. Both hold
+/// `vector_add_f32` and `reduce_sum_f32`. `None` for kinds without one.
+pub fn builtin_program_image(kind: ordo_core::BackendKind) -> Option<&'static [u8]> {
+    match kind {
+        ordo_core::BackendKind::Host => Some(builtin::PROGRAM_NAME.as_bytes()),
+        #[cfg(feature = "cuda")]
+        ordo_core::BackendKind::Cuda => Some(ordo_cuda::BUILTIN_PTX.as_bytes()),
+        _ => None,
+    }
+}
+
 /// Without std, a panic (a bug in ordo: input never panics) aborts the process.
 #[cfg(all(not(feature = "std"), not(test)))]
 #[panic_handler]

@@ -140,11 +140,9 @@ pub unsafe extern "C" fn ordo_builtin_program_image(
         }
         let rt = runtime();
         let kind = rt.device_platform(Device::from_raw(device.raw)).and_then(|p| rt.platform_info(p)).map(|i| i.kind);
-        let bytes: &'static [u8] = match kind {
-            Ok(ordo_core::BackendKind::Host) => ordo_core::host::builtin::PROGRAM_NAME.as_bytes(),
-            #[cfg(feature = "cuda")]
-            Ok(ordo_core::BackendKind::Cuda) => ordo_cuda::BUILTIN_PTX.as_bytes(),
-            Ok(_) => return fail(Error::new(ErrorCode::NotFound, "no built-in program for this platform")),
+        let bytes = match kind.map(crate::builtin_program_image) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return fail(Error::new(ErrorCode::NotFound, "no built-in program for this platform")),
             Err(err) => return fail(err),
         };
         // SAFETY: `size` was checked non-NULL above.
