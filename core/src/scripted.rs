@@ -184,17 +184,25 @@ impl ScriptedBackend {
 
     fn create(&self, op: BackendOp, kind: ScriptedObject, size: usize) -> BackendResult<u64> {
         let mut s = self.call(op, true).map_err(|(_, e)| e)?;
+        let exhausted = |what| BackendError::new(ErrorCode::OutOfResources, 0, what);
+        if s.live.is_full() {
+            return Err(exhausted("scripted backend live-object log is full"));
+        }
         let raw = if kind == ScriptedObject::Allocation {
+            // Each allocation gets a fresh range with a 256-byte gap after it; sizes up to
+            // isize::MAX reach here, so the arithmetic is checked (no overflow panic on input).
             let a = s.next_address;
-            s.next_address += (size as u64).next_multiple_of(256) + 256;
+            let span = (size as u64).checked_next_multiple_of(256).and_then(|n| n.checked_add(256));
+            s.next_address = span
+                .and_then(|n| a.checked_add(n))
+                .ok_or_else(|| exhausted("scripted backend address space is exhausted"))?;
             a
         } else {
             s.next_raw += 1;
             s.next_raw
         };
-        s.live
-            .push((kind, raw))
-            .map_err(|_| BackendError::new(ErrorCode::OutOfResources, 0, "scripted backend live-object log is full"))?;
+        // Cannot fail: checked for room above, under the same lock.
+        let _ = s.live.push((kind, raw));
         Ok(raw)
     }
 
@@ -363,5 +371,22 @@ impl Backend for ScriptedBackend {
 
     unsafe fn launch(&self, _: u32, queue: u64, kernel: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
         self.use_object(BackendOp::Launch, &[(ScriptedObject::Queue, queue), (ScriptedObject::Program, kernel >> 32)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_allocations_exhaust_the_fake_address_space_without_panicking() {
+        let b = ScriptedBackend::new(1);
+        b.init().unwrap();
+        let huge = isize::MAX as usize;
+        assert!(b.mem_alloc(0, MemKind::Device, huge).is_ok());
+        let e = b.mem_alloc(0, MemKind::Device, huge).unwrap_err();
+        assert_eq!(e.code, ErrorCode::OutOfResources);
+        assert_eq!(b.live(ScriptedObject::Allocation), 1, "a refused allocation changes nothing");
+        assert!(b.mem_alloc(0, MemKind::Device, 64).is_ok(), "small ones still fit");
     }
 }
