@@ -18,14 +18,14 @@ static RUNTIME: Runtime = Runtime::new(&BACKENDS);
 
 extern "C" fn shut_down_at_exit() {
     let outcome = RUNTIME.shutdown();
-    let line = match &outcome {
-        Ok(Shutdown::TornDown(r)) => format!(
+    let line = match (&outcome, RUNTIME.last_teardown_report()) {
+        (Ok(Shutdown::TornDown(_)), Some(r)) => format!(
             "atexit teardown: failures={} released_by_driver={} released={:?}\n",
             r.failure_count(),
             r.released_by_driver,
             r.released
         ),
-        other => format!("atexit teardown: unexpected {other:?}\n"),
+        (other, _) => format!("atexit teardown: unexpected {other:?}\n"),
     };
     let _ = std::io::stdout().write_all(line.as_bytes());
     let _ = std::io::stdout().flush();

@@ -152,7 +152,8 @@ fn bench_launch(rounds: usize) -> Vec<Pair> {
     let (r, o, q) = abba(rounds * 4, || batches(&raw_launch, &raw_sync), || batches(&ordo_launch, &ordo_sync));
     out.push(Pair { name: "launch submit cost, batches of 32", unit: "ns/launch", raw: r, ordo: o, ratios: Some(q) });
     raw_teardown(raw);
-    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
+    let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean());
     out
 }
@@ -217,7 +218,8 @@ fn ordo_teardown() -> f64 {
         rt.mem_alloc(d, MemKind::Device, ALLOC_BYTES).unwrap();
     }
     let t = Instant::now();
-    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
+    let report = rt.last_teardown_report().unwrap();
     let s = t.elapsed().as_secs_f64();
     assert!(report.is_clean(), "{report}");
     assert_eq!(report.released_of(ordo_core::ObjectKind::Allocation), ALLOCATIONS as u32);

@@ -9,10 +9,11 @@
 use std::cell::Cell;
 use std::ffi::c_int;
 use std::ptr;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use cudarc::driver::sys::{self, CUcontext, CUctx_st, CUdevice_attribute, CUresult};
-use ordo_core::{BackendError, BackendResult, DeviceInfo, ErrorCode, InfoValue};
+use ordo_core::{BackendError, BackendResult, DeviceInfo, ErrorCode, InfoValue, LaunchLimits};
 
 use crate::conv::{check, check_release, code, name};
 
@@ -98,7 +99,11 @@ std::thread_local! {
 
 /// The devices' primary contexts (null when not retained).
 pub(crate) struct Devices {
+    /// Between a successful `init` and `deinit` (one backend serves one runtime at a time).
+    up: AtomicBool,
     contexts: [AtomicPtr<CUctx_st>; MAX_CUDA_DEVICES],
+    /// Each device's launch limits, read from the driver at init.
+    limits: Mutex<[LaunchLimits; MAX_CUDA_DEVICES]>,
     count: AtomicU32,
     /// Advances at every init, so a context pointer reused after a re-init is never trusted.
     epoch: AtomicU64,
@@ -107,14 +112,32 @@ pub(crate) struct Devices {
 impl Devices {
     pub(crate) const fn new() -> Self {
         Self {
+            up: AtomicBool::new(false),
             contexts: [const { AtomicPtr::new(ptr::null_mut()) }; MAX_CUDA_DEVICES],
+            limits: Mutex::new([LaunchLimits::CUDA; MAX_CUDA_DEVICES]),
             count: AtomicU32::new(0),
             epoch: AtomicU64::new(0),
         }
     }
 
-    /// Loads the driver, initialises it and retains every device's primary context.
+    /// Loads the driver, initialises it and retains every device's primary context. `Busy` when
+    /// already initialised.
     pub(crate) fn init(&self) -> BackendResult<u32> {
+        if self.up.swap(true, Ordering::AcqRel) {
+            return Err(BackendError::new(
+                ErrorCode::Busy,
+                0,
+                "the CUDA backend is already initialised (by another runtime)",
+            ));
+        }
+        let result = self.bring_up();
+        if result.is_err() {
+            self.up.store(false, Ordering::Release);
+        }
+        result
+    }
+
+    fn bring_up(&self) -> BackendResult<u32> {
         driver_available().map_err(BackendError::not_present)?;
         // SAFETY: the driver and `cuInit` are present (checked above).
         let r = unsafe { sys::cuInit(0) };
@@ -132,7 +155,7 @@ impl Devices {
         }
         let count = (count as usize).min(MAX_CUDA_DEVICES);
         for ordinal in 0..count {
-            if let Err(e) = self.retain(ordinal) {
+            if let Err(e) = self.read_limits(ordinal).and_then(|()| self.retain(ordinal)) {
                 for done in (0..ordinal).rev() {
                     let _ = self.release(done as u32);
                 }
@@ -142,6 +165,41 @@ impl Devices {
         self.count.store(count as u32, Ordering::Release);
         self.epoch.fetch_add(1, Ordering::AcqRel);
         Ok(count as u32)
+    }
+
+    fn read_limits(&self, ordinal: usize) -> BackendResult<()> {
+        let mut dev = 0;
+        // SAFETY: valid out-pointer; ordinal < device count.
+        check(unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
+        let attribute = |a: CUdevice_attribute| -> BackendResult<u32> {
+            let mut v: c_int = 0;
+            // SAFETY: valid out-pointer, device and attribute.
+            check(unsafe { sys::cuDeviceGetAttribute(&mut v, a, dev) })?;
+            Ok(v.max(1) as u32)
+        };
+        use CUdevice_attribute::*;
+        let limits = LaunchLimits {
+            grid: [
+                attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                attribute(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ],
+            block: [
+                attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                attribute(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ],
+            threads_per_block: attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            threads_per_launch: u64::MAX,
+        };
+        self.limits.lock().unwrap_or_else(|p| p.into_inner())[ordinal] = limits;
+        Ok(())
+    }
+
+    /// The launch limits read at init (CUDA's documented ones for an ordinal never read).
+    pub(crate) fn launch_limits(&self, ordinal: u32) -> LaunchLimits {
+        let limits = self.limits.lock().unwrap_or_else(|p| p.into_inner());
+        limits.get(ordinal as usize).copied().unwrap_or(LaunchLimits::CUDA)
     }
 
     fn retain(&self, ordinal: usize) -> BackendResult<()> {
@@ -168,6 +226,16 @@ impl Devices {
 
     pub(crate) fn deinit(&self) {
         self.count.store(0, Ordering::Release);
+        self.up.store(false, Ordering::Release);
+    }
+
+    /// In a forked child: forgets the contexts (not usable there) without a driver call.
+    pub(crate) fn forget(&self) {
+        for slot in &self.contexts {
+            slot.store(ptr::null_mut(), Ordering::Release);
+        }
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.deinit();
     }
 
     fn slot(&self, ordinal: u32) -> BackendResult<&AtomicPtr<CUctx_st>> {
@@ -225,6 +293,10 @@ impl Devices {
     }
 
     pub(crate) fn info(&self, ordinal: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
+        self.context(ordinal)?;
+        if let Some(v) = self.launch_limits(ordinal).info(key) {
+            return Ok(v);
+        }
         let mut dev = 0;
         // SAFETY: valid out-pointer.
         check(unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
@@ -255,7 +327,6 @@ impl Devices {
                 InfoValue::Int(bytes as u64)
             }
             DeviceInfo::MultiprocessorCount => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?),
-            DeviceInfo::MaxThreadsPerBlock => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?),
             DeviceInfo::MaxSharedMemoryPerBlock => {
                 InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?)
             }
@@ -263,6 +334,8 @@ impl Devices {
                 InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?)
             }
             DeviceInfo::WarpSize => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE)?),
+            // Answered from the launch limits above.
+            _ => return Err(BackendError::new(ErrorCode::Internal, 0, "launch limit not answered")),
         })
     }
 }

@@ -4,19 +4,23 @@
 //!
 //! Each device's primary context is retained at init and released at teardown; every call makes
 //! its device's context current first (checked with `cuCtxGetCurrent`, so a thread that already
-//! has it pays no switch). Queues are non-blocking streams; events time. Files: `device.rs`
-//! (driver, contexts, info), `memory.rs`, `queue.rs` (streams, events), `program.rs` (modules,
-//! kernels, launch), `conv.rs` (`CUresult` translation).
+//! has it pays no switch) and leaves it current, as `cudaSetDevice` does. Queues are blocking
+//! streams, so the legacy default stream, which calls without a queue use, is ordered after all
+//! work already on them; those calls also wait for their own work before returning. Events time.
+//! Files: `device.rs` (driver, contexts, info, launch limits), `memory.rs`, `queue.rs` (streams,
+//! events), `program.rs` (image checks, modules, kernels, launch), `conv.rs` (`CUresult`
+//! translation).
 
 mod conv;
 mod device;
+mod image;
 mod memory;
 mod program;
 mod queue;
 
 use ordo_core::{
     Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs,
-    LaunchDims, MemKind,
+    LaunchDims, LaunchLimits, MemKind,
 };
 
 pub use device::MAX_CUDA_DEVICES;
@@ -37,10 +41,16 @@ impl CudaBackend {
         Self { devices: device::Devices::new(), kernels: program::KernelRegistry::new() }
     }
 
-    /// The detail of this thread's last failed CUDA call that has one (e.g. the JIT error log of a
-    /// failed program load), or an empty string.
-    pub fn last_error_detail() -> String {
-        program::detail()
+    /// Takes the detail of this thread's last failed CUDA program load (the JIT error log), or
+    /// an empty string; it is cleared, so it is reported once, with the failure that set it.
+    pub fn take_last_error_detail() -> String {
+        program::take_detail()
+    }
+
+    /// Clears this thread's CUDA error detail (before a call whose failure should not be
+    /// explained by an older one).
+    pub fn clear_last_error_detail() {
+        program::set_detail("");
     }
 }
 
@@ -66,13 +76,19 @@ impl Backend for CudaBackend {
         self.devices.init()
     }
 
-    fn deinit(&self) -> BackendResult<()> {
+    unsafe fn deinit(&self) -> BackendResult<()> {
         self.kernels.clear();
         self.devices.deinit();
         Ok(())
     }
 
-    fn device_release(&self, device: u32) -> BackendResult<()> {
+    unsafe fn forget_after_fork(&self) {
+        // The kernel registry's lock may be held by a thread of the parent: it is not touched
+        // (a re-init in the child does not reach it: CUDA refuses to work in a forked child).
+        self.devices.forget();
+    }
+
+    unsafe fn device_release(&self, device: u32) -> BackendResult<()> {
         self.devices.release(device)
     }
 
@@ -80,14 +96,19 @@ impl Backend for CudaBackend {
         self.devices.info(device, key)
     }
 
+    fn launch_limits(&self, device: u32) -> LaunchLimits {
+        self.devices.launch_limits(device)
+    }
+
     fn mem_alloc(&self, device: u32, kind: MemKind, size: usize) -> BackendResult<u64> {
         self.devices.make_current(device)?;
         memory::alloc(kind, size)
     }
 
-    fn mem_free(&self, device: u32, kind: MemKind, addr: u64, _size: usize) -> BackendResult<()> {
+    unsafe fn mem_free(&self, device: u32, kind: MemKind, addr: u64, _size: usize) -> BackendResult<()> {
         self.devices.make_current_for_release(device)?;
-        memory::free(kind, addr)
+        // SAFETY: forwarded contract (a live allocation of this device, now current).
+        unsafe { memory::free(kind, addr) }
     }
 
     unsafe fn memcpy(
@@ -104,9 +125,17 @@ impl Backend for CudaBackend {
         unsafe { memory::copy(kind, dst, src, size, queue.map(queue::stream)) }
     }
 
-    fn fill(&self, device: u32, dst: u64, value: FillValue, count: usize, queue: Option<u64>) -> BackendResult<()> {
+    unsafe fn fill(
+        &self,
+        device: u32,
+        dst: u64,
+        value: FillValue,
+        count: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
         self.devices.make_current(device)?;
-        memory::fill(dst, value, count, queue.map(queue::stream))
+        // SAFETY: forwarded contract.
+        unsafe { memory::fill(dst, value, count, queue.map(queue::stream)) }
     }
 
     fn queue_create(&self, device: u32) -> BackendResult<u64> {
@@ -114,24 +143,28 @@ impl Backend for CudaBackend {
         queue::queue_create()
     }
 
-    fn queue_destroy(&self, device: u32, q: u64) -> BackendResult<()> {
+    unsafe fn queue_destroy(&self, device: u32, q: u64) -> BackendResult<()> {
         self.devices.make_current_for_release(device)?;
-        queue::queue_destroy(q)
+        // SAFETY: forwarded contract (live objects of this device, now current).
+        unsafe { queue::queue_destroy(q) }
     }
 
-    fn queue_synchronize(&self, device: u32, q: u64) -> BackendResult<()> {
+    unsafe fn queue_synchronize(&self, device: u32, q: u64) -> BackendResult<()> {
         self.devices.make_current_for_release(device)?;
-        queue::queue_synchronize(q)
+        // SAFETY: forwarded contract (live objects of this device, now current).
+        unsafe { queue::queue_synchronize(q) }
     }
 
-    fn queue_query(&self, device: u32, q: u64) -> BackendResult<bool> {
+    unsafe fn queue_query(&self, device: u32, q: u64) -> BackendResult<bool> {
         self.devices.make_current(device)?;
-        queue::queue_query(q)
+        // SAFETY: forwarded contract (live objects of this device, now current).
+        unsafe { queue::queue_query(q) }
     }
 
-    fn queue_wait_event(&self, device: u32, q: u64, event: u64) -> BackendResult<()> {
+    unsafe fn queue_wait_event(&self, device: u32, q: u64, event: u64) -> BackendResult<()> {
         self.devices.make_current(device)?;
-        queue::queue_wait_event(q, event)
+        // SAFETY: forwarded contract (live objects of this device, now current).
+        unsafe { queue::queue_wait_event(q, event) }
     }
 
     fn event_create(&self, device: u32) -> BackendResult<u64> {
@@ -139,29 +172,34 @@ impl Backend for CudaBackend {
         queue::event_create()
     }
 
-    fn event_destroy(&self, device: u32, event: u64) -> BackendResult<()> {
+    unsafe fn event_destroy(&self, device: u32, event: u64) -> BackendResult<()> {
         self.devices.make_current_for_release(device)?;
-        queue::event_destroy(event)
+        // SAFETY: forwarded contract (live objects of this device, now current).
+        unsafe { queue::event_destroy(event) }
     }
 
-    fn event_record(&self, device: u32, event: u64, q: u64) -> BackendResult<()> {
+    unsafe fn event_record(&self, device: u32, event: u64, q: u64) -> BackendResult<()> {
         self.devices.make_current(device)?;
-        queue::event_record(event, q)
+        // SAFETY: forwarded contract (live objects of this device, now current).
+        unsafe { queue::event_record(event, q) }
     }
 
-    fn event_synchronize(&self, device: u32, event: u64) -> BackendResult<()> {
+    unsafe fn event_synchronize(&self, device: u32, event: u64) -> BackendResult<()> {
         self.devices.make_current(device)?;
-        queue::event_synchronize(event)
+        // SAFETY: forwarded contract (live objects of this device, now current).
+        unsafe { queue::event_synchronize(event) }
     }
 
-    fn event_query(&self, device: u32, event: u64) -> BackendResult<bool> {
+    unsafe fn event_query(&self, device: u32, event: u64) -> BackendResult<bool> {
         self.devices.make_current(device)?;
-        queue::event_query(event)
+        // SAFETY: forwarded contract (live objects of this device, now current).
+        unsafe { queue::event_query(event) }
     }
 
-    fn event_elapsed_ms(&self, device: u32, start: u64, end: u64) -> BackendResult<f32> {
+    unsafe fn event_elapsed_ms(&self, device: u32, start: u64, end: u64) -> BackendResult<f32> {
         self.devices.make_current(device)?;
-        queue::event_elapsed_ms(start, end)
+        // SAFETY: forwarded contract (live objects of this device, now current).
+        unsafe { queue::event_elapsed_ms(start, end) }
     }
 
     fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
@@ -169,15 +207,17 @@ impl Backend for CudaBackend {
         program::load(image)
     }
 
-    fn program_unload(&self, device: u32, program: u64) -> BackendResult<()> {
+    unsafe fn program_unload(&self, device: u32, program: u64) -> BackendResult<()> {
         self.kernels.forget_program(program);
         self.devices.make_current_for_release(device)?;
-        program::unload(program)
+        // SAFETY: forwarded contract.
+        unsafe { program::unload(program) }
     }
 
-    fn kernel_get(&self, device: u32, program: u64, name: &str) -> BackendResult<u64> {
+    unsafe fn kernel_get(&self, device: u32, program: u64, name: &str) -> BackendResult<u64> {
         self.devices.make_current(device)?;
-        let kernel = program::kernel(program, name)?;
+        // SAFETY: forwarded contract.
+        let kernel = unsafe { program::kernel(program, name) }?;
         self.kernels.record(program, kernel);
         Ok(kernel)
     }

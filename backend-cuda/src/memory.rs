@@ -1,4 +1,8 @@
 //! Device, pinned-host and managed memory; copies and fills, synchronous or on a stream.
+//!
+//! A call without a stream runs on the legacy default stream, which starts after all work on
+//! the context's blocking streams (ordo's queues), and then waits for the default stream: host-
+//! to-device copies, device-to-device copies and memsets may otherwise return before they finish.
 
 use std::ffi::c_void;
 
@@ -27,7 +31,9 @@ pub(crate) fn alloc(kind: MemKind, size: usize) -> BackendResult<u64> {
     Ok(addr)
 }
 
-pub(crate) fn free(kind: MemKind, addr: u64) -> BackendResult<()> {
+/// # Safety
+/// `addr` is a live allocation of `kind` in the current context.
+pub(crate) unsafe fn free(kind: MemKind, addr: u64) -> BackendResult<()> {
     match kind {
         // SAFETY: `addr` is a live allocation of this kind (validated by the runtime).
         MemKind::Device | MemKind::Managed => check_release(unsafe { sys::cuMemFree_v2(addr) }),
@@ -49,20 +55,32 @@ pub(crate) unsafe fn copy(
     // SAFETY: the caller's contract.
     let r = unsafe {
         match (kind, stream) {
+            (CopyKind::DeviceToHost, None) => return check(sys::cuMemcpyDtoH_v2(dst as *mut c_void, src, size)),
             (CopyKind::HostToDevice, None) => sys::cuMemcpyHtoD_v2(dst, src as *const c_void, size),
-            (CopyKind::DeviceToHost, None) => sys::cuMemcpyDtoH_v2(dst as *mut c_void, src, size),
             (CopyKind::DeviceToDevice, None) => sys::cuMemcpyDtoD_v2(dst, src, size),
             (CopyKind::HostToDevice, Some(s)) => sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, size, s),
             (CopyKind::DeviceToHost, Some(s)) => sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, size, s),
             (CopyKind::DeviceToDevice, Some(s)) => sys::cuMemcpyDtoDAsync_v2(dst, src, size, s),
         }
     };
-    check(r)
+    check(r)?;
+    finish_if_synchronous(stream)
 }
 
-pub(crate) fn fill(dst: u64, value: FillValue, count: usize, stream: Option<CUstream>) -> BackendResult<()> {
-    // SAFETY: the runtime validated that `count` elements from the aligned `dst` lie in one
-    // live allocation.
+/// For a call without a stream: waits until the legacy default stream (and so the call's own
+/// work) is complete. Device-to-host copies need not: they return only when done.
+fn finish_if_synchronous(stream: Option<CUstream>) -> BackendResult<()> {
+    if stream.is_some() {
+        return Ok(());
+    }
+    // SAFETY: the null stream is the current context's legacy default stream.
+    check(unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) })
+}
+
+/// # Safety
+/// `count` elements from the aligned `dst` lie in one live allocation of the current context.
+pub(crate) unsafe fn fill(dst: u64, value: FillValue, count: usize, stream: Option<CUstream>) -> BackendResult<()> {
+    // SAFETY: the caller's contract.
     let r = unsafe {
         match (value, stream) {
             (FillValue::U8(v), None) => sys::cuMemsetD8_v2(dst, v, count),
@@ -73,5 +91,6 @@ pub(crate) fn fill(dst: u64, value: FillValue, count: usize, stream: Option<CUst
             (FillValue::U32(v), Some(s)) => sys::cuMemsetD32Async(dst, v, count, s),
         }
     };
-    check(r)
+    check(r)?;
+    finish_if_synchronous(stream)
 }

@@ -1,8 +1,10 @@
 //! Programs (modules from PTX, cubin or fatbin), kernels and launches.
 //!
 //! PTX must reach the driver NUL-terminated, so a PTX image without a NUL is copied with one
-//! added; binary images are passed as they are (the driver copies what it keeps). A JIT failure
-//! returns `InvalidBinary`, and the JIT's error log becomes the calling thread's error detail.
+//! added. The driver is given no length for cubin (ELF) and fatbin images and trusts the sizes
+//! inside them, so those are checked against the slice first (`image.rs`): a truncated or
+//! inconsistent image is `InvalidBinary` without a driver call. A JIT failure returns
+//! `InvalidBinary`, and the JIT's error log becomes the calling thread's error detail.
 //! Dynamic shared memory above the default 48 KiB needs a per-kernel opt-in attribute: it is set
 //! only when a launch needs it and remembered, so ordinary launches make no extra driver call.
 
@@ -35,20 +37,15 @@ pub(crate) fn set_detail(text: &str) {
     });
 }
 
-/// This thread's error detail.
-pub(crate) fn detail() -> String {
-    DETAIL.with(|d| d.borrow().clone())
-}
-
-fn is_binary(image: &[u8]) -> bool {
-    const ELF: &[u8] = b"\x7fELF";
-    const FATBIN: [u8; 4] = 0xBA55_ED50u32.to_le_bytes();
-    image.starts_with(ELF) || image.starts_with(&FATBIN)
+/// Takes (and clears) this thread's error detail.
+pub(crate) fn take_detail() -> String {
+    DETAIL.with(|d| std::mem::take(&mut *d.borrow_mut()))
 }
 
 pub(crate) fn load(image: &[u8]) -> BackendResult<u64> {
+    set_detail("");
     let owned;
-    let data: &[u8] = if is_binary(image) || image.contains(&0) {
+    let data: &[u8] = if crate::image::check(image)? == crate::image::Format::Binary || image.contains(&0) {
         image
     } else {
         owned = [image, &[0]].concat();
@@ -79,12 +76,16 @@ pub(crate) fn load(image: &[u8]) -> BackendResult<u64> {
     Ok(module as u64)
 }
 
-pub(crate) fn unload(raw: u64) -> BackendResult<()> {
+/// # Safety
+/// A live module of the current context.
+pub(crate) unsafe fn unload(raw: u64) -> BackendResult<()> {
     // SAFETY: a live module (validated by the runtime).
     check_release(unsafe { sys::cuModuleUnload(raw as usize as CUmodule) })
 }
 
-pub(crate) fn kernel(program: u64, kernel_name: &str) -> BackendResult<u64> {
+/// # Safety
+/// A live module of the current context.
+pub(crate) unsafe fn kernel(program: u64, kernel_name: &str) -> BackendResult<u64> {
     let c_name = CString::new(kernel_name)
         .map_err(|_| BackendError::new(ErrorCode::InvalidArgument, 0, "kernel name contains NUL"))?;
     let mut f: CUfunction = std::ptr::null_mut();

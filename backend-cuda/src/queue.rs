@@ -1,11 +1,14 @@
-//! Queues (non-blocking streams) and events (with timing).
+//! Queues (blocking streams: the legacy default stream, which calls without a queue use, waits
+//! for them) and events (with timing). Functions taking a raw stream or event are `unsafe`: the
+//! value must be live in the current context (the runtime validated it).
 
 use cudarc::driver::sys::{self, CUevent, CUresult, CUstream};
 use ordo_core::BackendResult;
 
 use crate::conv::{check, check_release};
 
-const CU_STREAM_NON_BLOCKING: u32 = 1;
+/// `CU_STREAM_DEFAULT`: a blocking stream, synchronised with the legacy default stream.
+const CU_STREAM_BLOCKING: u32 = 0;
 const CU_EVENT_DEFAULT: u32 = 0;
 
 pub(crate) fn stream(raw: u64) -> CUstream {
@@ -19,16 +22,20 @@ pub(crate) fn event(raw: u64) -> CUevent {
 pub(crate) fn queue_create() -> BackendResult<u64> {
     let mut s: CUstream = std::ptr::null_mut();
     // SAFETY: valid out-pointer; the device's context is current.
-    check(unsafe { sys::cuStreamCreate(&mut s, CU_STREAM_NON_BLOCKING) })?;
+    check(unsafe { sys::cuStreamCreate(&mut s, CU_STREAM_BLOCKING) })?;
     Ok(s as u64)
 }
 
-pub(crate) fn queue_destroy(raw: u64) -> BackendResult<()> {
+/// # Safety
+/// Live stream/event values of the current context.
+pub(crate) unsafe fn queue_destroy(raw: u64) -> BackendResult<()> {
     // SAFETY: a live stream (validated by the runtime).
     check_release(unsafe { sys::cuStreamDestroy_v2(stream(raw)) })
 }
 
-pub(crate) fn queue_synchronize(raw: u64) -> BackendResult<()> {
+/// # Safety
+/// Live stream/event values of the current context.
+pub(crate) unsafe fn queue_synchronize(raw: u64) -> BackendResult<()> {
     // SAFETY: a live stream.
     check_release(unsafe { sys::cuStreamSynchronize(stream(raw)) })
 }
@@ -38,12 +45,16 @@ fn ready(r: CUresult) -> BackendResult<bool> {
     if r == CUresult::CUDA_ERROR_NOT_READY { Ok(false) } else { check(r).map(|()| true) }
 }
 
-pub(crate) fn queue_query(raw: u64) -> BackendResult<bool> {
+/// # Safety
+/// Live stream/event values of the current context.
+pub(crate) unsafe fn queue_query(raw: u64) -> BackendResult<bool> {
     // SAFETY: a live stream.
     ready(unsafe { sys::cuStreamQuery(stream(raw)) })
 }
 
-pub(crate) fn queue_wait_event(queue: u64, ev: u64) -> BackendResult<()> {
+/// # Safety
+/// Live stream/event values of the current context.
+pub(crate) unsafe fn queue_wait_event(queue: u64, ev: u64) -> BackendResult<()> {
     // SAFETY: a live stream and a live event.
     check(unsafe { sys::cuStreamWaitEvent(stream(queue), event(ev), 0) })
 }
@@ -55,27 +66,37 @@ pub(crate) fn event_create() -> BackendResult<u64> {
     Ok(e as u64)
 }
 
-pub(crate) fn event_destroy(raw: u64) -> BackendResult<()> {
+/// # Safety
+/// Live stream/event values of the current context.
+pub(crate) unsafe fn event_destroy(raw: u64) -> BackendResult<()> {
     // SAFETY: a live event.
     check_release(unsafe { sys::cuEventDestroy_v2(event(raw)) })
 }
 
-pub(crate) fn event_record(ev: u64, queue: u64) -> BackendResult<()> {
+/// # Safety
+/// Live stream/event values of the current context.
+pub(crate) unsafe fn event_record(ev: u64, queue: u64) -> BackendResult<()> {
     // SAFETY: a live event and stream of the same device.
     check(unsafe { sys::cuEventRecord(event(ev), stream(queue)) })
 }
 
-pub(crate) fn event_synchronize(raw: u64) -> BackendResult<()> {
+/// # Safety
+/// Live stream/event values of the current context.
+pub(crate) unsafe fn event_synchronize(raw: u64) -> BackendResult<()> {
     // SAFETY: a live event.
     check(unsafe { sys::cuEventSynchronize(event(raw)) })
 }
 
-pub(crate) fn event_query(raw: u64) -> BackendResult<bool> {
+/// # Safety
+/// Live stream/event values of the current context.
+pub(crate) unsafe fn event_query(raw: u64) -> BackendResult<bool> {
     // SAFETY: a live event.
     ready(unsafe { sys::cuEventQuery(event(raw)) })
 }
 
-pub(crate) fn event_elapsed_ms(start: u64, end: u64) -> BackendResult<f32> {
+/// # Safety
+/// Live stream/event values of the current context.
+pub(crate) unsafe fn event_elapsed_ms(start: u64, end: u64) -> BackendResult<f32> {
     let mut ms = 0f32;
     #[cfg(not(feature = "cuda-13000"))]
     // SAFETY: valid out-pointer and live events.

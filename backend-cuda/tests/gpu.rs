@@ -81,7 +81,8 @@ fn absent_without_driver_present_with_one() {
             println!("CUDA present: {} device(s); device 0: {name}, sm {cc}, {mem} bytes", info.device_count);
         }
     }
-    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
+    let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean(), "{report}");
 }
 
@@ -117,7 +118,8 @@ fn lifecycle_cycles_and_stale_handles_after_reinit() {
         old = Some((q, e, p, k, m, d));
         rt.init().unwrap();
         assert_eq!(rt.shutdown().unwrap(), Shutdown::Released { remaining: 1 });
-        let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+        let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
+        let report = rt.last_teardown_report().unwrap();
         assert!(report.is_clean(), "{report}");
         let devices = report.released_of(ordo_core::ObjectKind::Device);
         assert!(devices >= 1);
@@ -140,7 +142,7 @@ fn bad_inputs_on_the_gpu() {
     // Bad images and names.
     let bad = rt.program_load(d, b".version 7.0\n.target sm_52\n.address_size 64\nthis is not ptx").unwrap_err();
     assert_eq!(bad.code, ErrorCode::InvalidBinary, "{bad}");
-    let log = CudaBackend::last_error_detail();
+    let log = CudaBackend::take_last_error_detail();
     assert!(!log.is_empty(), "the JIT log is kept as the error detail");
     println!("JIT log of the bad image: {log}");
     assert_eq!(rt.program_load(d, b"\x7fELF garbage").unwrap_err().code, ErrorCode::InvalidBinary);
@@ -174,7 +176,8 @@ fn bad_inputs_on_the_gpu() {
     rt.program_unload(p).unwrap();
     assert_eq!(rt.program_unload(p).unwrap_err().code, ErrorCode::InvalidHandle);
     assert_eq!(rt.kernel_program(k).unwrap_err().code, ErrorCode::InvalidHandle);
-    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
+    let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean(), "{report}");
 }
 
@@ -233,7 +236,8 @@ fn vector_add_and_reduce(rt: &Runtime, d: Device) {
 fn real_kernels_on_real_data() {
     let Some(rt) = cuda() else { return };
     vector_add_and_reduce(rt, dev(rt, 0));
-    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
+    let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean(), "{report}");
     assert_eq!(report.released_of(ordo_core::ObjectKind::Allocation), 4);
 }
@@ -284,7 +288,8 @@ fn teardown_waits_for_running_kernels() {
             order.push(s.step)
         }
     };
-    let Shutdown::TornDown(report) = rt.shutdown_observed(observe).unwrap() else { panic!() };
+    let Shutdown::TornDown(_) = rt.shutdown_observed(observe).unwrap() else { panic!() };
+    let report = rt.last_teardown_report().unwrap();
     let took = started.elapsed();
     assert!(report.is_clean(), "{report}");
     assert_eq!(&order[..2], &[TeardownStep::SynchronizeQueue, TeardownStep::SynchronizeQueue]);
@@ -322,7 +327,7 @@ fn every_device_used_and_torn_down_in_order() {
         rt.queue_synchronize(q).unwrap();
     }
     let mut devices = Vec::new();
-    let Shutdown::TornDown(report) = rt
+    let Shutdown::TornDown(_) = rt
         .shutdown_observed(&mut |s| {
             if s.step == TeardownStep::ReleaseDevice {
                 devices.push(s.device)
@@ -332,6 +337,7 @@ fn every_device_used_and_torn_down_in_order() {
     else {
         panic!()
     };
+    let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean(), "{report}");
     assert_eq!(devices, (0..count).rev().collect::<Vec<_>>());
     println!("{count} devices used and released in order {devices:?}");
@@ -355,6 +361,7 @@ fn launches_survive_other_code_switching_the_context() {
     // SAFETY: `empty` takes no arguments.
     unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) }.unwrap();
     rt.queue_synchronize(q).unwrap();
-    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
+    let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean(), "{report}");
 }

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use ordo_core::{
     Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, DevicePtr, FillValue, InfoValue,
-    KernelArgs, LaunchDims, MemKind, Runtime,
+    KernelArgs, LaunchDims, LaunchLimits, MemKind, Runtime,
 };
 use serde_json::json;
 
@@ -44,67 +44,71 @@ impl Backend for NoopBackend {
     fn init(&self) -> BackendResult<u32> {
         Ok(1)
     }
-    fn deinit(&self) -> BackendResult<()> {
+    unsafe fn deinit(&self) -> BackendResult<()> {
         Ok(())
     }
-    fn device_release(&self, _: u32) -> BackendResult<()> {
+    unsafe fn device_release(&self, _: u32) -> BackendResult<()> {
         Ok(())
     }
+    unsafe fn forget_after_fork(&self) {}
     fn device_info(&self, _: u32, _: DeviceInfo) -> BackendResult<InfoValue> {
         Ok(InfoValue::Int(0))
+    }
+    fn launch_limits(&self, _: u32) -> LaunchLimits {
+        LaunchLimits::CUDA
     }
     fn mem_alloc(&self, _: u32, _: MemKind, size: usize) -> BackendResult<u64> {
         Ok(self.next_address.fetch_add((size as u64).next_multiple_of(256), Ordering::Relaxed))
     }
-    fn mem_free(&self, _: u32, _: MemKind, _: u64, _: usize) -> BackendResult<()> {
+    unsafe fn mem_free(&self, _: u32, _: MemKind, _: u64, _: usize) -> BackendResult<()> {
         Ok(())
     }
     unsafe fn memcpy(&self, _: u32, _: CopyKind, _: u64, _: u64, _: usize, _: Option<u64>) -> BackendResult<()> {
         Ok(())
     }
-    fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, _: Option<u64>) -> BackendResult<()> {
+    unsafe fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, _: Option<u64>) -> BackendResult<()> {
         Ok(())
     }
     fn queue_create(&self, _: u32) -> BackendResult<u64> {
         Ok(self.next.fetch_add(1, Ordering::Relaxed))
     }
-    fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
         Ok(())
     }
-    fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
         Ok(())
     }
-    fn queue_query(&self, _: u32, q: u64) -> BackendResult<bool> {
+    unsafe fn queue_query(&self, _: u32, q: u64) -> BackendResult<bool> {
         Ok(black_box(q) != 0)
     }
-    fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+    unsafe fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
         Ok(())
     }
     fn event_create(&self, _: u32) -> BackendResult<u64> {
         Ok(self.next.fetch_add(1, Ordering::Relaxed))
     }
-    fn event_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn event_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
         Ok(())
     }
-    fn event_record(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+    unsafe fn event_record(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
         Ok(())
     }
-    fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
         Ok(())
     }
-    fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+    unsafe fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
         Ok(true)
     }
-    fn event_elapsed_ms(&self, _: u32, _: u64, _: u64) -> BackendResult<f32> {
+    unsafe fn event_elapsed_ms(&self, _: u32, _: u64, _: u64) -> BackendResult<f32> {
         Ok(0.0)
     }
     fn program_load(&self, _: u32, _: &[u8]) -> BackendResult<u64> {
         Ok(self.next.fetch_add(1, Ordering::Relaxed))
     }
-    fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
         Ok(())
     }
-    fn kernel_get(&self, _: u32, program: u64, _: &str) -> BackendResult<u64> {
+    unsafe fn kernel_get(&self, _: u32, program: u64, _: &str) -> BackendResult<u64> {
         Ok(program)
     }
     unsafe fn launch(&self, _: u32, q: u64, k: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
@@ -178,7 +182,8 @@ fn call_overhead(rows: &mut Vec<Row>) {
     let (mut direct_q, mut ordo_q, mut direct_l, mut ordo_l) = (vec![], vec![], vec![], vec![]);
     for _ in 0..5 {
         direct_q.push(ns_per(3, N, || {
-            black_box(backend.queue_query(0, black_box(7)).unwrap());
+            // SAFETY: the no-op backend takes any value.
+            black_box(unsafe { backend.queue_query(0, black_box(7)) }.unwrap());
         }));
         ordo_q.push(ns_per(3, N, || {
             black_box(rt.queue_query(black_box(queue)).unwrap());

@@ -106,7 +106,8 @@ pub fn run() -> Result<(), String> {
         let info = rt.platform_info(p).map_err(|e| e.to_string())?;
         names.push(info.name);
         if let Some(reason) = info.absent {
-            println!("platform {}: absent ({})", info.name, reason.message);
+            let what = if info.is_unavailable() { "unavailable" } else { "absent" };
+            println!("platform {}: {what} ({})", info.name, reason.message);
             continue;
         }
         let Some(image) = ordo::builtin_program_image(info.kind) else {
@@ -133,9 +134,11 @@ pub fn run() -> Result<(), String> {
         println!("  {step_no:>3}. {}", describe(step, &names));
     });
     match shutdown {
-        Ok(Shutdown::TornDown(report)) => {
-            println!("teardown report: {report}");
-            if !report.is_clean() {
+        Ok(Shutdown::TornDown(summary)) => {
+            if let Some(report) = rt.last_teardown_report() {
+                println!("teardown report: {report}");
+            }
+            if !summary.is_clean() {
                 return Err("teardown reported failures".into());
             }
         }

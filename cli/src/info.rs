@@ -22,6 +22,13 @@ fn key_name(key: DeviceInfo) -> &'static str {
         DeviceInfo::MaxSharedMemoryPerBlock => "max_shared_memory_per_block",
         DeviceInfo::MaxSharedMemoryPerBlockOptin => "max_shared_memory_per_block_optin",
         DeviceInfo::WarpSize => "warp_size",
+        DeviceInfo::MaxBlockDimX => "max_block_dim_x",
+        DeviceInfo::MaxBlockDimY => "max_block_dim_y",
+        DeviceInfo::MaxBlockDimZ => "max_block_dim_z",
+        DeviceInfo::MaxGridDimX => "max_grid_dim_x",
+        DeviceInfo::MaxGridDimY => "max_grid_dim_y",
+        DeviceInfo::MaxGridDimZ => "max_grid_dim_z",
+        DeviceInfo::MaxThreadsPerLaunch => "max_threads_per_launch",
     }
 }
 
@@ -48,6 +55,8 @@ fn collect(rt: &Runtime) -> Result<Value, ordo_core::Error> {
         platforms.push(json!({
             "name": pi.name,
             "present": pi.absent.is_none(),
+            "unavailable": pi.is_unavailable(),
+            "status": pi.absent.map_or("success", |e| e.code.description()),
             "capabilities": pi.capabilities.iter_names().map(|(name, _)| name.to_ascii_lowercase()).collect::<Vec<_>>(),
             "absent_reason": pi.absent.map(|e| e.message),
             "devices": devices,
@@ -61,8 +70,9 @@ pub fn run(as_json: bool) -> Result<(), String> {
     let info = collect(&guard).map_err(|e| format!("query failed: {e}"));
     let shutdown = guard.shutdown().map_err(|e| format!("shutdown failed: {e}"))?;
     let info = info?;
-    if let ordo_core::Shutdown::TornDown(report) = shutdown {
-        if !report.is_clean() {
+    if let ordo_core::Shutdown::TornDown(summary) = shutdown {
+        if !summary.is_clean() {
+            let report = crate::runtime().last_teardown_report().unwrap_or_default();
             return Err(format!("teardown failed: {report}"));
         }
     }
@@ -73,7 +83,9 @@ pub fn run(as_json: bool) -> Result<(), String> {
     for p in info["platforms"].as_array().into_iter().flatten() {
         let name = p["name"].as_str().unwrap_or("?");
         if !p["present"].as_bool().unwrap_or(false) {
-            println!("platform {name}: absent ({})", p["absent_reason"].as_str().unwrap_or("unknown reason"));
+            let what = if p["unavailable"].as_bool().unwrap_or(false) { "unavailable" } else { "absent" };
+            let reason = p["absent_reason"].as_str().unwrap_or("unknown reason");
+            println!("platform {name}: {what} ({}: {reason})", p["status"].as_str().unwrap_or("?"));
             continue;
         }
         let devices = p["devices"].as_array().map_or(&[][..], Vec::as_slice);

@@ -1,11 +1,13 @@
 //! The `Backend` trait: the one contract between the runtime and a driver (CUDA, HSA, host).
 //!
 //! Backends are thin: they translate calls and errors. The runtime owns all state, ordering and
-//! validation, so a backend may assume that every object value it receives is one it returned
-//! earlier, still live, for the same device, and that sizes and ranges were checked.
+//! validation. Every method whose soundness depends on that validation (object values, addresses,
+//! sizes) is an `unsafe fn`, and the trait's docs state exactly what the runtime guarantees to
+//! it (as wgpu-hal does); the methods that stay safe check what they are given themselves.
 //!
-//! Lifecycle as seen by a backend: `init` once (returns the device count), then any object call,
-//! then, at teardown, for each device in reverse order: `queue_synchronize` on every queue,
+//! Lifecycle as seen by a backend: `init` once (returns the device count; a second `init`
+//! before `deinit` fails with `Busy`), then any object call, then, at teardown: `queue_synchronize`
+//! on every queue of every device of every platform; then, for each device in reverse order,
 //! `event_destroy`, `queue_destroy`, `program_unload`, `mem_free` (each newest first),
 //! `device_release`; then `deinit`. After `deinit`, `init` may be called again.
 //! Depends on `error`.
@@ -110,8 +112,63 @@ c_enum!(
         MaxSharedMemoryPerBlockOptin = 6,
         /// Threads per warp / wavefront.
         WarpSize = 7,
+        /// Largest block dimension x (threads).
+        MaxBlockDimX = 8,
+        /// Largest block dimension y (threads).
+        MaxBlockDimY = 9,
+        /// Largest block dimension z (threads).
+        MaxBlockDimZ = 10,
+        /// Largest grid dimension x (blocks).
+        MaxGridDimX = 11,
+        /// Largest grid dimension y (blocks).
+        MaxGridDimY = 12,
+        /// Largest grid dimension z (blocks).
+        MaxGridDimZ = 13,
+        /// Most threads in one launch (grid times block); `u64::MAX` where only the grid and
+        /// block limits apply.
+        MaxThreadsPerLaunch = 14,
     }
 );
+
+/// The launch dimensions a device accepts: launches beyond them fail with `InvalidValue`
+/// before any backend call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchLimits {
+    /// Largest grid dimensions (blocks).
+    pub grid: [u32; 3],
+    /// Largest block dimensions (threads).
+    pub block: [u32; 3],
+    /// Most threads per block.
+    pub threads_per_block: u32,
+    /// Most threads per launch (grid times block).
+    pub threads_per_launch: u64,
+}
+
+impl LaunchLimits {
+    /// CUDA's limits on every current NVIDIA GPU (compute capability 3.0 and later).
+    pub const CUDA: Self = Self {
+        grid: [i32::MAX as u32, 65535, 65535],
+        block: [1024, 1024, 64],
+        threads_per_block: 1024,
+        threads_per_launch: u64::MAX,
+    };
+
+    /// The value of a launch-limit key of `DeviceInfo`, or `None` for other keys.
+    pub fn info(&self, key: DeviceInfo) -> Option<InfoValue> {
+        let v = match key {
+            DeviceInfo::MaxThreadsPerBlock => u64::from(self.threads_per_block),
+            DeviceInfo::MaxBlockDimX => u64::from(self.block[0]),
+            DeviceInfo::MaxBlockDimY => u64::from(self.block[1]),
+            DeviceInfo::MaxBlockDimZ => u64::from(self.block[2]),
+            DeviceInfo::MaxGridDimX => u64::from(self.grid[0]),
+            DeviceInfo::MaxGridDimY => u64::from(self.grid[1]),
+            DeviceInfo::MaxGridDimZ => u64::from(self.grid[2]),
+            DeviceInfo::MaxThreadsPerLaunch => self.threads_per_launch,
+            _ => return None,
+        };
+        Some(InfoValue::Int(v))
+    }
+}
 
 /// The value of a device property.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,14 +251,33 @@ impl LaunchDims {
         Self { grid: [grid, 1, 1], block: [block, 1, 1], shared_mem_bytes: 0 }
     }
 
-    /// Threads per block.
-    pub fn threads_per_block(&self) -> u64 {
-        self.block.iter().map(|&d| u64::from(d)).product()
+    /// Threads per block (at most 2^96, so it cannot overflow a `u128`).
+    pub fn threads_per_block(&self) -> u128 {
+        self.block.iter().map(|&d| u128::from(d)).product()
     }
 
-    pub(crate) fn validate(&self) -> Result<()> {
+    /// Threads in the whole launch (at most 2^192 does not fit: `None` past `u128::MAX`).
+    pub fn threads_per_launch(&self) -> Option<u128> {
+        self.grid.iter().try_fold(self.threads_per_block(), |n, &d| n.checked_mul(u128::from(d)))
+    }
+
+    /// Checks the dimensions against a device's limits: `InvalidValue` for a zero dimension or
+    /// one beyond the limits (products computed without overflow).
+    pub fn validate(&self, limits: &LaunchLimits) -> Result<()> {
         if self.grid.contains(&0) || self.block.contains(&0) {
             return fail(ErrorCode::InvalidValue, "grid and block dimensions must all be at least 1");
+        }
+        if self.block.iter().zip(limits.block).any(|(&d, max)| d > max) {
+            return fail(ErrorCode::InvalidValue, "a block dimension exceeds the device's limit");
+        }
+        if self.grid.iter().zip(limits.grid).any(|(&d, max)| d > max) {
+            return fail(ErrorCode::InvalidValue, "a grid dimension exceeds the device's limit");
+        }
+        if self.threads_per_block() > u128::from(limits.threads_per_block) {
+            return fail(ErrorCode::InvalidValue, "more threads per block than the device allows");
+        }
+        if self.threads_per_launch().is_none_or(|n| n > u128::from(limits.threads_per_launch)) {
+            return fail(ErrorCode::InvalidValue, "more threads in the launch than the device allows");
         }
         Ok(())
     }
@@ -344,8 +420,26 @@ impl BackendOp {
 /// A driver behind the runtime. Object-safe; the runtime holds `&'static dyn Backend`s.
 ///
 /// Device numbers are the backend's own ordinals `0..init()`. Object values (`u64`) are opaque to
-/// the runtime. Every method except `kind`, `name`, `init` and `deinit` is called only between a
-/// successful `init` and the following `deinit`, and never concurrently with `init`/`deinit`.
+/// the runtime.
+///
+/// # What the runtime guarantees to the `unsafe` methods
+/// The runtime that initialised the backend (its `init` returned `Ok`) is the only caller of the
+/// `unsafe` methods, and it calls them only between that `init` and the matching `deinit`, never
+/// concurrently with either. For every call:
+/// - `device` is an ordinal below the count `init` returned, not yet released.
+/// - Every object value (queue, event, program, kernel) is one this backend returned for that
+///   same device, and has not been destroyed or unloaded; a kernel's program is still loaded.
+/// - Addresses and sizes of device memory (`mem_free`, the device sides of `memcpy`, `fill`) lie
+///   within one live allocation this backend returned for that device: `mem_free` gets the
+///   base, kind and size that `mem_alloc` was given; ranges are non-empty, do not overflow, and
+///   fill destinations are aligned to the element width.
+/// - Launch dimensions are within `launch_limits(device)`.
+/// - After `deinit` or `forget_after_fork`, no object value from before is passed again.
+///
+/// The safe methods (`init`, `device_info`, `launch_limits`, the create calls `mem_alloc`,
+/// `queue_create`, `event_create`, `program_load`) must be sound for any argument: they check
+/// the device ordinal and that the backend is initialised, and `program_load` checks that the
+/// image is well-formed before a driver reads it.
 pub trait Backend: Sync {
     /// Which driver this is.
     fn kind(&self) -> BackendKind;
@@ -356,24 +450,48 @@ pub trait Backend: Sync {
     /// What this backend's devices can do.
     fn capabilities(&self) -> Capabilities;
     /// Loads and initialises the driver; returns the number of devices. A missing driver or no
-    /// devices is `ErrorCode::NotPresent` (the platform is recorded as absent, not an error).
+    /// devices is `ErrorCode::NotPresent` (the platform is recorded as absent); a backend that
+    /// is already initialised fails with `ErrorCode::Busy` (one backend serves one runtime).
     fn init(&self) -> BackendResult<u32>;
     /// Releases the driver after every object and device was released.
-    fn deinit(&self) -> BackendResult<()>;
+    ///
+    /// # Safety
+    /// See the trait docs: called once by the runtime that initialised the backend, at the end
+    /// of its teardown (or roll-back), when no object of the backend is in use.
+    unsafe fn deinit(&self) -> BackendResult<()>;
+    /// In the child of a `fork`: forgets every object and the initialised state without calling
+    /// the driver (the child's copies of the parent's driver objects must not be used), and frees
+    /// any lock that a thread of the parent held, so that `init` may run again.
+    ///
+    /// # Safety
+    /// Called in a forked child before it has other threads; no object value of this backend
+    /// from before is used afterwards.
+    unsafe fn forget_after_fork(&self);
     /// Releases what `init` acquired for `device` (e.g. the primary context).
-    fn device_release(&self, device: u32) -> BackendResult<()>;
-    /// A device property.
+    ///
+    /// # Safety
+    /// See the trait docs; every object of the device was released first.
+    unsafe fn device_release(&self, device: u32) -> BackendResult<()>;
+    /// A device property (`InvalidArgument` for a device that does not exist).
     fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue>;
+    /// The launch dimensions `device` accepts (read once per device at init; infallible so that
+    /// init needs no extra driver call: backends learn them while initialising).
+    fn launch_limits(&self, device: u32) -> LaunchLimits;
 
     /// Allocates `size > 0` bytes; returns the address.
     fn mem_alloc(&self, device: u32, kind: MemKind, size: usize) -> BackendResult<u64>;
     /// Frees an allocation made by `mem_alloc` (its base address, kind and size).
-    fn mem_free(&self, device: u32, kind: MemKind, addr: u64, size: usize) -> BackendResult<()>;
-    /// Copies `size` bytes; with a queue, asynchronously on it.
     ///
     /// # Safety
-    /// The device side was validated by the runtime; host pointers (`dst` for device-to-host, `src`
-    /// for host-to-device) must be valid for `size` bytes until the copy completes.
+    /// See the trait docs.
+    unsafe fn mem_free(&self, device: u32, kind: MemKind, addr: u64, size: usize) -> BackendResult<()>;
+    /// Copies `size` bytes; with a queue, asynchronously on it. Without a queue, returns when the
+    /// copy is complete, and starts after all work submitted earlier to the device's queues.
+    ///
+    /// # Safety
+    /// See the trait docs for the device sides and the queue; host pointers (`dst` for
+    /// device-to-host, `src` for host-to-device) are valid for `size` bytes until the copy
+    /// completes.
     unsafe fn memcpy(
         &self,
         device: u32,
@@ -383,44 +501,90 @@ pub trait Backend: Sync {
         size: usize,
         queue: Option<u64>,
     ) -> BackendResult<()>;
-    /// Writes `value` `count` times from `dst` (a validated device range); with a queue, async.
-    fn fill(&self, device: u32, dst: u64, value: FillValue, count: usize, queue: Option<u64>) -> BackendResult<()>;
+    /// Writes `value` `count` times from `dst`; with a queue, asynchronously. Without one, ordered
+    /// like `memcpy`.
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn fill(
+        &self,
+        device: u32,
+        dst: u64,
+        value: FillValue,
+        count: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()>;
 
     /// Creates an in-order queue.
     fn queue_create(&self, device: u32) -> BackendResult<u64>;
     /// Destroys a queue.
-    fn queue_destroy(&self, device: u32, queue: u64) -> BackendResult<()>;
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn queue_destroy(&self, device: u32, queue: u64) -> BackendResult<()>;
     /// Waits until all work on the queue has finished.
-    fn queue_synchronize(&self, device: u32, queue: u64) -> BackendResult<()>;
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn queue_synchronize(&self, device: u32, queue: u64) -> BackendResult<()>;
     /// Whether all work on the queue has finished.
-    fn queue_query(&self, device: u32, queue: u64) -> BackendResult<bool>;
-    /// Makes later work on `queue` wait for `event` (which may belong to another device).
-    fn queue_wait_event(&self, device: u32, queue: u64, event: u64) -> BackendResult<()>;
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn queue_query(&self, device: u32, queue: u64) -> BackendResult<bool>;
+    /// Makes later work on `queue` wait for `event` (an event of the same backend, possibly of
+    /// another device).
+    ///
+    /// # Safety
+    /// See the trait docs; `event` is live on its own device.
+    unsafe fn queue_wait_event(&self, device: u32, queue: u64, event: u64) -> BackendResult<()>;
 
     /// Creates an event (with timing).
     fn event_create(&self, device: u32) -> BackendResult<u64>;
     /// Destroys an event.
-    fn event_destroy(&self, device: u32, event: u64) -> BackendResult<()>;
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn event_destroy(&self, device: u32, event: u64) -> BackendResult<()>;
     /// Records the event on a queue of the same device.
-    fn event_record(&self, device: u32, event: u64, queue: u64) -> BackendResult<()>;
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn event_record(&self, device: u32, event: u64, queue: u64) -> BackendResult<()>;
     /// Waits until the event has completed.
-    fn event_synchronize(&self, device: u32, event: u64) -> BackendResult<()>;
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn event_synchronize(&self, device: u32, event: u64) -> BackendResult<()>;
     /// Whether the event has completed.
-    fn event_query(&self, device: u32, event: u64) -> BackendResult<bool>;
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn event_query(&self, device: u32, event: u64) -> BackendResult<bool>;
     /// Milliseconds between two completed events of the same device.
-    fn event_elapsed_ms(&self, device: u32, start: u64, end: u64) -> BackendResult<f32>;
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn event_elapsed_ms(&self, device: u32, start: u64, end: u64) -> BackendResult<f32>;
 
-    /// Loads a program image; the backend copies what it keeps of `image`.
+    /// Loads a program image; the backend checks that the image is well-formed before the
+    /// driver reads it (`InvalidBinary` otherwise) and copies what it keeps of it.
     fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64>;
     /// Unloads a program; its kernels die with it.
-    fn program_unload(&self, device: u32, program: u64) -> BackendResult<()>;
-    /// Looks up a kernel by name; the same name must give the same value.
-    fn kernel_get(&self, device: u32, program: u64, name: &str) -> BackendResult<u64>;
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn program_unload(&self, device: u32, program: u64) -> BackendResult<()>;
+    /// Looks up a kernel by name (non-empty, no NUL); the same name must give the same value.
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn kernel_get(&self, device: u32, program: u64, name: &str) -> BackendResult<u64>;
     /// Launches a kernel on a queue.
     ///
     /// # Safety
-    /// Every argument pointer must point to a value of the kernel's parameter type, and the
-    /// kernel's memory accesses must stay within memory it may access.
+    /// See the trait docs; besides, every argument pointer points to a value of the kernel's
+    /// parameter type, and the kernel's memory accesses stay within memory it may access.
     unsafe fn launch(
         &self,
         device: u32,

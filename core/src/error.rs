@@ -47,11 +47,15 @@ pub enum ErrorCode {
     NotPresent = 17,
     /// An internal error: a bug in ordo (e.g. a caught panic at the C boundary).
     Internal = 18,
+    /// The call would wait for the calling thread itself (a lifecycle or create/destroy call
+    /// from inside a host kernel or a teardown observer), or a backend is already initialised
+    /// by another runtime.
+    Busy = 19,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         Self::Success,
         Self::Unknown,
         Self::InvalidArgument,
@@ -71,6 +75,7 @@ impl ErrorCode {
         Self::TeardownFailed,
         Self::NotPresent,
         Self::Internal,
+        Self::Busy,
     ];
 
     /// A short, static description of the code.
@@ -95,6 +100,7 @@ impl ErrorCode {
             Self::TeardownFailed => "teardown failed",
             Self::NotPresent => "not present",
             Self::Internal => "internal error",
+            Self::Busy => "busy",
         }
     }
 
@@ -127,6 +133,12 @@ impl Error {
     pub const fn new(code: ErrorCode, message: &'static str) -> Self {
         Self { code, native: 0, message }
     }
+
+    /// `Busy`: the call would wait for the calling thread itself.
+    pub const REENTRANT: Self = Self::new(
+        ErrorCode::Busy,
+        "called from inside a host kernel or teardown observer, where this call would wait for itself",
+    );
 
     /// `Uninitialized`: the call arrived outside `Ready`.
     pub const UNINITIALIZED: Self =
@@ -168,6 +180,11 @@ impl BackendError {
     /// The backend's driver or devices are absent: the platform is recorded as absent.
     pub const fn not_present(message: &'static str) -> Self {
         Self::new(ErrorCode::NotPresent, 0, message)
+    }
+
+    /// A backend error carrying an error of ordo's own (no backend code).
+    pub const fn from_error(e: Error) -> Self {
+        Self::new(e.code, e.native, e.message)
     }
 
     /// The driver already released the object (its context or the driver itself is gone).

@@ -48,8 +48,8 @@ impl Drop for InitGuard<'_> {
             return;
         }
         match self.runtime.shutdown() {
-            Ok(Shutdown::TornDown(report)) if !report.is_clean() => {
-                log::error!("ordo: teardown on guard drop failed: {report}");
+            Ok(Shutdown::TornDown(summary)) if !summary.is_clean() => {
+                log::error!("ordo: teardown on guard drop failed: {} step(s) failed", summary.failures);
             }
             Ok(_) => {}
             Err(e) => log::error!("ordo: shutdown on guard drop failed: {e}"),

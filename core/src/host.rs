@@ -6,32 +6,43 @@
 //! are in order and events complete when recorded. Depends on `backend`, `error`, `capacity`.
 
 use core::cell::UnsafeCell;
-use core::mem::MaybeUninit;
 
 use crate::backend::{
     Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs,
-    LaunchDims, MemKind,
+    LaunchDims, LaunchLimits, MemKind,
 };
 use crate::capacity::{MAX_ALLOCATIONS, MAX_EVENTS};
 use crate::error::{BackendError, Error, ErrorCode};
+use crate::reentry;
 
 /// Alignment of every host allocation (as CUDA's allocations are 256-byte aligned).
 pub const HOST_ALIGN: usize = 256;
 
+/// The host backend's launch limits: CUDA's grid and block limits, and at most 2^28 threads per
+/// launch, because a launch runs its whole grid on the calling thread while it holds the host
+/// device (a larger grid would keep every other host call, and the final shutdown, waiting).
+pub const HOST_LAUNCH_LIMITS: LaunchLimits = LaunchLimits { threads_per_launch: 1 << 28, ..LaunchLimits::CUDA };
+
 /// A region of memory the host backend allocates from.
-pub trait ArenaRegion: Sync {
-    /// Start and length of the region. The backend has exclusive use of it.
+///
+/// # Safety
+/// `region` returns the same start and length every time; the bytes are valid for reads and
+/// writes, initialised, and not accessed by anything but the one `HostBackend` built over it
+/// (and the code its allocations are handed to) for as long as the backend exists.
+pub unsafe trait ArenaRegion: Sync {
+    /// Start and length of the region.
     fn region(&self) -> (*mut u8, usize);
 }
 
-/// A fixed arena of `N` bytes, meant to be a `static`.
+/// A fixed arena of `N` bytes, meant to be a `static`. It starts zeroed (so it sits in `.bss`
+/// and a fresh allocation never exposes uninitialised bytes).
 #[repr(C, align(256))]
-pub struct HostArena<const N: usize>(UnsafeCell<MaybeUninit<[u8; N]>>);
+pub struct HostArena<const N: usize>(UnsafeCell<[u8; N]>);
 
 impl<const N: usize> HostArena<N> {
-    /// A new arena (place it in a `static`).
+    /// A new, zeroed arena (place it in a `static`).
     pub const fn new() -> Self {
-        Self(UnsafeCell::new(MaybeUninit::uninit()))
+        Self(UnsafeCell::new([0; N]))
     }
 }
 
@@ -41,11 +52,14 @@ impl<const N: usize> Default for HostArena<N> {
     }
 }
 
-// SAFETY: the arena's bytes are handed out by one `HostBackend`, whose allocator (under its lock)
-// never gives the same byte to two live allocations; access to the bytes is the users' contract.
+// SAFETY: the arena's bytes are only reached through raw pointers: by one `HostBackend`, which
+// serialises its own accesses (copies, fills and launches hold its execution lock) and never gives
+// the same byte to two live allocations, and by code the allocations are handed to.
 unsafe impl<const N: usize> Sync for HostArena<N> {}
 
-impl<const N: usize> ArenaRegion for HostArena<N> {
+// SAFETY: a fixed, initialised (zeroed) array that lives as long as the arena; the pointer is
+// derived from the `UnsafeCell`, so writes through it are allowed.
+unsafe impl<const N: usize> ArenaRegion for HostArena<N> {
     fn region(&self) -> (*mut u8, usize) {
         (self.0.get().cast::<u8>(), N)
     }
@@ -110,11 +124,16 @@ struct HostState {
 }
 
 /// The host backend. Build it in a `static` with `HostBackend::new`.
+///
+/// All work that touches arena bytes (copies, fills, launches) runs under one execution lock, so
+/// the host device executes one thing at a time, like a single in-order engine: any interleaving
+/// of valid calls from any threads is free of data races on the arena.
 pub struct HostBackend {
     arena: &'static dyn ArenaRegion,
     programs: &'static [HostProgram],
     clock_ns: Option<fn() -> u64>,
     state: spin::Mutex<HostState>,
+    exec: spin::Mutex<()>,
 }
 
 fn err(code: ErrorCode, message: &'static str) -> BackendError {
@@ -139,10 +158,11 @@ impl HostBackend {
                 events: [EVENT_FREE; MAX_EVENTS],
                 next_queue: 1,
             }),
+            exec: spin::Mutex::new(()),
         }
     }
 
-    /// Bytes of the arena not allocated right now (for tests and `ordo info`).
+    /// Bytes of the arena not allocated right now (0 when the backend is not initialised).
     pub fn free_bytes(&self) -> usize {
         self.state.lock().free.iter().map(|&(_, len)| len).sum()
     }
@@ -157,6 +177,28 @@ impl HostBackend {
             Some(slot) if *slot != EVENT_FREE => Ok(slot),
             _ => Err(err(ErrorCode::InvalidHandle, "host event does not exist")),
         }
+    }
+
+    /// The state, for a safe call: `device` must be 0 and the backend initialised.
+    fn checked_state(&self, device: u32) -> BackendResult<spin::MutexGuard<'_, HostState>> {
+        if device != 0 {
+            return Err(err(ErrorCode::InvalidArgument, "the host platform has one device, 0"));
+        }
+        let s = self.state.lock();
+        if !s.up {
+            return Err(err(ErrorCode::Uninitialized, "the host backend is not initialised"));
+        }
+        Ok(s)
+    }
+
+    /// Runs `work` as the host device's one piece of work in progress. From inside a host kernel
+    /// (which holds the device) it fails with `Busy` instead of waiting for itself.
+    fn execute<T>(&self, work: impl FnOnce() -> BackendResult<T>) -> BackendResult<T> {
+        if reentry::in_callback() {
+            return Err(BackendError::from_error(Error::REENTRANT));
+        }
+        let _device = self.exec.lock();
+        work()
     }
 }
 
@@ -174,8 +216,12 @@ impl Backend for HostBackend {
         let (start, len) = self.arena.region();
         let skip = start.align_offset(HOST_ALIGN).min(len);
         let mut s = self.state.lock();
+        if s.up {
+            return Err(err(ErrorCode::Busy, "the host backend is already initialised (by another runtime)"));
+        }
         s.free.clear();
         if len - skip >= HOST_ALIGN {
+            // Cannot fail: the list is empty.
             let _ = s.free.push((skip, (len - skip) / HOST_ALIGN * HOST_ALIGN));
         }
         s.events = [EVENT_FREE; MAX_EVENTS];
@@ -183,34 +229,54 @@ impl Backend for HostBackend {
         Ok(1)
     }
 
-    fn deinit(&self) -> BackendResult<()> {
-        self.state.lock().up = false;
+    unsafe fn deinit(&self) -> BackendResult<()> {
+        let mut s = self.state.lock();
+        s.up = false;
+        s.free.clear();
         Ok(())
     }
 
-    fn device_release(&self, _device: u32) -> BackendResult<()> {
+    unsafe fn forget_after_fork(&self) {
+        // SAFETY: in a forked child only this thread exists, so a held lock belongs to a thread
+        // of the parent that will never release it, and nothing else can be inside it.
+        unsafe {
+            if self.exec.is_locked() {
+                self.exec.force_unlock();
+            }
+            if self.state.is_locked() {
+                self.state.force_unlock();
+            }
+            self.deinit().ok();
+        }
+    }
+
+    unsafe fn device_release(&self, _device: u32) -> BackendResult<()> {
         Ok(())
     }
 
-    fn device_info(&self, _device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
+    fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
+        drop(self.checked_state(device)?);
+        if let Some(v) = HOST_LAUNCH_LIMITS.info(key) {
+            return Ok(v);
+        }
         Ok(match key {
             DeviceInfo::Name => InfoValue::text("host CPU (calling thread)"),
             DeviceInfo::ComputeCapability => InfoValue::Version(0, 0),
             DeviceInfo::TotalMemory => InfoValue::Int(self.arena.region().1 as u64),
             DeviceInfo::MultiprocessorCount | DeviceInfo::WarpSize => InfoValue::Int(1),
-            DeviceInfo::MaxThreadsPerBlock => InfoValue::Int(1024),
-            DeviceInfo::MaxSharedMemoryPerBlock | DeviceInfo::MaxSharedMemoryPerBlockOptin => InfoValue::Int(0),
+            _ => InfoValue::Int(0), // shared memory: the host backend has none
         })
     }
 
-    fn mem_alloc(&self, _device: u32, _kind: MemKind, size: usize) -> BackendResult<u64> {
-        let Some(need) = size.checked_next_multiple_of(HOST_ALIGN) else {
-            return Err(err(ErrorCode::OutOfResources, "host arena exhausted"));
-        };
-        let mut s = self.state.lock();
-        let Some(i) = s.free.iter().position(|&(_, len)| len >= need) else {
-            return Err(err(ErrorCode::OutOfResources, "host arena exhausted"));
-        };
+    fn launch_limits(&self, _device: u32) -> LaunchLimits {
+        HOST_LAUNCH_LIMITS
+    }
+
+    fn mem_alloc(&self, device: u32, _kind: MemKind, size: usize) -> BackendResult<u64> {
+        let exhausted = || err(ErrorCode::OutOfResources, "host arena exhausted");
+        let need = size.max(1).checked_next_multiple_of(HOST_ALIGN).ok_or_else(exhausted)?;
+        let mut s = self.checked_state(device)?;
+        let i = s.free.iter().position(|&(_, len)| len >= need).ok_or_else(exhausted)?;
         let (offset, len) = s.free[i];
         if len == need {
             s.free.remove(i);
@@ -220,7 +286,7 @@ impl Backend for HostBackend {
         Ok(self.arena.region().0 as u64 + offset as u64)
     }
 
-    fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
+    unsafe fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
         let offset = (addr - self.arena.region().0 as u64) as usize;
         let len = size.next_multiple_of(HOST_ALIGN);
         let mut s = self.state.lock();
@@ -244,50 +310,58 @@ impl Backend for HostBackend {
 
     unsafe fn memcpy(&self, _: u32, _: CopyKind, dst: u64, src: u64, size: usize, _: Option<u64>) -> BackendResult<()> {
         debug_assert!(dst != 0 && src != 0);
-        // SAFETY: the runtime validated the arena side; the caller guarantees the host side.
-        // `copy` allows overlap (device-to-device within one allocation).
-        unsafe { core::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, size) };
-        Ok(())
+        self.execute(|| {
+            // SAFETY: the runtime validated the arena side; the caller guarantees the host side.
+            // Raw-pointer copy (no references over bytes other code may reach); `copy` allows
+            // overlap (device-to-device within one allocation). The execution lock keeps every
+            // other copy, fill and launch of this arena out meanwhile.
+            unsafe { core::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, size) };
+            Ok(())
+        })
     }
 
-    fn fill(&self, _: u32, dst: u64, value: FillValue, count: usize, _: Option<u64>) -> BackendResult<()> {
+    unsafe fn fill(&self, _: u32, dst: u64, value: FillValue, count: usize, _: Option<u64>) -> BackendResult<()> {
         let p = dst as usize as *mut u8;
-        // SAFETY: the runtime validated that `count` elements from `dst` lie in one live
-        // allocation of this arena and that `dst` is aligned to the element width.
-        unsafe {
-            match value {
-                FillValue::U8(v) => core::ptr::write_bytes(p, v, count),
-                FillValue::U16(v) => core::slice::from_raw_parts_mut(p.cast::<u16>(), count).fill(v),
-                FillValue::U32(v) => core::slice::from_raw_parts_mut(p.cast::<u32>(), count).fill(v),
+        debug_assert!(p.align_offset(value.width()) == 0);
+        self.execute(|| {
+            // SAFETY: the runtime validated that `count` elements from `dst` lie in one live
+            // allocation of this arena and that `dst` is aligned to the element width. Elements
+            // are written through raw pointers, one at a time, under the execution lock.
+            unsafe {
+                match value {
+                    FillValue::U8(v) => core::ptr::write_bytes(p, v, count),
+                    FillValue::U16(v) => (0..count).for_each(|i| p.cast::<u16>().add(i).write(v)),
+                    FillValue::U32(v) => (0..count).for_each(|i| p.cast::<u32>().add(i).write(v)),
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
-    fn queue_create(&self, _device: u32) -> BackendResult<u64> {
-        let mut s = self.state.lock();
+    fn queue_create(&self, device: u32) -> BackendResult<u64> {
+        let mut s = self.checked_state(device)?;
         s.next_queue += 1;
         Ok(s.next_queue)
     }
 
-    fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
         Ok(())
     }
 
-    fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
         Ok(())
     }
 
-    fn queue_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+    unsafe fn queue_query(&self, _: u32, _: u64) -> BackendResult<bool> {
         Ok(true)
     }
 
-    fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+    unsafe fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
         Ok(())
     }
 
-    fn event_create(&self, _device: u32) -> BackendResult<u64> {
-        let mut s = self.state.lock();
+    fn event_create(&self, device: u32) -> BackendResult<u64> {
+        let mut s = self.checked_state(device)?;
         let Some(i) = s.events.iter().position(|&e| e == EVENT_FREE) else {
             return Err(err(ErrorCode::OutOfResources, "host event slots exhausted"));
         };
@@ -295,26 +369,26 @@ impl Backend for HostBackend {
         Ok(i as u64 + 1)
     }
 
-    fn event_destroy(&self, _: u32, event: u64) -> BackendResult<()> {
+    unsafe fn event_destroy(&self, _: u32, event: u64) -> BackendResult<()> {
         *Self::event_slot(&mut self.state.lock(), event)? = EVENT_FREE;
         Ok(())
     }
 
-    fn event_record(&self, _: u32, event: u64, _: u64) -> BackendResult<()> {
+    unsafe fn event_record(&self, _: u32, event: u64, _: u64) -> BackendResult<()> {
         let now = self.clock_ns.map_or(0, |clock| clock());
         *Self::event_slot(&mut self.state.lock(), event)? = EVENT_RECORDED_BASE.saturating_add(now);
         Ok(())
     }
 
-    fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
         Ok(())
     }
 
-    fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+    unsafe fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
         Ok(true)
     }
 
-    fn event_elapsed_ms(&self, _: u32, start: u64, end: u64) -> BackendResult<f32> {
+    unsafe fn event_elapsed_ms(&self, _: u32, start: u64, end: u64) -> BackendResult<f32> {
         if self.clock_ns.is_none() {
             return Err(err(ErrorCode::Unsupported, "host backend was built without a clock"));
         }
@@ -327,19 +401,22 @@ impl Backend for HostBackend {
         Ok((b as f64 - a as f64) as f32 / 1.0e6)
     }
 
-    fn program_load(&self, _device: u32, image: &[u8]) -> BackendResult<u64> {
+    fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
+        drop(self.checked_state(device)?);
         match self.program_index(image) {
             Some(i) => Ok(i as u64 + 1),
             None => Err(err(ErrorCode::InvalidBinary, "image names no registered host program")),
         }
     }
 
-    fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
         Ok(())
     }
 
-    fn kernel_get(&self, _device: u32, program: u64, name: &str) -> BackendResult<u64> {
-        let p = &self.programs[program as usize - 1];
+    unsafe fn kernel_get(&self, _device: u32, program: u64, name: &str) -> BackendResult<u64> {
+        let Some(p) = self.programs.get((program as usize).wrapping_sub(1)) else {
+            return Err(err(ErrorCode::InvalidHandle, "host program does not exist"));
+        };
         match p.kernels.iter().position(|k| k.name == name) {
             Some(k) => Ok((program << 32) | k as u64),
             None => Err(err(ErrorCode::NotFound, "no kernel of that name in the program")),
@@ -354,32 +431,38 @@ impl Backend for HostBackend {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
-        if dims.threads_per_block() > 1024 {
-            return Err(err(ErrorCode::InvalidValue, "more than 1024 threads per block"));
-        }
+        debug_assert!(dims.validate(&HOST_LAUNCH_LIMITS).is_ok());
         if dims.shared_mem_bytes > 0 {
             return Err(err(ErrorCode::InvalidValue, "the host backend has no shared memory"));
         }
-        let program = &self.programs[(kernel >> 32) as usize - 1];
-        let run = program.kernels[(kernel & 0xffff_ffff) as usize].run;
-        let mut t = HostThread { thread: [0; 3], block: [0; 3], block_dim: dims.block, grid_dim: dims.grid };
-        for bz in 0..dims.grid[2] {
-            for by in 0..dims.grid[1] {
-                for bx in 0..dims.grid[0] {
-                    t.block = [bx, by, bz];
-                    for tz in 0..dims.block[2] {
-                        for ty in 0..dims.block[1] {
-                            for tx in 0..dims.block[0] {
-                                t.thread = [tx, ty, tz];
-                                // SAFETY: the caller of launch guarantees the arguments.
-                                unsafe { run(&t, args) }.map_err(|e| BackendError::new(e.code, 0, e.message))?;
+        let program = self.programs.get(((kernel >> 32) as usize).wrapping_sub(1));
+        let Some(host_kernel) = program.and_then(|p| p.kernels.get((kernel & 0xffff_ffff) as usize)) else {
+            return Err(err(ErrorCode::InvalidHandle, "host kernel does not exist"));
+        };
+        let run = host_kernel.run;
+        self.execute(|| {
+            // The kernel is user code: calls it makes into ordo that would wait for this launch
+            // fail with `Busy` (std builds).
+            let _callback = reentry::mark();
+            let mut t = HostThread { thread: [0; 3], block: [0; 3], block_dim: dims.block, grid_dim: dims.grid };
+            for bz in 0..dims.grid[2] {
+                for by in 0..dims.grid[1] {
+                    for bx in 0..dims.grid[0] {
+                        t.block = [bx, by, bz];
+                        for tz in 0..dims.block[2] {
+                            for ty in 0..dims.block[1] {
+                                for tx in 0..dims.block[0] {
+                                    t.thread = [tx, ty, tz];
+                                    // SAFETY: the caller of launch guarantees the arguments.
+                                    unsafe { run(&t, args) }.map_err(BackendError::from_error)?;
+                                }
                             }
                         }
                     }
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 

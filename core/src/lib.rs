@@ -31,6 +31,7 @@ mod handle;
 pub mod host;
 mod lifecycle;
 pub mod model;
+mod reentry;
 mod report;
 mod runtime;
 #[cfg(feature = "testing")]
@@ -40,13 +41,13 @@ mod table;
 
 pub use backend::{
     Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue,
-    KernelArgs, LaunchDims, MemKind,
+    KernelArgs, LaunchDims, LaunchLimits, MemKind,
 };
 pub use error::{BackendError, Error, ErrorCode, Result};
 pub use guard::InitGuard;
 pub use handle::{Device, DevicePtr, Event, Kernel, ObjectKind, Platform, Program, Queue, RawHandle};
 pub use lifecycle::{MAX_REFS, Phase, State};
-pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep};
+pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep, TeardownSummary};
 pub use runtime::{LiveObjects, PlatformInfo, Runtime, Shutdown};
 #[cfg(not(loom))]
 pub use sync::Relax;

@@ -14,6 +14,7 @@
 //! sees the call's increment and waits for it. Depends on `sync` and `error`.
 
 use crate::error::{Error, ErrorCode, Result, fail};
+use crate::reentry::in_callback;
 use crate::sync::{AtomicU32, AtomicU64, Ordering, relax};
 
 /// Orders a write before the following read for loom. loom models `SeqCst` accesses as
@@ -179,10 +180,14 @@ impl Gate {
 
     /// Takes an init reference, or moves `Uninit` → `Initializing` for the caller to initialise.
     /// Waits while another thread initialises or shuts down.
+    /// From inside a host kernel or teardown observer, a wait (for the transition that runs the
+    /// callback) fails with `Busy` instead.
     pub(crate) fn begin_init(&self) -> Result<InitStep> {
         loop {
             let w = self.load();
             match w.phase() {
+                // A writer in `Uninit` is a `fork` in progress (see `fork_prepare`).
+                Phase::Uninit if w.writer() => relax(),
                 Phase::Uninit => {
                     if self.cas(w, w.with(Phase::Initializing, 0)) {
                         return Ok(InitStep::MustInitialize);
@@ -196,6 +201,7 @@ impl Gate {
                         return Ok(InitStep::Referenced);
                     }
                 }
+                Phase::Initializing | Phase::ShuttingDown if in_callback() => return Err(Error::REENTRANT),
                 Phase::Initializing | Phase::ShuttingDown => relax(),
             }
         }
@@ -216,7 +222,12 @@ impl Gate {
 
     /// Drops an init reference; for the last one, moves to `ShuttingDown` and waits until every
     /// call in flight has returned. `Uninitialized` when there is no reference to drop.
-    pub(crate) fn begin_shutdown(&self) -> Result<ShutdownStep> {
+    ///
+    /// While it waits for calls in flight it asks `patience` before each wait; when that says
+    /// `false`, the reference is given back (`Ready(1)` again, nothing torn down) and the result
+    /// is `Busy`. From inside a host kernel or teardown observer, the final shutdown (which would
+    /// wait for the callback's own call) and any wait fail with `Busy`.
+    pub(crate) fn begin_shutdown(&self, patience: &mut dyn FnMut() -> bool) -> Result<ShutdownStep> {
         loop {
             let w = self.load();
             match w.phase() {
@@ -226,14 +237,23 @@ impl Gate {
                         return Ok(ShutdownStep::Released(w.refs() - 1));
                     }
                 }
+                Phase::Ready if in_callback() => return Err(Error::REENTRANT),
                 Phase::Ready => {
                     if self.cas(w, w.with(Phase::ShuttingDown, 0)) {
                         while self.load().writer() || self.calls_in_flight() {
+                            if !patience() {
+                                self.set_phase(Phase::Ready, 1);
+                                return fail(
+                                    ErrorCode::Busy,
+                                    "calls in flight did not return in time; nothing was torn down",
+                                );
+                            }
                             relax();
                         }
                         return Ok(ShutdownStep::MustTearDown);
                     }
                 }
+                Phase::Initializing | Phase::ShuttingDown if in_callback() => return Err(Error::REENTRANT),
                 Phase::Initializing | Phase::ShuttingDown => relax(),
             }
         }
@@ -266,11 +286,15 @@ impl Gate {
     }
 
     /// Enters a call that changes the tables: waits for other writers and for calls in flight.
+    /// From inside a host kernel (itself a call in flight) it fails with `Busy` instead.
     pub(crate) fn enter_exclusive(&self) -> Result<ExclusiveGuard<'_>> {
         loop {
             let w = self.load();
             if w.phase() != Phase::Ready {
                 return Err(Error::UNINITIALIZED);
+            }
+            if in_callback() {
+                return Err(Error::REENTRANT);
             }
             if w.writer() {
                 relax();
@@ -282,6 +306,47 @@ impl Gate {
                 }
                 return Ok(ExclusiveGuard(self));
             }
+        }
+    }
+
+    /// Before a `fork`: waits until no transition and no exclusive call is in progress, then
+    /// holds the writer flag, so the child inherits consistent tables (shared calls in flight do
+    /// not change them and are not waited for). The forking thread, if it runs a callback, does
+    /// not wait: the tables are consistent between the steps that call back.
+    #[cfg(all(feature = "std", unix, not(loom)))]
+    pub(crate) fn fork_prepare(&self) -> bool {
+        if in_callback() {
+            return false;
+        }
+        loop {
+            let w = self.load();
+            match w.phase() {
+                Phase::Initializing | Phase::ShuttingDown => relax(),
+                _ if w.writer() => relax(),
+                _ => {
+                    if self.cas(w, Word(w.0 | WRITER)) {
+                        return true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// After a `fork`, in the parent: gives the writer flag back if `fork_prepare` took it.
+    #[cfg(all(feature = "std", unix, not(loom)))]
+    pub(crate) fn fork_parent(&self, held: bool) {
+        if held {
+            self.word.fetch_and(!WRITER, Ordering::SeqCst);
+        }
+    }
+
+    /// After a `fork`, in the child (one thread): `Uninit`, no writer, no call in flight (the
+    /// parent's other threads do not exist here).
+    #[cfg(all(feature = "std", unix, not(loom)))]
+    pub(crate) fn fork_child(&self) {
+        self.word.store(0, Ordering::SeqCst);
+        for s in &self.shards {
+            s.0.store(0, Ordering::SeqCst);
         }
     }
 }

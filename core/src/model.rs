@@ -178,6 +178,8 @@ struct Fault {
 pub struct Model<const N: usize = 4096> {
     config: ModelConfig,
     refs: u32,
+    /// The platform's backend initialised (it is deinitialised at the final teardown).
+    present: bool,
     objects: heapless::Vec<ObjInfo, N>,
     fault: Option<Fault>,
 }
@@ -187,7 +189,7 @@ type Check<T> = core::result::Result<T, ErrorCode>;
 impl<const N: usize> Model<N> {
     /// A model of an uninitialised runtime.
     pub const fn new(config: ModelConfig) -> Self {
-        Self { config, refs: 0, objects: heapless::Vec::new(), fault: None }
+        Self { config, refs: 0, present: false, objects: heapless::Vec::new(), fault: None }
     }
 
     /// Init references held.
@@ -300,11 +302,12 @@ impl<const N: usize> Model<N> {
             self.refs += 1;
             return Outcome::Ok;
         }
-        if let Err(code) = self.backend_call(BackendOp::Init) {
-            return Outcome::Err(code);
-        }
         let first = ObjId(self.objects.len() as u32);
-        for i in 0..self.config.devices {
+        // A backend whose init fails is an unavailable (or, with `NotPresent`, absent) platform:
+        // init succeeds without its devices.
+        self.present = self.backend_call(BackendOp::Init).is_ok();
+        let devices = if self.present { self.config.devices } else { 0 };
+        for i in 0..devices {
             let info =
                 ObjInfo { kind: ObjectKind::Device, device: ObjId(first.0 + i), live: true, parent: None, size: 0 };
             if self.objects.push(info).is_err() {
@@ -312,7 +315,7 @@ impl<const N: usize> Model<N> {
             }
         }
         self.refs = 1;
-        Outcome::Initialized { first, count: self.config.devices }
+        Outcome::Initialized { first, count: devices }
     }
 
     fn shutdown(&mut self) -> Outcome {
@@ -333,7 +336,7 @@ impl<const N: usize> Model<N> {
                 BackendOp::ProgramUnload => any(ObjectKind::Program),
                 BackendOp::MemFree => any(ObjectKind::Allocation),
                 BackendOp::DeviceRelease => any(ObjectKind::Device),
-                BackendOp::Deinit => true,
+                BackendOp::Deinit => self.present,
                 _ => false,
             },
             None => false,
@@ -377,11 +380,12 @@ impl<const N: usize> Model<N> {
                 Outcome::Ok
             }
             Op::CopyToDevice { alloc, offset, len } => {
+                if len == 0 {
+                    // A zero-byte copy succeeds and does nothing, whatever its addresses.
+                    return Ok(Outcome::Ok);
+                }
                 if alloc == Ref::Null {
                     return Err(ErrorCode::NullPointer);
-                }
-                if len == 0 {
-                    return Err(ErrorCode::InvalidSize);
                 }
                 let a = self.resolve_address(alloc)?;
                 if offset >= self.info(a).size {
@@ -493,8 +497,13 @@ mod tests {
     fn faults_fire_once_at_their_call() {
         let mut m: Model<64> = Model::new(CFG);
         m.apply(Op::ArmFault { op: BackendOp::Init, code: ErrorCode::DeviceLost, released: false });
-        assert_eq!(m.apply(Op::Init), Outcome::Err(ErrorCode::DeviceLost));
-        assert_eq!(m.refs(), 0);
+        // The platform is unavailable; init succeeds without its devices.
+        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(0), count: 0 });
+        assert_eq!(m.refs(), 1);
+        m.apply(Op::ArmFault { op: BackendOp::Deinit, code: ErrorCode::BackendFailure, released: false });
+        assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 0, released_by_driver: 0 });
+        assert!(m.fault_armed(), "an unavailable platform is not deinitialised");
+        m.apply(Op::ArmFault { op: BackendOp::ProgramLoad, code: ErrorCode::BackendFailure, released: false });
         assert!(matches!(m.apply(Op::Init), Outcome::Initialized { .. }));
         m.apply(Op::ArmFault { op: BackendOp::MemFree, code: ErrorCode::BackendFailure, released: true });
         assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 0, released_by_driver: 0 });

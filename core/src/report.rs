@@ -74,7 +74,8 @@ pub struct TeardownEvent {
     pub device: u32,
     /// The step.
     pub step: TeardownStep,
-    /// The handle the object had (the platform's handle for `DeinitBackend`).
+    /// The handle the object had (the platform's handle for `DeinitBackend`; null for memory,
+    /// which users know by `address`).
     pub handle: RawHandle,
     /// For memory, the address; otherwise 0.
     pub address: u64,
@@ -91,8 +92,10 @@ pub struct TeardownFailure {
     pub device: u32,
     /// The step that failed (its object kind is `step.object_kind()`).
     pub step: TeardownStep,
-    /// The handle the object had.
+    /// The handle the object had (null for memory, which users know by `address`).
     pub handle: RawHandle,
+    /// For memory, the allocation's base address; otherwise 0.
+    pub address: u64,
     /// The translated error code.
     pub code: ErrorCode,
     /// The backend's own code.
@@ -104,19 +107,59 @@ pub struct TeardownFailure {
 /// What the final shutdown did: counts of released objects and every failure.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TeardownReport {
+    /// Which final teardown of its runtime this was (1 for the first; 0 in a report that no
+    /// teardown wrote).
+    pub sequence: u64,
     /// Failures in the order they happened (at most `MAX_REPORT_FAILURES`).
     pub failures: heapless::Vec<TeardownFailure, MAX_REPORT_FAILURES>,
     /// Failures that did not fit in `failures`.
     pub overflow: u32,
     /// Objects released per kind (indexed by `ObjectKind as usize - 1`), including failed
-    /// releases: each object is released exactly once either way. Queue synchronisations are not
-    /// counted here.
+    /// releases: each object is released exactly once either way. Kernels are counted when
+    /// their program is unloaded. Queue synchronisations are not counted here.
     pub released: [u32; 7],
     /// Steps whose object the driver had already released.
     pub released_by_driver: u32,
 }
 
+/// The gist of a final teardown, as `Runtime::shutdown` returns it (a few words, `Copy`); the
+/// full report is `Runtime::last_teardown_report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TeardownSummary {
+    /// Which final teardown of the runtime this was (1 for the first).
+    pub sequence: u64,
+    /// Failed steps (`TeardownReport::failure_count`).
+    pub failures: u32,
+    /// Steps whose object the driver had already released.
+    pub released_by_driver: u32,
+}
+
+impl TeardownSummary {
+    /// No step failed.
+    pub fn is_clean(&self) -> bool {
+        self.failures == 0
+    }
+}
+
 impl TeardownReport {
+    /// A report of nothing (what `Default` gives, usable in a `const`).
+    pub const EMPTY: Self =
+        Self { sequence: 0, failures: heapless::Vec::new(), overflow: 0, released: [0; 7], released_by_driver: 0 };
+
+    /// The report's gist.
+    pub fn summary(&self) -> TeardownSummary {
+        TeardownSummary {
+            sequence: self.sequence,
+            failures: self.failure_count(),
+            released_by_driver: self.released_by_driver,
+        }
+    }
+
+    /// Counts `n` objects of `kind` released without a step of their own (kernels).
+    pub(crate) fn count_released(&mut self, kind: ObjectKind, n: u32) {
+        self.released[kind as usize - 1] += n;
+    }
+
     /// No step failed.
     pub fn is_clean(&self) -> bool {
         self.failures.is_empty() && self.overflow == 0
@@ -145,6 +188,7 @@ impl TeardownReport {
                     device: event.device,
                     step: event.step,
                     handle: event.handle,
+                    address: event.address,
                     code: e.code,
                     native: e.native,
                     message: e.message,
@@ -165,17 +209,13 @@ impl fmt::Display for TeardownReport {
         }
         write!(f, "; released by driver: {}; failures: {}", self.released_by_driver, self.failure_count())?;
         for x in &self.failures {
-            write!(
-                f,
-                "\n  platform {} device {}: {} {:?} failed: {} (backend code {}): {}",
-                x.platform,
-                x.device,
-                x.step.name(),
-                x.handle,
-                x.code,
-                x.native,
-                x.message
-            )?;
+            write!(f, "\n  platform {} device {}: {} ", x.platform, x.device, x.step.name())?;
+            if x.address != 0 {
+                write!(f, "{:#x}", x.address)?;
+            } else {
+                write!(f, "{:?}", x.handle)?;
+            }
+            write!(f, " failed: {} (backend code {}): {}", x.code, x.native, x.message)?;
         }
         if self.overflow > 0 {
             write!(f, "\n  ... and {} more", self.overflow)?;

@@ -9,7 +9,7 @@
 
 use crate::backend::{
     Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue,
-    KernelArgs, LaunchDims, MemKind,
+    KernelArgs, LaunchDims, LaunchLimits, MemKind,
 };
 use crate::error::{BackendError, ErrorCode};
 
@@ -48,6 +48,7 @@ struct ScriptState {
     fault: Option<Fault>,
     live: heapless::Vec<(ScriptedObject, u64), LIVE_CAPACITY>,
     next_raw: u64,
+    base: u64,
     next_address: u64,
     double_releases: u32,
     calls_while_down: u32,
@@ -63,6 +64,12 @@ pub struct ScriptedBackend {
 impl ScriptedBackend {
     /// A present backend with `devices` devices.
     pub const fn new(devices: u32) -> Self {
+        Self::with_address_base(devices, ADDRESS_BASE)
+    }
+
+    /// A present backend whose fake allocations start at `base` (two scripted backends in one
+    /// runtime need disjoint ranges, as two real drivers' address spaces are).
+    pub const fn with_address_base(devices: u32, base: u64) -> Self {
         Self {
             state: spin::Mutex::new(ScriptState {
                 up: false,
@@ -73,7 +80,8 @@ impl ScriptedBackend {
                 fault: None,
                 live: heapless::Vec::new(),
                 next_raw: 1,
-                next_address: ADDRESS_BASE,
+                base,
+                next_address: base,
                 double_releases: 0,
                 calls_while_down: 0,
                 last_released: heapless::Vec::new(),
@@ -150,8 +158,8 @@ impl ScriptedBackend {
     /// Resets everything but the device count and presence (live objects are forgotten).
     pub fn reset(&self) {
         let mut s = self.state.lock();
-        let (devices, present) = (s.devices, s.present);
-        *s = ScriptedBackend::new(devices).state.into_inner();
+        let (devices, present, base) = (s.devices, s.present, s.base);
+        *s = ScriptedBackend::with_address_base(devices, base).state.into_inner();
         s.present = present;
     }
 
@@ -247,6 +255,9 @@ impl Backend for ScriptedBackend {
         if !s.present {
             return Err(BackendError::not_present("scripted backend set absent"));
         }
+        if s.up {
+            return Err(BackendError::new(ErrorCode::Busy, 0, "scripted backend is already initialised"));
+        }
         s.up = true;
         s.last_released.clear();
         for d in 0..s.devices {
@@ -255,7 +266,7 @@ impl Backend for ScriptedBackend {
         Ok(s.devices)
     }
 
-    fn deinit(&self) -> BackendResult<()> {
+    unsafe fn deinit(&self) -> BackendResult<()> {
         let (mut s, result) = match self.call(BackendOp::Deinit, true) {
             Ok(s) => (s, Ok(())),
             Err((s, e)) => (s, Err(e)),
@@ -264,8 +275,28 @@ impl Backend for ScriptedBackend {
         result
     }
 
-    fn device_release(&self, device: u32) -> BackendResult<()> {
+    unsafe fn device_release(&self, device: u32) -> BackendResult<()> {
         self.release(BackendOp::DeviceRelease, ScriptedObject::Device, u64::from(device))
+    }
+
+    unsafe fn forget_after_fork(&self) {
+        // SAFETY: in a forked child only this thread exists: a held lock belongs to a thread of
+        // the parent that will never release it.
+        unsafe {
+            if self.state.is_locked() {
+                self.state.force_unlock();
+            }
+            if self.hook.is_locked() {
+                self.hook.force_unlock();
+            }
+        }
+        let mut s = self.state.lock();
+        s.up = false;
+        s.live.clear();
+    }
+
+    fn launch_limits(&self, _device: u32) -> LaunchLimits {
+        LaunchLimits::CUDA
     }
 
     fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
@@ -281,7 +312,7 @@ impl Backend for ScriptedBackend {
         self.create(BackendOp::MemAlloc, ScriptedObject::Allocation, size)
     }
 
-    fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, _size: usize) -> BackendResult<()> {
+    unsafe fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, _size: usize) -> BackendResult<()> {
         self.release(BackendOp::MemFree, ScriptedObject::Allocation, addr)
     }
 
@@ -292,7 +323,7 @@ impl Backend for ScriptedBackend {
         }
     }
 
-    fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, queue: Option<u64>) -> BackendResult<()> {
+    unsafe fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, queue: Option<u64>) -> BackendResult<()> {
         match queue {
             Some(q) => self.use_object(BackendOp::Fill, &[(ScriptedObject::Queue, q)]),
             None => self.use_object(BackendOp::Fill, &[]),
@@ -303,19 +334,19 @@ impl Backend for ScriptedBackend {
         self.create(BackendOp::QueueCreate, ScriptedObject::Queue, 0)
     }
 
-    fn queue_destroy(&self, _: u32, queue: u64) -> BackendResult<()> {
+    unsafe fn queue_destroy(&self, _: u32, queue: u64) -> BackendResult<()> {
         self.release(BackendOp::QueueDestroy, ScriptedObject::Queue, queue)
     }
 
-    fn queue_synchronize(&self, _: u32, queue: u64) -> BackendResult<()> {
+    unsafe fn queue_synchronize(&self, _: u32, queue: u64) -> BackendResult<()> {
         self.use_object(BackendOp::QueueSynchronize, &[(ScriptedObject::Queue, queue)])
     }
 
-    fn queue_query(&self, _: u32, queue: u64) -> BackendResult<bool> {
+    unsafe fn queue_query(&self, _: u32, queue: u64) -> BackendResult<bool> {
         self.use_object(BackendOp::QueueQuery, &[(ScriptedObject::Queue, queue)]).map(|_| true)
     }
 
-    fn queue_wait_event(&self, _: u32, queue: u64, event: u64) -> BackendResult<()> {
+    unsafe fn queue_wait_event(&self, _: u32, queue: u64, event: u64) -> BackendResult<()> {
         self.use_object(BackendOp::QueueWaitEvent, &[(ScriptedObject::Queue, queue), (ScriptedObject::Event, event)])
     }
 
@@ -323,23 +354,23 @@ impl Backend for ScriptedBackend {
         self.create(BackendOp::EventCreate, ScriptedObject::Event, 0)
     }
 
-    fn event_destroy(&self, _: u32, event: u64) -> BackendResult<()> {
+    unsafe fn event_destroy(&self, _: u32, event: u64) -> BackendResult<()> {
         self.release(BackendOp::EventDestroy, ScriptedObject::Event, event)
     }
 
-    fn event_record(&self, _: u32, event: u64, queue: u64) -> BackendResult<()> {
+    unsafe fn event_record(&self, _: u32, event: u64, queue: u64) -> BackendResult<()> {
         self.use_object(BackendOp::EventRecord, &[(ScriptedObject::Event, event), (ScriptedObject::Queue, queue)])
     }
 
-    fn event_synchronize(&self, _: u32, event: u64) -> BackendResult<()> {
+    unsafe fn event_synchronize(&self, _: u32, event: u64) -> BackendResult<()> {
         self.use_object(BackendOp::EventSynchronize, &[(ScriptedObject::Event, event)])
     }
 
-    fn event_query(&self, _: u32, event: u64) -> BackendResult<bool> {
+    unsafe fn event_query(&self, _: u32, event: u64) -> BackendResult<bool> {
         self.use_object(BackendOp::EventQuery, &[(ScriptedObject::Event, event)]).map(|_| true)
     }
 
-    fn event_elapsed_ms(&self, _: u32, start: u64, end: u64) -> BackendResult<f32> {
+    unsafe fn event_elapsed_ms(&self, _: u32, start: u64, end: u64) -> BackendResult<f32> {
         self.use_object(BackendOp::EventElapsed, &[(ScriptedObject::Event, start), (ScriptedObject::Event, end)])
             .map(|_| 0.5)
     }
@@ -352,11 +383,11 @@ impl Backend for ScriptedBackend {
         self.create(BackendOp::ProgramLoad, ScriptedObject::Program, 0)
     }
 
-    fn program_unload(&self, _: u32, program: u64) -> BackendResult<()> {
+    unsafe fn program_unload(&self, _: u32, program: u64) -> BackendResult<()> {
         self.release(BackendOp::ProgramUnload, ScriptedObject::Program, program)
     }
 
-    fn kernel_get(&self, _: u32, program: u64, name: &str) -> BackendResult<u64> {
+    unsafe fn kernel_get(&self, _: u32, program: u64, name: &str) -> BackendResult<u64> {
         self.use_object(BackendOp::KernelGet, &[(ScriptedObject::Program, program)])?;
         if name.starts_with("missing") {
             return Err(BackendError::new(
@@ -382,6 +413,7 @@ mod tests {
     fn huge_allocations_exhaust_the_fake_address_space_without_panicking() {
         let b = ScriptedBackend::new(1);
         b.init().unwrap();
+        assert_eq!(b.init().unwrap_err().code, ErrorCode::Busy, "one backend, one runtime");
         let huge = isize::MAX as usize;
         assert!(b.mem_alloc(0, MemKind::Device, huge).is_ok());
         let e = b.mem_alloc(0, MemKind::Device, huge).unwrap_err();

@@ -1,9 +1,14 @@
 //! Fixed-capacity slot tables with generations and creation order.
 //!
 //! Each live entry is on a doubly linked list in creation order, so teardown walks newest first
-//! in O(1) per object and removal anywhere is O(1). Free slots are reused from a free list
-//! (slots never handed out are taken from a high-water mark, which keeps `new` a `const fn`).
-//! Depends on `handle` and `error`.
+//! in O(1) per object and removal anywhere is O(1). Free slots are reused from a first-in,
+//! first-out free list, so that generations advance evenly over all slots (slots never handed
+//! out are taken from a high-water mark, which keeps `new` a `const fn`).
+//!
+//! A handle is never accepted again once its object is released: a slot's generation only
+//! grows, and a slot whose generation reaches `u32::MAX` is retired for good instead of wrapping.
+//! Each slot so names at most 2^32 objects over the life of the process, and a table of `N`
+//! slots `N`·2^32; past that, creation returns `OutOfResources`. Depends on `handle` and `error`.
 
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{ObjectKind, RawHandle};
@@ -25,6 +30,7 @@ pub(crate) struct Table<T, const N: usize> {
     slots: [Slot<T>; N],
     high_water: u32,
     free_head: u32,
+    free_tail: u32,
     newest: u32,
     oldest: u32,
     len: u32,
@@ -37,6 +43,7 @@ impl<T, const N: usize> Table<T, N> {
             slots: [const { Slot { generation: 0, prev: NONE, next: NONE, value: None } }; N],
             high_water: 0,
             free_head: NONE,
+            free_tail: NONE,
             newest: NONE,
             oldest: NONE,
             len: 0,
@@ -47,8 +54,9 @@ impl<T, const N: usize> Table<T, N> {
         self.len as usize
     }
 
+    /// No slot can take a new entry (every slot is live or retired).
     pub(crate) const fn is_full(&self) -> bool {
-        self.len as usize >= N
+        self.free_head == NONE && self.high_water as usize >= N
     }
 
     fn handle_of(&self, index: u32) -> RawHandle {
@@ -60,6 +68,9 @@ impl<T, const N: usize> Table<T, N> {
         let index = if self.free_head != NONE {
             let i = self.free_head;
             self.free_head = self.slots[i as usize].prev;
+            if self.free_head == NONE {
+                self.free_tail = NONE;
+            }
             i
         } else if (self.high_water as usize) < N {
             self.high_water += 1;
@@ -110,7 +121,8 @@ impl<T, const N: usize> Table<T, N> {
         self.handle_of(index)
     }
 
-    /// Removes the entry in live slot `index`, advancing the slot's generation.
+    /// Removes the entry in live slot `index`, advancing the slot's generation; a slot whose
+    /// generation is exhausted is retired instead of freed.
     pub(crate) fn remove_at(&mut self, index: u32) -> T {
         let (prev, next) = {
             let slot = &self.slots[index as usize];
@@ -126,13 +138,55 @@ impl<T, const N: usize> Table<T, N> {
         } else {
             self.newest = prev;
         }
-        let slot = &mut self.slots[index as usize];
-        slot.generation = slot.generation.wrapping_add(1);
-        slot.prev = self.free_head;
-        slot.next = NONE;
-        self.free_head = index;
         self.len -= 1;
-        slot.value.take().expect("slot index names a live entry")
+        let slot = &mut self.slots[index as usize];
+        slot.next = NONE;
+        slot.prev = NONE;
+        let value = slot.value.take().expect("slot index names a live entry");
+        match slot.generation.checked_add(1) {
+            Some(g) => {
+                slot.generation = g;
+                self.push_free(index);
+            }
+            // Every generation of this slot has named an object: retire it (it stays empty).
+            None => log::warn!("ordo: a {} slot has used all its generations and is retired", self.kind),
+        }
+        value
+    }
+
+    /// Appends a free slot at the tail of the free list (reused last).
+    fn push_free(&mut self, index: u32) {
+        if self.free_tail != NONE {
+            self.slots[self.free_tail as usize].prev = index;
+        } else {
+            self.free_head = index;
+        }
+        self.free_tail = index;
+    }
+
+    /// Releases every live entry as `remove_at` does (generations advance), without looking at
+    /// the entries: a forked child forgets the objects it inherited.
+    pub(crate) fn forget_all(&mut self) {
+        while let Some(i) = self.newest() {
+            self.remove_at(i);
+        }
+    }
+
+    /// Test hook: raises the generation of every slot that is not live to at least `generation`
+    /// (slots never used are taken into use first), so a test can reach the end of a slot's
+    /// generations without 2^32 create/destroy cycles. Generations never go down.
+    #[cfg(any(test, feature = "testing"))]
+    pub(crate) fn age_free_slots(&mut self, generation: u32) {
+        while (self.high_water as usize) < N {
+            self.push_free(self.high_water);
+            self.high_water += 1;
+        }
+        let mut i = self.free_head;
+        while i != NONE {
+            let slot = &mut self.slots[i as usize];
+            slot.generation = slot.generation.max(generation);
+            i = slot.prev;
+        }
     }
 
     pub(crate) fn remove(&mut self, h: RawHandle) -> Result<T> {
@@ -185,9 +239,43 @@ mod tests {
         let c = t.insert(30).unwrap();
         assert_eq!(c.index(), a.index());
         assert_ne!(c, a);
+        t.remove(c).unwrap();
+        let d = t.insert(40).unwrap();
+        assert_eq!(d.index(), a.index(), "the only free slot");
+        assert!(t.get(a).is_err() && t.get(c).is_err());
         assert_eq!(*t.get(b).unwrap(), 20);
         assert_eq!(t.get(RawHandle::pack(ObjectKind::Queue, 0, 7)).unwrap_err().code, ErrorCode::InvalidHandle);
         assert_eq!(t.get(RawHandle::pack(ObjectKind::Event, 0, 1)).unwrap_err().code, ErrorCode::InvalidHandle);
+    }
+
+    #[test]
+    fn free_slots_are_reused_oldest_freed_first() {
+        let mut t: Table<u32, 3> = Table::new(ObjectKind::Queue);
+        let hs: heapless::Vec<RawHandle, 3> = (0..3).map(|v| t.insert(v).unwrap()).collect();
+        t.remove(hs[1]).unwrap();
+        t.remove(hs[0]).unwrap();
+        assert_eq!(t.insert(7).unwrap().index(), hs[1].index());
+        assert_eq!(t.insert(8).unwrap().index(), hs[0].index());
+        assert!(t.is_full());
+    }
+
+    #[test]
+    fn a_slot_at_the_end_of_its_generations_is_retired_never_wrapped() {
+        let mut t: Table<u32, 2> = Table::new(ObjectKind::Event);
+        t.age_free_slots(u32::MAX - 1);
+        let mut seen: heapless::Vec<RawHandle, 8> = heapless::Vec::new();
+        // Two slots, two generations each (MAX-1 and MAX): four objects in all.
+        for v in 0..4 {
+            let h = t.insert(v).unwrap();
+            assert!(!seen.contains(&h));
+            seen.push(h).unwrap();
+            t.remove(h).unwrap();
+        }
+        assert!(t.is_full(), "both slots are retired");
+        assert_eq!(t.insert(9), Err(9));
+        for h in &seen {
+            assert_eq!(t.get(*h).unwrap_err().code, ErrorCode::InvalidHandle);
+        }
     }
 
     #[test]

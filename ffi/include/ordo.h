@@ -49,8 +49,10 @@ typedef struct ordo_teardown_failure_t {
   uint32_t step;
   // The translated status.
   ordo_status_t status;
-  // The handle the object had.
+  // The handle the object had (0 for memory: see `address`).
   uint64_t handle;
+  // For step 4 (free memory), the allocation's address as ordo_mem_alloc returned it; else 0.
+  uint64_t address;
   // The backend's own code (e.g. the CUresult).
   int64_t native;
   // The backend's message, NUL-terminated (truncated to fit).
@@ -59,6 +61,8 @@ typedef struct ordo_teardown_failure_t {
 
 // The report of the last final shutdown.
 typedef struct ordo_teardown_report_t {
+  // Which final shutdown this was (1 for the first).
+  uint64_t sequence;
   // Entries of `failures` used.
   uint32_t failure_count;
   // Failures that did not fit.
@@ -99,15 +103,19 @@ typedef struct ordo_platform_t {
 typedef struct ordo_platform_info_t {
   // 0 host, 1 CUDA, 2 AMDGPU.
   uint32_t kind;
-  // Devices (0 when absent).
+  // Devices (0 when absent or unavailable).
   uint32_t device_count;
-  // 1 when the platform is present.
+  // 1 when the platform is present (usable).
   uint32_t present;
   // Capability bits (`ORDO_CAP_*`).
   uint32_t capabilities;
+  // Why it is not present: ORDO_SUCCESS when present, ORDO_ERROR_NOT_PRESENT when absent (no
+  // driver or no device), any other status when its driver is present but failed to
+  // initialise (unavailable; the other platforms work).
+  ordo_status_t status;
   // The platform's name, NUL-terminated.
   uint8_t name[32];
-  // Why it is absent, NUL-terminated (empty when present).
+  // Why it is absent or unavailable, NUL-terminated (empty when present).
   uint8_t absent_reason[128];
 } ordo_platform_info_t;
 
@@ -216,6 +224,11 @@ typedef struct ordo_event_t {
 // A bug in ordo (e.g. a caught panic); the detail says what.
 #define ORDO_ERROR_INTERNAL 18
 
+// The call would wait for the calling thread itself (a lifecycle or create/destroy call from
+// inside a host kernel; the at-exit shutdown when calls in flight do not return in time), or a
+// backend is already initialised by another runtime.
+#define ORDO_ERROR_BUSY 19
+
 // Device memory.
 #define ORDO_MEM_DEVICE 0
 
@@ -258,6 +271,28 @@ typedef struct ordo_event_t {
 // Threads per warp.
 #define ORDO_DEVICE_INFO_WARP_SIZE 7
 
+// Largest block dimension x (launches beyond any limit fail with ORDO_ERROR_INVALID_VALUE).
+#define ORDO_DEVICE_INFO_MAX_BLOCK_DIM_X 8
+
+// Largest block dimension y.
+#define ORDO_DEVICE_INFO_MAX_BLOCK_DIM_Y 9
+
+// Largest block dimension z.
+#define ORDO_DEVICE_INFO_MAX_BLOCK_DIM_Z 10
+
+// Largest grid dimension x.
+#define ORDO_DEVICE_INFO_MAX_GRID_DIM_X 11
+
+// Largest grid dimension y.
+#define ORDO_DEVICE_INFO_MAX_GRID_DIM_Y 12
+
+// Largest grid dimension z.
+#define ORDO_DEVICE_INFO_MAX_GRID_DIM_Z 13
+
+// Most threads in one launch (UINT64_MAX where only the grid and block limits apply; the host
+// platform: 2^28).
+#define ORDO_DEVICE_INFO_MAX_THREADS_PER_LAUNCH 14
+
 // `integer` holds it.
 #define ORDO_INFO_INTEGER 0
 
@@ -271,10 +306,6 @@ typedef struct ordo_event_t {
 extern "C" {
 #endif // __cplusplus
 
-// The prebuilt `libcore` (compiled with unwinding) references this symbol; a `no_std` build of
-// the C library uses `panic = "abort"`, so nothing unwinds and it is never called.
-void rust_eh_personality(void);
-
 // A static, NUL-terminated description of a status ("unknown status" for values that are none).
 const char *ordo_status_string(ordo_status_t status);
 
@@ -283,20 +314,24 @@ const char *ordo_status_string(ordo_status_t status);
 // failing ordo call. Without std, one buffer is shared by all threads.
 const char *ordo_last_error_detail(void);
 
-// Takes an init reference. The first initialises every backend (an absent driver is not an
-// error: its platform is listed as absent). Nests: each call needs one `ordo_shutdown`.
+// Takes an init reference. The first initialises every backend (an absent driver, or one that
+// fails to initialise, is not an error: its platform is listed as absent or unavailable). Nests:
+// each call needs one `ordo_shutdown`. On failure no reference is held.
 ordo_status_t ordo_init(void);
 
 // Drops an init reference. The last one waits for calls in flight, then releases every object
-// (queues synchronised first; then events, queues, programs, memory, newest first; then devices
-// and backends) and stores the report for `ordo_last_teardown_report`. Returns
-// `ORDO_ERROR_UNINITIALIZED` without a reference to drop, `ORDO_ERROR_TEARDOWN_FAILED` when the
-// teardown completed with failures.
+// (every queue of every device synchronised first; then per device events, queues, programs,
+// memory, newest first, and the device; then the backends) and keeps the report for
+// `ordo_last_teardown_report`. Returns `ORDO_ERROR_UNINITIALIZED` without a reference to drop,
+// `ORDO_ERROR_TEARDOWN_FAILED` when the teardown completed with failures, and
+// `ORDO_ERROR_BUSY` (nothing done) when called from inside a host kernel for the last reference.
 ordo_status_t ordo_shutdown(void);
 
 // Opt-in, idempotent: shut ordo down completely from an `atexit` handler registered after the
 // backends are up (now, or at the end of the next successful `ordo_init`), so that it runs before
-// the drivers' own exit handlers. `ORDO_ERROR_UNSUPPORTED` in builds without std.
+// the drivers' own exit handlers. The handler waits at most 2 seconds for calls still in flight
+// on other threads; past that it tears nothing down and lets the process exit.
+// `ORDO_ERROR_UNSUPPORTED` in builds without std.
 ordo_status_t ordo_shutdown_at_exit(void);
 
 // The lifecycle state: `*phase` 0 uninitialised, 1 initialising, 2 ready, 3 shutting down;
@@ -315,8 +350,6 @@ ordo_status_t ordo_get_state(uint32_t *phase, uint32_t *refs);
 // documents, as C requires of its callers.
 ordo_status_t ordo_last_teardown_report(struct ordo_teardown_report_t *out);
 
-extern int atexit(void (*callback)(void));
-
 // Allocates `size` bytes of `kind` (`ORDO_MEM_*`) memory on a device; `*out` gets its address.
 //
 // # Safety
@@ -331,15 +364,20 @@ ordo_status_t ordo_mem_alloc(struct ordo_device_t device,
 // error, never a double free.
 ordo_status_t ordo_mem_free(void *ptr);
 
-// Copies `size` bytes (`kind`: `ORDO_COPY_*`) and waits for the copy. Device addresses may point
-// inside an allocation; the range must stay within it.
+// Copies `size` bytes (`kind`: `ORDO_COPY_*`). It starts after all work submitted earlier to the
+// device's queues and returns when the copy is complete. Device addresses may point inside an
+// allocation; the range must stay within it. Both ends must be memory of one device: a copy
+// between platforms is `ORDO_ERROR_INVALID_ARGUMENT`, one between two devices of a platform
+// `ORDO_ERROR_UNSUPPORTED`. A zero-byte copy succeeds and does nothing, whatever its pointers.
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
 // documents, as C requires of its callers.
 ordo_status_t ordo_memcpy(void *dst, const void *src, size_t size, ordo_copy_kind_t kind);
 
-// Enqueues a copy on `queue`; host memory must stay valid until the queue has passed it.
+// Enqueues a copy on `queue` (a queue of the memory's device); host memory must stay valid
+// until the queue has passed it. A zero-byte copy succeeds and does nothing (the queue is still
+// checked).
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
@@ -351,7 +389,8 @@ ordo_status_t ordo_memcpy_async(struct ordo_queue_t queue,
                                 ordo_copy_kind_t kind);
 
 // Writes `count` elements of `width` bytes (1, 2 or 4) holding `value` from `dst` (aligned to
-// `width`). With a null `queue`, waits for it; otherwise enqueues it.
+// `width`). With a null `queue`, it starts after all work submitted earlier to the device's
+// queues and returns when done; otherwise it is enqueued. `count` 0 succeeds and does nothing.
 ordo_status_t ordo_fill(void *dst,
                         uint32_t value,
                         uint32_t width,

@@ -65,11 +65,12 @@ mod detail_store {
     }
 }
 
-/// Records `e` as the calling thread's detail and returns its status.
+/// Records `e` as the calling thread's detail and returns its status. A CUDA program load that
+/// failed left its JIT log behind: it is taken (so it is reported once, with its own failure).
 pub(crate) fn fail(e: Error) -> ordo_status_t {
     #[cfg(feature = "cuda")]
     if e.code == ErrorCode::InvalidBinary {
-        let log = ordo_cuda::CudaBackend::last_error_detail();
+        let log = ordo_cuda::CudaBackend::take_last_error_detail();
         if !log.is_empty() {
             detail_store::set(&[e.message, ": ", &log]);
             return e.code as ordo_status_t;
@@ -77,6 +78,16 @@ pub(crate) fn fail(e: Error) -> ordo_status_t {
     }
     detail_store::set(&[e.message]);
     e.code as ordo_status_t
+}
+
+/// `Uninitialized` unless the runtime is ready: the documented check order is NULL
+/// out-parameters, then this, then every other argument (the runtime checks the lifecycle
+/// again on entry, so a shutdown racing this check still gets `Uninitialized`).
+pub(crate) fn ready() -> ordo_core::Result<()> {
+    match crate::runtime().state() {
+        ordo_core::State::Ready(_) => Ok(()),
+        _ => Err(Error::UNINITIALIZED),
+    }
 }
 
 /// The status of `r`, recording the detail on failure.
@@ -162,6 +173,7 @@ pub extern "C" fn ordo_status_string(status: ordo_status_t) -> *const c_char {
         Some(ErrorCode::TeardownFailed) => c"teardown failed",
         Some(ErrorCode::NotPresent) => c"not present",
         Some(ErrorCode::Internal) => c"internal error",
+        Some(ErrorCode::Busy) => c"busy",
         None => c"unknown status",
     };
     text.as_ptr()

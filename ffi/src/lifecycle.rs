@@ -3,41 +3,49 @@
 //! `ordo_shutdown_at_exit` registers the final shutdown with `atexit` *after* the backends are up
 //! (at once if ordo is initialised, else at the end of the next successful `ordo_init`). Exit
 //! handlers run in reverse order of registration, so it runs before the exit handlers the drivers
-//! registered while initialising, while they are still alive.
+//! registered while initialising, while they are still alive. The request and the state are a
+//! store-then-load handshake on both sides (`ordo_shutdown_at_exit` stores the request, then
+//! reads the state; `ordo_init` changes the state, then reads the request), so both are `SeqCst`:
+//! at least one side sees the other, and registration is idempotent.
 
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use ordo_core::{Shutdown, State, TeardownReport};
+use ordo_core::{Shutdown, State};
 
 use crate::boundary::{copy_c_string, fail, guard, non_null, output, produce};
 use crate::runtime;
 use crate::types::*;
 
-static LAST_REPORT: spin::Mutex<Option<TeardownReport>> = spin::Mutex::new(None);
+#[cfg(feature = "std")]
 static AT_EXIT_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+fn teardown_failed() -> ordo_status_t {
+    fail(ordo_core::Error::new(
+        ordo_core::ErrorCode::TeardownFailed,
+        "teardown finished, but some objects failed to release (see ordo_last_teardown_report)",
+    ))
+}
 
 fn finish_shutdown(outcome: ordo_core::Result<Shutdown>) -> ordo_status_t {
     match outcome {
         Ok(Shutdown::Released { .. }) => ORDO_SUCCESS,
-        Ok(Shutdown::TornDown(report)) => {
-            let clean = report.is_clean();
-            *LAST_REPORT.lock() = Some(report);
-            if clean {
-                ORDO_SUCCESS
-            } else {
-                fail(ordo_core::Error::new(
-                    ordo_core::ErrorCode::TeardownFailed,
-                    "teardown finished, but some objects failed to release (see ordo_last_teardown_report)",
-                ))
-            }
-        }
+        Ok(Shutdown::TornDown(summary)) if summary.is_clean() => ORDO_SUCCESS,
+        Ok(Shutdown::TornDown(_)) => teardown_failed(),
         Err(e) => fail(e),
     }
 }
 
 #[cfg(feature = "std")]
 mod at_exit {
+    use std::time::{Duration, Instant};
+
     use super::*;
+
+    /// How long the at-exit shutdown waits for calls in flight on other threads (e.g. a thread
+    /// blocked in `ordo_queue_synchronize` on a kernel that never ends, or `exit` called from
+    /// inside an ordo call). Past it, nothing is torn down and the process exits; the drivers
+    /// release what they own.
+    pub(crate) const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
     static AT_EXIT_REGISTERED: AtomicBool = AtomicBool::new(false);
 
@@ -48,34 +56,29 @@ mod at_exit {
     extern "C" fn shut_down_at_exit() {
         // Drop every remaining reference; the last one tears down. Nothing may unwind out of here.
         let _ = std::panic::catch_unwind(|| {
-            loop {
-                match runtime().shutdown() {
-                    Ok(Shutdown::Released { .. }) => continue,
-                    outcome @ Ok(Shutdown::TornDown(_)) => {
-                        finish_shutdown(outcome);
-                        break;
-                    }
-                    Err(_) => break, // already uninitialised: nothing to do
-                }
+            let deadline = Instant::now() + DRAIN_LIMIT;
+            if let Err(e) = runtime().shutdown_all(&mut || Instant::now() < deadline) {
+                log::warn!("ordo: the at-exit shutdown did not run: {e}");
             }
         });
     }
 
-    pub(super) fn register() -> ordo_status_t {
-        if AT_EXIT_REGISTERED.swap(true, Ordering::AcqRel) {
-            return ORDO_SUCCESS;
+    pub(super) fn register() -> ordo_core::Result<()> {
+        if AT_EXIT_REGISTERED.swap(true, Ordering::SeqCst) {
+            return Ok(());
         }
         // SAFETY: registers a plain function that never unwinds.
         if unsafe { atexit(shut_down_at_exit) } != 0 {
-            AT_EXIT_REGISTERED.store(false, Ordering::Release);
-            return fail(ordo_core::Error::new(ordo_core::ErrorCode::OutOfResources, "atexit refused the handler"));
+            AT_EXIT_REGISTERED.store(false, Ordering::SeqCst);
+            return Err(ordo_core::Error::new(ordo_core::ErrorCode::OutOfResources, "atexit refused the handler"));
         }
-        ORDO_SUCCESS
+        Ok(())
     }
 }
 
-/// Takes an init reference. The first initialises every backend (an absent driver is not an
-/// error: its platform is listed as absent). Nests: each call needs one `ordo_shutdown`.
+/// Takes an init reference. The first initialises every backend (an absent driver, or one that
+/// fails to initialise, is not an error: its platform is listed as absent or unavailable). Nests:
+/// each call needs one `ordo_shutdown`. On failure no reference is held.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_init() -> ordo_status_t {
     guard(|| {
@@ -83,18 +86,26 @@ pub extern "C" fn ordo_init() -> ordo_status_t {
             return fail(e);
         }
         #[cfg(feature = "std")]
-        if AT_EXIT_REQUESTED.load(Ordering::Acquire) {
-            return at_exit::register();
+        {
+            // In the child of a fork, ordo starts uninitialised with the parent's handles stale.
+            let _ = runtime().handle_fork();
+            if AT_EXIT_REQUESTED.load(Ordering::SeqCst) {
+                if let Err(e) = at_exit::register() {
+                    let _ = runtime().shutdown();
+                    return fail(e);
+                }
+            }
         }
         ORDO_SUCCESS
     })
 }
 
 /// Drops an init reference. The last one waits for calls in flight, then releases every object
-/// (queues synchronised first; then events, queues, programs, memory, newest first; then devices
-/// and backends) and stores the report for `ordo_last_teardown_report`. Returns
-/// `ORDO_ERROR_UNINITIALIZED` without a reference to drop, `ORDO_ERROR_TEARDOWN_FAILED` when the
-/// teardown completed with failures.
+/// (every queue of every device synchronised first; then per device events, queues, programs,
+/// memory, newest first, and the device; then the backends) and keeps the report for
+/// `ordo_last_teardown_report`. Returns `ORDO_ERROR_UNINITIALIZED` without a reference to drop,
+/// `ORDO_ERROR_TEARDOWN_FAILED` when the teardown completed with failures, and
+/// `ORDO_ERROR_BUSY` (nothing done) when called from inside a host kernel for the last reference.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_shutdown() -> ordo_status_t {
     guard(|| finish_shutdown(runtime().shutdown()))
@@ -102,15 +113,17 @@ pub extern "C" fn ordo_shutdown() -> ordo_status_t {
 
 /// Opt-in, idempotent: shut ordo down completely from an `atexit` handler registered after the
 /// backends are up (now, or at the end of the next successful `ordo_init`), so that it runs before
-/// the drivers' own exit handlers. `ORDO_ERROR_UNSUPPORTED` in builds without std.
+/// the drivers' own exit handlers. The handler waits at most 2 seconds for calls still in flight
+/// on other threads; past that it tears nothing down and lets the process exit.
+/// `ORDO_ERROR_UNSUPPORTED` in builds without std.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_shutdown_at_exit() -> ordo_status_t {
     guard(|| {
-        AT_EXIT_REQUESTED.store(true, Ordering::Release);
         #[cfg(feature = "std")]
         {
+            AT_EXIT_REQUESTED.store(true, Ordering::SeqCst);
             if matches!(runtime().state(), State::Ready(_)) {
-                return at_exit::register();
+                return crate::boundary::status(at_exit::register());
             }
             ORDO_SUCCESS
         }
@@ -152,7 +165,7 @@ pub unsafe extern "C" fn ordo_get_state(phase: *mut u32, refs: *mut u32) -> ordo
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_last_teardown_report(out: *mut ordo_teardown_report_t) -> ordo_status_t {
     produce(out, "out is NULL", || {
-        let Some(report) = LAST_REPORT.lock().clone() else {
+        let Some(report) = runtime().last_teardown_report() else {
             return Err(ordo_core::Error::new(ordo_core::ErrorCode::NotFound, "no final shutdown has happened yet"));
         };
         let empty = ordo_teardown_failure_t {
@@ -161,10 +174,12 @@ pub unsafe extern "C" fn ordo_last_teardown_report(out: *mut ordo_teardown_repor
             step: 0,
             status: 0,
             handle: 0,
+            address: 0,
             native: 0,
             message: [0; 96],
         };
         let mut c = ordo_teardown_report_t {
+            sequence: report.sequence,
             failure_count: 0,
             overflow: report.overflow,
             released: report.released,
@@ -182,6 +197,7 @@ pub unsafe extern "C" fn ordo_last_teardown_report(out: *mut ordo_teardown_repor
                 step: f.step as u32,
                 status: f.code as ordo_status_t,
                 handle: f.handle.0,
+                address: f.address,
                 native: f.native,
                 message: [0; 96],
             };

@@ -4,7 +4,7 @@ use core::ffi::c_void;
 
 use ordo_core::{CopyKind, Device, DevicePtr, Error, ErrorCode, FillValue, MemKind, Queue};
 
-use crate::boundary::{fail, guard, non_null, output, status};
+use crate::boundary::{fail, guard, non_null, output, ready, status};
 use crate::runtime;
 use crate::types::*;
 
@@ -25,7 +25,7 @@ pub unsafe extern "C" fn ordo_mem_alloc(
     out: *mut *mut c_void,
 ) -> ordo_status_t {
     guard(|| {
-        let kind = match non_null(out, "out is NULL").and_then(|()| MemKind::try_from(kind)) {
+        let kind = match non_null(out, "out is NULL").and_then(|()| ready()).and_then(|()| MemKind::try_from(kind)) {
             Ok(k) => k,
             Err(e) => return fail(e),
         };
@@ -47,7 +47,7 @@ fn copy(
     size: usize,
     queue: Option<Queue>,
 ) -> ordo_status_t {
-    let kind = match CopyKind::try_from(kind) {
+    let kind = match ready().and_then(|()| CopyKind::try_from(kind)) {
         Ok(k) => k,
         Err(e) => return fail(e),
     };
@@ -56,8 +56,11 @@ fn copy(
     status(unsafe { runtime().memcpy(kind, dst as u64, src as u64, size, queue) })
 }
 
-/// Copies `size` bytes (`kind`: `ORDO_COPY_*`) and waits for the copy. Device addresses may point
-/// inside an allocation; the range must stay within it.
+/// Copies `size` bytes (`kind`: `ORDO_COPY_*`). It starts after all work submitted earlier to the
+/// device's queues and returns when the copy is complete. Device addresses may point inside an
+/// allocation; the range must stay within it. Both ends must be memory of one device: a copy
+/// between platforms is `ORDO_ERROR_INVALID_ARGUMENT`, one between two devices of a platform
+/// `ORDO_ERROR_UNSUPPORTED`. A zero-byte copy succeeds and does nothing, whatever its pointers.
 ///
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function
@@ -72,7 +75,9 @@ pub unsafe extern "C" fn ordo_memcpy(
     guard(|| copy(kind, dst, src, size, None))
 }
 
-/// Enqueues a copy on `queue`; host memory must stay valid until the queue has passed it.
+/// Enqueues a copy on `queue` (a queue of the memory's device); host memory must stay valid
+/// until the queue has passed it. A zero-byte copy succeeds and does nothing (the queue is still
+/// checked).
 ///
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function
@@ -89,7 +94,8 @@ pub unsafe extern "C" fn ordo_memcpy_async(
 }
 
 /// Writes `count` elements of `width` bytes (1, 2 or 4) holding `value` from `dst` (aligned to
-/// `width`). With a null `queue`, waits for it; otherwise enqueues it.
+/// `width`). With a null `queue`, it starts after all work submitted earlier to the device's
+/// queues and returns when done; otherwise it is enqueued. `count` 0 succeeds and does nothing.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_fill(
     dst: *mut c_void,
@@ -99,6 +105,9 @@ pub extern "C" fn ordo_fill(
     queue: ordo_queue_t,
 ) -> ordo_status_t {
     guard(|| {
+        if let Err(e) = ready() {
+            return fail(e);
+        }
         let fill = match (width, u8::try_from(value), u16::try_from(value)) {
             (1, Ok(v), _) => FillValue::U8(v),
             (2, _, Ok(v)) => FillValue::U16(v),

@@ -2,7 +2,7 @@
 
 use ordo_core::{Device, DeviceInfo, InfoValue, Platform};
 
-use crate::boundary::{copy_c_string, fail, guard, non_null, output, produce};
+use crate::boundary::{copy_c_string, fail, guard, non_null, output, produce, ready};
 use crate::runtime;
 use crate::types::*;
 
@@ -43,6 +43,7 @@ pub unsafe extern "C" fn ordo_platform_get_info(
                 device_count: i.device_count,
                 present: u32::from(i.absent.is_none()),
                 capabilities: i.capabilities.bits(),
+                status: i.absent.map_or(ORDO_SUCCESS, |e| e.code as ordo_status_t),
                 name: [0; 32],
                 absent_reason: [0; 128],
             };
@@ -81,7 +82,7 @@ pub unsafe extern "C" fn ordo_device_get_info(
     out: *mut ordo_info_value_t,
 ) -> ordo_status_t {
     guard(|| {
-        let key = match non_null(out, "out is NULL").and_then(|()| DeviceInfo::try_from(key)) {
+        let key = match non_null(out, "out is NULL").and_then(|()| ready()).and_then(|()| DeviceInfo::try_from(key)) {
             Ok(k) => k,
             Err(e) => return fail(e),
         };

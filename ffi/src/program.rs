@@ -4,7 +4,7 @@ use core::ffi::{CStr, c_char, c_void};
 
 use ordo_core::{Device, Error, ErrorCode, Kernel, KernelArgs, LaunchDims, Program, Queue};
 
-use crate::boundary::{fail, guard, non_null, output, status};
+use crate::boundary::{fail, guard, non_null, output, ready, status};
 use crate::runtime;
 use crate::types::*;
 
@@ -24,9 +24,11 @@ pub unsafe extern "C" fn ordo_program_load(
     out: *mut ordo_program_t,
 ) -> ordo_status_t {
     guard(|| {
-        if let Err(err) = non_null(out, "out is NULL").and(non_null(image, "image is NULL")) {
+        if let Err(err) = non_null(out, "out is NULL").and_then(|()| ready()).and(non_null(image, "image is NULL")) {
             return fail(err);
         }
+        #[cfg(feature = "cuda")]
+        ordo_cuda::CudaBackend::clear_last_error_detail();
         if size > isize::MAX as usize {
             return fail(Error::new(ErrorCode::InvalidSize, "image size is larger than isize::MAX"));
         }
@@ -57,7 +59,7 @@ pub unsafe extern "C" fn ordo_kernel_get(
     out: *mut ordo_kernel_t,
 ) -> ordo_status_t {
     guard(|| {
-        if let Err(err) = non_null(out, "out is NULL").and(non_null(name, "name is NULL")) {
+        if let Err(err) = non_null(out, "out is NULL").and_then(|()| ready()).and(non_null(name, "name is NULL")) {
             return fail(err);
         }
         // SAFETY: `name` is non-NULL and, by the C caller's contract, NUL-terminated.
@@ -88,7 +90,7 @@ pub unsafe extern "C" fn ordo_launch(
     arg_count: u32,
 ) -> ordo_status_t {
     guard(|| {
-        if let Err(err) = non_null(dims, "dims is NULL") {
+        if let Err(err) = ready().and(non_null(dims, "dims is NULL")) {
             return fail(err);
         }
         if arg_count > 0 && args.is_null() {

@@ -27,6 +27,7 @@ const _: () = {
     assert!(ORDO_ERROR_TEARDOWN_FAILED == ErrorCode::TeardownFailed as i32);
     assert!(ORDO_ERROR_NOT_PRESENT == ErrorCode::NotPresent as i32);
     assert!(ORDO_ERROR_INTERNAL == ErrorCode::Internal as i32);
+    assert!(ORDO_ERROR_BUSY == ErrorCode::Busy as i32);
 };
 
 /// The call succeeded.
@@ -67,6 +68,10 @@ pub const ORDO_ERROR_TEARDOWN_FAILED: ordo_status_t = 16;
 pub const ORDO_ERROR_NOT_PRESENT: ordo_status_t = 17;
 /// A bug in ordo (e.g. a caught panic); the detail says what.
 pub const ORDO_ERROR_INTERNAL: ordo_status_t = 18;
+/// The call would wait for the calling thread itself (a lifecycle or create/destroy call from
+/// inside a host kernel; the at-exit shutdown when calls in flight do not return in time), or a
+/// backend is already initialised by another runtime.
+pub const ORDO_ERROR_BUSY: ordo_status_t = 19;
 
 // Handles are distinct one-field structs so that C compilers reject mixing kinds; the runtime
 // rejects casts and forgeries. (Written out, not macro-generated: cbindgen reads the source.)
@@ -155,6 +160,21 @@ pub const ORDO_DEVICE_INFO_MAX_SHARED_MEMORY_PER_BLOCK: ordo_device_info_t = 5;
 pub const ORDO_DEVICE_INFO_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: ordo_device_info_t = 6;
 /// Threads per warp.
 pub const ORDO_DEVICE_INFO_WARP_SIZE: ordo_device_info_t = 7;
+/// Largest block dimension x (launches beyond any limit fail with ORDO_ERROR_INVALID_VALUE).
+pub const ORDO_DEVICE_INFO_MAX_BLOCK_DIM_X: ordo_device_info_t = 8;
+/// Largest block dimension y.
+pub const ORDO_DEVICE_INFO_MAX_BLOCK_DIM_Y: ordo_device_info_t = 9;
+/// Largest block dimension z.
+pub const ORDO_DEVICE_INFO_MAX_BLOCK_DIM_Z: ordo_device_info_t = 10;
+/// Largest grid dimension x.
+pub const ORDO_DEVICE_INFO_MAX_GRID_DIM_X: ordo_device_info_t = 11;
+/// Largest grid dimension y.
+pub const ORDO_DEVICE_INFO_MAX_GRID_DIM_Y: ordo_device_info_t = 12;
+/// Largest grid dimension z.
+pub const ORDO_DEVICE_INFO_MAX_GRID_DIM_Z: ordo_device_info_t = 13;
+/// Most threads in one launch (UINT64_MAX where only the grid and block limits apply; the host
+/// platform: 2^28).
+pub const ORDO_DEVICE_INFO_MAX_THREADS_PER_LAUNCH: ordo_device_info_t = 14;
 
 /// Which field of `ordo_info_value_t` holds the value.
 pub type ordo_info_type_t = u32;
@@ -187,15 +207,19 @@ pub struct ordo_info_value_t {
 pub struct ordo_platform_info_t {
     /// 0 host, 1 CUDA, 2 AMDGPU.
     pub kind: u32,
-    /// Devices (0 when absent).
+    /// Devices (0 when absent or unavailable).
     pub device_count: u32,
-    /// 1 when the platform is present.
+    /// 1 when the platform is present (usable).
     pub present: u32,
     /// Capability bits (`ORDO_CAP_*`).
     pub capabilities: u32,
+    /// Why it is not present: ORDO_SUCCESS when present, ORDO_ERROR_NOT_PRESENT when absent (no
+    /// driver or no device), any other status when its driver is present but failed to
+    /// initialise (unavailable; the other platforms work).
+    pub status: ordo_status_t,
     /// The platform's name, NUL-terminated.
     pub name: [u8; 32],
-    /// Why it is absent, NUL-terminated (empty when present).
+    /// Why it is absent or unavailable, NUL-terminated (empty when present).
     pub absent_reason: [u8; 128],
 }
 
@@ -238,8 +262,10 @@ pub struct ordo_teardown_failure_t {
     pub step: u32,
     /// The translated status.
     pub status: ordo_status_t,
-    /// The handle the object had.
+    /// The handle the object had (0 for memory: see `address`).
     pub handle: u64,
+    /// For step 4 (free memory), the allocation's address as ordo_mem_alloc returned it; else 0.
+    pub address: u64,
     /// The backend's own code (e.g. the CUresult).
     pub native: i64,
     /// The backend's message, NUL-terminated (truncated to fit).
@@ -250,6 +276,8 @@ pub struct ordo_teardown_failure_t {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ordo_teardown_report_t {
+    /// Which final shutdown this was (1 for the first).
+    pub sequence: u64,
     /// Entries of `failures` used.
     pub failure_count: u32,
     /// Failures that did not fit.

@@ -82,6 +82,14 @@ fn rejects<T: std::fmt::Debug>(w: &World, want: ErrorCode, op: impl FnOnce() -> 
     assert_eq!(snapshot(w), before, "a rejected call changed state or reached the backend");
 }
 
+/// Runs `op`, expecting success with no change at all and no backend call (a zero-byte no-op).
+#[track_caller]
+fn does_nothing(w: &World, op: impl FnOnce() -> Result<()>) {
+    let before = snapshot(w);
+    op().expect("a zero-byte operation succeeds");
+    assert_eq!(snapshot(w), before, "a zero-byte operation changed state or reached the backend");
+}
+
 macro_rules! raw_conv {
     ($($t:ident),*) => {$(
         impl From<$t> for Wrap { fn from(h: $t) -> Wrap { Wrap(h.0) } }
@@ -237,14 +245,20 @@ fn memory_operations_reject_bad_addresses_and_sizes() {
     rejects(&w, ErrorCode::NotFound, || rt.mem_free(w.old_m));
     // Copies.
     let mut buf = [0u8; 2048];
-    rejects(&w, ErrorCode::InvalidSize, || rt.copy_to_device(w.m, &[]));
+    // Zero bytes: success, nothing done, whatever the addresses (a queue given is still checked).
+    does_nothing(&w, || rt.copy_to_device(w.m, &[]));
+    does_nothing(&w, || rt.copy_to_device(DevicePtr::NULL, &[]));
+    does_nothing(&w, || rt.copy_device(w.dead_m, DevicePtr(0xdead_0000), 0, None));
+    does_nothing(&w, || rt.copy_device(w.m, w.m, 0, Some(w.q)));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.copy_device(w.m, w.m, 0, Some(w.dead_q)));
+    does_nothing(&w, || rt.fill(DevicePtr::NULL, FillValue::U32(1), 0, None));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.fill(w.m, FillValue::U32(1), 0, Some(w.old_q)));
     rejects(&w, ErrorCode::InvalidSize, || rt.copy_to_device(w.m, &buf[..1025]));
     rejects(&w, ErrorCode::InvalidSize, || rt.copy_to_device(w.m.offset(1000), &buf[..25]));
     rejects(&w, ErrorCode::NullPointer, || rt.copy_to_device(DevicePtr::NULL, &buf[..4]));
     rejects(&w, ErrorCode::NotFound, || rt.copy_to_device(w.dead_m, &buf[..4]));
     rejects(&w, ErrorCode::NotFound, || rt.copy_from_device(&mut buf[..4], w.old_m));
     rejects(&w, ErrorCode::InvalidSize, || rt.copy_from_device(&mut buf[..1025], w.m));
-    rejects(&w, ErrorCode::InvalidSize, || rt.copy_device(w.m, w.m, 0, None));
     rejects(&w, ErrorCode::InvalidSize, || rt.copy_device(w.m, w.m, usize::MAX, None));
     rejects(&w, ErrorCode::NotFound, || rt.copy_device(w.m, w.dead_m, 4, None));
     rejects(&w, ErrorCode::NotFound, || rt.copy_device(w.dead_m, w.m, 4, None));
@@ -253,7 +267,7 @@ fn memory_operations_reject_bad_addresses_and_sizes() {
     // SAFETY: rejected before any copy (null host pointer).
     rejects(&w, ErrorCode::NullPointer, || unsafe { rt.copy_from_device_async(w.q, std::ptr::null_mut(), w.m, 4) });
     // Fills.
-    rejects(&w, ErrorCode::InvalidSize, || rt.fill(w.m, FillValue::U32(1), 0, None));
+    rejects(&w, ErrorCode::NullPointer, || rt.fill(DevicePtr::NULL, FillValue::U32(1), 1, None));
     rejects(&w, ErrorCode::InvalidSize, || rt.fill(w.m, FillValue::U32(1), 257, None));
     rejects(&w, ErrorCode::InvalidSize, || rt.fill(w.m, FillValue::U32(1), usize::MAX, None));
     rejects(&w, ErrorCode::InvalidArgument, || rt.fill(w.m.offset(2), FillValue::U32(1), 1, None));
@@ -286,6 +300,14 @@ fn launch_rejects_bad_dimensions_and_arguments() {
         LaunchDims::linear(1, 0),
         LaunchDims { grid: [1, 0, 1], block: [1, 1, 1], shared_mem_bytes: 0 },
         LaunchDims { grid: [1, 1, 1], block: [1, 1, 0], shared_mem_bytes: 0 },
+        // Products that wrap in 64 bits (2^64 threads per block) and grids beyond the limits.
+        LaunchDims { grid: [1, 1, 1], block: [1 << 22, 1 << 21, 1 << 21], shared_mem_bytes: 0 },
+        LaunchDims { grid: [1, 1, 1], block: [1025, 1, 1], shared_mem_bytes: 0 },
+        LaunchDims { grid: [1, 1, 1], block: [32, 32, 2], shared_mem_bytes: 0 },
+        LaunchDims { grid: [1, 1, 1], block: [1, 1, 65], shared_mem_bytes: 0 },
+        LaunchDims { grid: [u32::MAX, u32::MAX, u32::MAX], block: [1, 1, 1], shared_mem_bytes: 0 },
+        LaunchDims { grid: [1, 65536, 1], block: [1, 1, 1], shared_mem_bytes: 0 },
+        LaunchDims { grid: [1 << 31, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 },
     ] {
         // SAFETY: rejected before any kernel could run.
         rejects(&w, ErrorCode::InvalidValue, || unsafe { rt.launch(w.q, w.k, &dims, &KernelArgs::EMPTY) });
@@ -301,6 +323,42 @@ fn launch_rejects_bad_dimensions_and_arguments() {
         assert_eq!(args.read::<u32>(1).unwrap_err().code, ErrorCode::InvalidArgument);
         assert_eq!(args.read::<u32>(0).unwrap(), 5);
     }
+}
+
+#[test]
+fn copies_stay_within_one_device_of_one_platform() {
+    // Two platforms (two scripted backends) with two devices each.
+    let a = ordo_tests::scripted(2);
+    let b: &'static ScriptedBackend = Box::leak(Box::new(ScriptedBackend::with_address_base(2, 0x5000_0000_0000)));
+    let rt = ordo_tests::runtime(vec![a, b]);
+    rt.init().unwrap();
+    let (pa, pb) = (rt.platform(0).unwrap(), rt.platform(1).unwrap());
+    let (a0, a1, b0) = (rt.device(pa, 0).unwrap(), rt.device(pa, 1).unwrap(), rt.device(pb, 0).unwrap());
+    let (ma0, ma1, mb0) = (
+        rt.mem_alloc(a0, MemKind::Device, 64).unwrap(),
+        rt.mem_alloc(a1, MemKind::Device, 64).unwrap(),
+        rt.mem_alloc(b0, MemKind::Device, 64).unwrap(),
+    );
+    let (qa0, qb0) = (rt.queue_create(a0).unwrap(), rt.queue_create(b0).unwrap());
+    let calls = || (a.calls(), b.calls());
+    let before = calls();
+    let code = |r: Result<()>| r.unwrap_err().code;
+    // Between platforms: the source was checked against the destination's backend before.
+    assert_eq!(code(rt.copy_device(ma0, mb0, 64, None)), ErrorCode::InvalidArgument);
+    assert_eq!(code(rt.copy_device(mb0, ma0, 64, Some(qb0))), ErrorCode::InvalidArgument);
+    // A queue of another platform than the memory.
+    assert_eq!(code(rt.copy_device(ma0, ma0, 64, Some(qb0))), ErrorCode::InvalidArgument);
+    assert_eq!(code(rt.fill(mb0, FillValue::U8(0), 4, Some(qa0))), ErrorCode::InvalidArgument);
+    // SAFETY: rejected before any copy (the host buffer is valid anyway).
+    let host_to_other = unsafe { rt.copy_to_device_async(qa0, mb0, [0u8; 4].as_ptr(), 4) };
+    assert_eq!(code(host_to_other), ErrorCode::InvalidArgument);
+    // Between two devices of one platform: not supported (copy through host memory).
+    assert_eq!(code(rt.copy_device(ma1, ma0, 64, None)), ErrorCode::Unsupported);
+    assert_eq!(code(rt.copy_device(ma0, ma1, 64, Some(qa0))), ErrorCode::Unsupported);
+    assert_eq!(calls(), before, "no backend was called");
+    rt.copy_device(ma0, ma0.offset(32), 32, Some(qa0)).unwrap();
+    rt.shutdown().unwrap();
+    assert_eq!((a.live_total(), b.live_total()), (0, 0));
 }
 
 #[test]
@@ -395,6 +453,7 @@ fn host_backend_rejects_unknown_programs_kernels_and_exhaustion() {
     rt.event_record(e0, q).unwrap();
     rt.event_record(e1, q).unwrap();
     assert!(rt.event_elapsed_ms(e0, e1).unwrap() >= 0.0);
-    let ordo_core::Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    let ordo_core::Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
+    let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean());
 }

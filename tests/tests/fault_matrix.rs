@@ -44,7 +44,11 @@ fn scenario(rt: &Runtime) -> std::result::Result<TeardownReport, ordo_core::Erro
     rt.init()?;
     let _ = work(rt);
     match rt.shutdown() {
-        Ok(Shutdown::TornDown(report)) => Ok(report),
+        Ok(Shutdown::TornDown(summary)) => {
+            let report = rt.last_teardown_report().expect("a final teardown keeps its report");
+            assert_eq!(report.summary(), summary);
+            Ok(report)
+        }
         other => panic!("expected the final teardown, got {other:?}"),
     }
 }
@@ -119,7 +123,8 @@ fn released_by_driver_during_teardown_is_counted_for_every_teardown_call() {
         rt.init().unwrap();
         work(rt).unwrap();
         b.fail_call(k, BackendError::released(4, "CUDA_ERROR_DEINITIALIZED"));
-        let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+        let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
+        let report = rt.last_teardown_report().unwrap();
         assert!(report.is_clean(), "teardown call {k}: {report}");
         assert_eq!(report.released_by_driver, 1, "teardown call {k}");
         check_clean_end(b, rt, &format!("teardown call {k}"));

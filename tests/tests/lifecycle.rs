@@ -86,7 +86,8 @@ fn final_shutdown_tears_down_everything_and_reinit_is_fresh() {
     let p = rt.program_load(d1, b"image").unwrap();
     let k = rt.kernel_get(p, "k").unwrap();
     let m = rt.mem_alloc(d1, MemKind::Device, 64).unwrap();
-    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!("expected teardown") };
+    let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!("expected teardown") };
+    let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean(), "{report}");
     assert_eq!(report.released, [1, 2, 1, 1, 1, 0, 1]);
     assert_eq!(b.live_total(), 0);
@@ -226,7 +227,8 @@ fn teardown_runs_every_step_past_failures_and_reports_them() {
     // The second free of the teardown fails; everything else must still be released.
     let frees_before = 1 /* queue sync */ + 1 /* queue destroy */ + 1 /* first free */;
     b.fail_call(frees_before, BackendError::new(ErrorCode::BackendFailure, 77, "free failed"));
-    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
+    let report = rt.last_teardown_report().unwrap();
     assert_eq!(report.failure_count(), 1, "{report}");
     let f = report.failures[0];
     assert_eq!((f.step, f.native, f.code), (ordo_core::TeardownStep::FreeMemory, 77, ErrorCode::BackendFailure));
@@ -241,7 +243,8 @@ fn released_by_driver_is_counted_not_reported() {
     rt.init().unwrap();
     rt.program_load(device(rt, 0).unwrap(), b"image").unwrap();
     b.fail_next(BackendOp::ProgramUnload, BackendError::released(4, "CUDA_ERROR_DEINITIALIZED"));
-    let Shutdown::TornDown(report) = rt.shutdown().unwrap() else { panic!() };
+    let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
+    let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean(), "{report}");
     assert_eq!(report.released_by_driver, 1);
     assert_eq!(b.live_total(), 0);

@@ -211,7 +211,7 @@ impl Sut {
             Op::Shutdown => match rt.shutdown() {
                 Ok(Shutdown::Released { remaining }) => (Outcome::Released(remaining), None),
                 Ok(Shutdown::TornDown(r)) => {
-                    (Outcome::TornDown { failures: r.failure_count(), released_by_driver: r.released_by_driver }, None)
+                    (Outcome::TornDown { failures: r.failures, released_by_driver: r.released_by_driver }, None)
                 }
                 Err(e) => err(e),
             },

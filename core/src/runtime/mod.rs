@@ -9,16 +9,19 @@
 mod ops;
 mod teardown;
 
+mod fork;
+
 use core::cell::UnsafeCell;
 
 use crate::alloc_table::AllocTable;
-use crate::backend::Backend;
+use crate::backend::{Backend, LaunchLimits};
 use crate::capacity::MAX_ALLOCATIONS;
 use crate::capacity::{MAX_DEVICES, MAX_EVENTS, MAX_KERNELS, MAX_PLATFORMS, MAX_PROGRAMS, MAX_QUEUES};
-use crate::error::{BackendError, Error, ErrorCode, Result, fail};
+use crate::error::{BackendError, ErrorCode, Result, fail};
 use crate::handle::ObjectKind;
 use crate::lifecycle::{Gate, InitStep, ShutdownStep, State};
-use crate::report::{TeardownEvent, TeardownReport};
+use crate::reentry;
+use crate::report::{TeardownEvent, TeardownReport, TeardownSummary};
 use crate::table::Table;
 
 pub use ops::PlatformInfo;
@@ -27,7 +30,8 @@ pub(crate) const NO_SLOT: u32 = u32::MAX;
 
 pub(crate) struct PlatformEntry {
     pub backend: u8,
-    /// Why the platform is absent, or `None` when it is present.
+    /// Why the platform cannot be used (`NotPresent`: absent; any other code: unavailable), or
+    /// `None` when it is present.
     pub absent: Option<BackendError>,
     /// Device table slots, in ordinal order.
     pub devices: heapless::Vec<u32, MAX_DEVICES>,
@@ -39,6 +43,8 @@ pub(crate) struct DeviceEntry {
     pub backend: u8,
     pub platform: u32,
     pub ordinal: u32,
+    /// What launches on this device may ask for (checked before any backend call).
+    pub limits: LaunchLimits,
 }
 
 pub(crate) struct QueueEntry {
@@ -106,9 +112,9 @@ pub struct LiveObjects {
     pub allocations: usize,
 }
 
-/// What `shutdown` did.
-#[allow(clippy::large_enum_variant)] // No alloc to box the report; it is returned once per epoch.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What `shutdown` did. Small and `Copy`, so the ordinary `?` path moves a few words; the full
+/// report of the last teardown is `Runtime::last_teardown_report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Shutdown {
     /// An init reference was dropped; this many remain and nothing was torn down.
     Released {
@@ -116,7 +122,7 @@ pub enum Shutdown {
         remaining: u32,
     },
     /// The last reference was dropped and everything was torn down.
-    TornDown(TeardownReport),
+    TornDown(TeardownSummary),
 }
 
 /// The ordo runtime over a fixed set of backends.
@@ -124,6 +130,8 @@ pub struct Runtime {
     backends: &'static [&'static dyn Backend],
     gate: Gate,
     tables: UnsafeCell<Tables>,
+    /// The report of the last final teardown, written before the lifecycle word reopens.
+    last_report: spin::Mutex<TeardownReport>,
 }
 
 // SAFETY: the tables are only reached through `with_shared`/`with_exclusive`/init/teardown, which
@@ -135,13 +143,23 @@ impl Runtime {
     /// At most `MAX_PLATFORMS` backends are used; `init` fails with `InvalidArgument` otherwise.
     #[cfg(not(loom))]
     pub const fn new(backends: &'static [&'static dyn Backend]) -> Self {
-        Self { backends, gate: Gate::new(), tables: UnsafeCell::new(Tables::new()) }
+        Self {
+            backends,
+            gate: Gate::new(),
+            tables: UnsafeCell::new(Tables::new()),
+            last_report: spin::Mutex::new(TeardownReport::EMPTY),
+        }
     }
 
     /// A runtime over `backends` (loom builds cannot make atomics in a `const fn`).
     #[cfg(loom)]
     pub fn new(backends: &'static [&'static dyn Backend]) -> Self {
-        Self { backends, gate: Gate::new(), tables: UnsafeCell::new(Tables::new()) }
+        Self {
+            backends,
+            gate: Gate::new(),
+            tables: UnsafeCell::new(Tables::new()),
+            last_report: spin::Mutex::new(TeardownReport::EMPTY),
+        }
     }
 
     /// The registered backends.
@@ -169,9 +187,12 @@ impl Runtime {
         f(unsafe { &mut *self.tables.get() })
     }
 
-    /// Takes an init reference. The first one initialises every backend in registration order;
-    /// a backend without driver or devices is recorded as an absent platform. If a present backend
-    /// fails, the ones already up are released in reverse order and its error is returned.
+    /// Takes an init reference. The first one initialises every backend in registration order:
+    /// a backend without driver or devices is recorded as an absent platform, and one whose
+    /// driver is present but fails to initialise as an unavailable platform with its error;
+    /// neither fails `init`. A backend that panics (std builds) makes `init` fail with
+    /// `Internal` after rolling back the backends already up; without std a panic unwinds
+    /// through a guard that does the same. Either way the runtime is `Uninit` afterwards.
     #[inline]
     pub fn init(&self) -> Result<()> {
         if self.gate.try_add_reference() {
@@ -185,10 +206,13 @@ impl Runtime {
         match self.gate.begin_init()? {
             InitStep::Referenced => Ok(()),
             InitStep::MustInitialize => {
+                // Rolls back and reopens the gate if a panic unwinds out of `initialize`.
+                let unwind = InitUnwindGuard(self);
                 // SAFETY: the gate is `Initializing`, held by this thread alone; no call is in the
                 // tables (shared/exclusive entry requires `Ready`).
                 let tables = unsafe { &mut *self.tables.get() };
                 let result = self.initialize(tables);
+                core::mem::forget(unwind);
                 self.gate.finish_init(result.is_ok());
                 result
             }
@@ -200,46 +224,71 @@ impl Runtime {
             return fail(ErrorCode::InvalidArgument, "more backends than ORDO_MAX_PLATFORMS");
         }
         for (index, backend) in self.backends.iter().enumerate() {
-            let outcome = match backend.init() {
-                Ok(count) => self.add_platform(t, index, count),
-                Err(e) if e.code == ErrorCode::NotPresent => {
-                    log::info!("ordo: platform {} is absent: {}", backend.name(), e.message);
-                    let absent = PlatformEntry { backend: index as u8, absent: Some(e), devices: heapless::Vec::new() };
-                    t.platforms
-                        .insert(absent)
-                        .map(|_| ())
-                        .map_err(|_| Error::new(ErrorCode::Internal, "platform table"))
-                }
-                Err(e) => Err(e.into()),
-            };
-            if let Err(e) = outcome {
-                log::warn!("ordo: init of platform {} failed: {e}; rolling back", backend.name());
+            let Ok(outcome) = reentry::contain(|| backend.init()) else {
+                log::error!("ordo: platform {} panicked while initialising; rolling back", backend.name());
                 self.roll_back(t);
-                return Err(e);
+                return fail(ErrorCode::Internal, "a backend panicked while initialising; init was rolled back");
+            };
+            let absent = match outcome {
+                Ok(count) => self.add_devices(t, index, count).err(),
+                Err(e) => Some(e),
+            };
+            match &absent {
+                Some(e) if e.code == ErrorCode::NotPresent => {
+                    log::info!("ordo: platform {} is absent: {}", backend.name(), e.message)
+                }
+                Some(e) => log::warn!("ordo: platform {} is unavailable: {e}", backend.name()),
+                None => {}
+            }
+            let entry = PlatformEntry { backend: index as u8, absent, devices: heapless::Vec::new() };
+            // Cannot fail: at most MAX_PLATFORMS backends (checked above), one entry each, and a
+            // platform slot is retired only after 2^32 init cycles.
+            let Ok(handle) = t.platforms.insert(entry) else {
+                self.roll_back(t);
+                return fail(ErrorCode::OutOfResources, "platform table is exhausted");
+            };
+            let slot = handle.index() as u32;
+            let mut d = t.devices.oldest();
+            while let Some(i) = d {
+                let dev = t.devices.at_mut(i);
+                if usize::from(dev.backend) == index {
+                    dev.platform = slot;
+                    // Cannot overflow: it holds at most as many entries as the device table.
+                    let _ = t.platforms.at_mut(slot).devices.push(i);
+                }
+                d = t.devices.newer(i);
             }
         }
         Ok(())
     }
 
-    fn add_platform(&self, t: &mut Tables, index: usize, count: u32) -> Result<()> {
-        let platform = PlatformEntry { backend: index as u8, absent: None, devices: heapless::Vec::new() };
-        let Ok(handle) = t.platforms.insert(platform) else {
-            let _ = self.backends[index].deinit();
-            return fail(ErrorCode::Internal, "platform table");
-        };
-        let slot = handle.index() as u32;
+    /// Adds the `count` devices of the backend at `index` (an up backend). If the device table
+    /// cannot take them all, releases them, deinits the backend and returns why.
+    fn add_devices(&self, t: &mut Tables, index: usize, count: u32) -> core::result::Result<(), BackendError> {
+        let backend = self.backends[index];
+        let mut added = 0;
         for ordinal in 0..count {
-            let device = DeviceEntry { driver: self.backends[index], backend: index as u8, platform: slot, ordinal };
-            let Ok(d) = t.devices.insert(device) else {
-                // The platform is in the table, so roll-back releases the devices added so far.
-                return fail(ErrorCode::OutOfResources, "more devices than ORDO_MAX_DEVICES");
-            };
-            let devices = &mut t.platforms.at_mut(slot).devices;
-            // Cannot overflow: it holds at most as many entries as the device table.
-            let _ = devices.push(d.index() as u32);
+            let limits = backend.launch_limits(ordinal);
+            let device = DeviceEntry { driver: backend, backend: index as u8, platform: NO_SLOT, ordinal, limits };
+            if t.devices.insert(device).is_err() {
+                break;
+            }
+            added += 1;
         }
-        log::info!("ordo: platform {} is up with {count} device(s)", self.backends[index].name());
-        Ok(())
+        if added == count {
+            log::info!("ordo: platform {} is up with {count} device(s)", backend.name());
+            return Ok(());
+        }
+        while let Some(i) = t.devices.newest().filter(|&i| usize::from(t.devices.at(i).backend) == index) {
+            t.devices.remove_at(i);
+        }
+        for ordinal in (0..count).rev() {
+            // SAFETY: this runtime initialised the backend; no object of it exists yet.
+            let _ = unsafe { backend.device_release(ordinal) };
+        }
+        // SAFETY: as above; every device was released.
+        let _ = unsafe { backend.deinit() };
+        Err(BackendError::new(ErrorCode::OutOfResources, 0, "more devices than ORDO_MAX_DEVICES"))
     }
 
     fn roll_back(&self, t: &mut Tables) {
@@ -250,7 +299,8 @@ impl Runtime {
     }
 
     /// Drops an init reference. The last one waits until every call in flight has returned, then
-    /// releases every object in the documented order and deinitialises the backends.
+    /// releases every object in the documented order and deinitialises the backends; its full
+    /// report is kept for `last_teardown_report`.
     #[inline]
     pub fn shutdown(&self) -> Result<Shutdown> {
         match self.gate.try_drop_reference() {
@@ -259,24 +309,96 @@ impl Runtime {
         }
     }
 
-    /// `shutdown`, calling `observer` for each teardown step in the order it ran.
+    /// `shutdown`, calling `observer` for each teardown step in the order it ran. An observer
+    /// that panics (std builds) is not called again, and the panic is recorded in the report
+    /// as a failure of the step it observed; the teardown completes either way.
     pub fn shutdown_observed(&self, observer: &mut dyn FnMut(&TeardownEvent)) -> Result<Shutdown> {
-        match self.gate.begin_shutdown()? {
+        self.shutdown_with(observer, &mut || true)
+    }
+
+    /// Drops every init reference this process holds; the last one tears down, waiting for calls
+    /// in flight only while `patience` returns `true` (asked before each wait). When patience
+    /// runs out, the runtime stays `Ready(1)` with nothing torn down and the result is `Busy`.
+    /// `Ok(None)` when the runtime was not initialised. Meant for exit paths (the C library's
+    /// at-exit hook), where a thread stuck inside a call must not keep the process from exiting.
+    pub fn shutdown_all(&self, patience: &mut dyn FnMut() -> bool) -> Result<Option<TeardownSummary>> {
+        loop {
+            match self.shutdown_with(&mut |_| {}, patience) {
+                Ok(Shutdown::Released { .. }) => continue,
+                Ok(Shutdown::TornDown(summary)) => return Ok(Some(summary)),
+                Err(e) if e.code == ErrorCode::Uninitialized => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn shutdown_with(
+        &self,
+        observer: &mut dyn FnMut(&TeardownEvent),
+        patience: &mut dyn FnMut() -> bool,
+    ) -> Result<Shutdown> {
+        match self.gate.begin_shutdown(patience)? {
             ShutdownStep::Released(remaining) => Ok(Shutdown::Released { remaining }),
             ShutdownStep::MustTearDown => {
+                // Forgets what is left and reopens the gate if a panic unwinds out of the teardown.
+                let unwind = TeardownUnwindGuard(self);
                 // SAFETY: the gate is `ShuttingDown` with no call in flight and no writer; only this
                 // thread reaches the tables until `finish_shutdown`.
                 let tables = unsafe { &mut *self.tables.get() };
-                let report = teardown::tear_down(self.backends, tables, observer);
-                self.gate.finish_shutdown();
-                if report.is_clean() {
-                    log::debug!("ordo: teardown complete: {report}");
+                let mut report = teardown::tear_down(self.backends, tables, observer);
+                let mut last = self.last_report.lock();
+                report.sequence = last.sequence + 1;
+                let summary = report.summary();
+                *last = report;
+                if summary.is_clean() {
+                    log::debug!("ordo: teardown complete: {}", *last);
                 } else {
-                    log::warn!("ordo: teardown finished with failures: {report}");
+                    log::warn!("ordo: teardown finished with failures: {}", *last);
                 }
-                Ok(Shutdown::TornDown(report))
+                drop(last);
+                core::mem::forget(unwind);
+                self.gate.finish_shutdown();
+                Ok(Shutdown::TornDown(summary))
             }
         }
+    }
+
+    /// The report of the last final teardown (`None` before the first): every failure, the
+    /// objects released per kind, and those the driver had already released.
+    pub fn last_teardown_report(&self) -> Option<TeardownReport> {
+        let report = self.last_report.lock();
+        (report.sequence > 0).then(|| report.clone())
+    }
+
+    /// Releases every object of `Tables` without calling a backend (their generations advance,
+    /// so every handle goes stale): after a panic in a teardown, and in a forked child.
+    fn forget_objects(t: &mut Tables) {
+        t.events.forget_all();
+        t.queues.forget_all();
+        t.kernels.forget_all();
+        t.programs.forget_all();
+        t.allocations.slots.forget_all();
+        t.devices.forget_all();
+        t.platforms.forget_all();
+    }
+
+    /// Test hook (feature `testing`): raises the generation of every free slot of the table of
+    /// `kind` to at least `generation`, so a test reaches the end of a slot's generations
+    /// without 2^32 create/destroy cycles. Requires `Ready`.
+    #[cfg(feature = "testing")]
+    pub fn age_free_slots_for_testing(&self, kind: ObjectKind, generation: u32) -> Result<()> {
+        self.with_exclusive(|t| {
+            match kind {
+                ObjectKind::Platform => t.platforms.age_free_slots(generation),
+                ObjectKind::Device => t.devices.age_free_slots(generation),
+                ObjectKind::Queue => t.queues.age_free_slots(generation),
+                ObjectKind::Event => t.events.age_free_slots(generation),
+                ObjectKind::Program => t.programs.age_free_slots(generation),
+                ObjectKind::Kernel => t.kernels.age_free_slots(generation),
+                ObjectKind::Allocation => t.allocations.slots.age_free_slots(generation),
+            }
+            Ok(())
+        })
     }
 
     /// Live objects per kind (requires `Ready`).
@@ -292,5 +414,32 @@ impl Runtime {
                 allocations: t.allocations.slots.len(),
             })
         })
+    }
+}
+
+/// Unwinding out of `initialize` (a panic that was not contained: builds without std): roll back
+/// what was brought up and return to `Uninit`, so the next `init` works.
+struct InitUnwindGuard<'a>(&'a Runtime);
+
+impl Drop for InitUnwindGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: only reached while unwinding out of `init_slow`, which holds the gate in
+        // `Initializing`: no other thread reaches the tables.
+        let tables = unsafe { &mut *self.0.tables.get() };
+        self.0.roll_back(tables);
+        self.0.gate.finish_init(false);
+    }
+}
+
+/// Unwinding out of the teardown (a panic that was not contained: builds without std): forget
+/// every object left (handles go stale), and return to `Uninit`, so the next `init` works.
+struct TeardownUnwindGuard<'a>(&'a Runtime);
+
+impl Drop for TeardownUnwindGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: only reached while unwinding out of the teardown, which holds the gate in
+        // `ShuttingDown` with no call in flight.
+        Runtime::forget_objects(unsafe { &mut *self.0.tables.get() });
+        self.0.gate.finish_shutdown();
     }
 }

@@ -1,14 +1,15 @@
 //! Operations on platforms, devices, memory, queues, events, programs and kernels.
 //!
 //! Every operation validates all of its input before it calls a backend, so bad input returns a
-//! specific error and changes nothing. Calls that only use objects run shared; calls that create
-//! or destroy objects run exclusive. A failed release (free, destroy, unload) still retires the
-//! handle: the backend was told once, and it is never told twice.
+//! specific error and changes nothing; that validation is what the backend trait's `unsafe`
+//! methods rely on. Calls that only use objects run shared; calls that create or destroy objects
+//! run exclusive. A failed release (free, destroy, unload) still retires the handle: the backend
+//! was told once, and it is never told twice.
 
 use crate::alloc_table::AllocEntry;
 use crate::backend::{Backend, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind};
 use crate::error::{BackendError, Error, ErrorCode, Result, fail};
-use crate::handle::{Device, DevicePtr, Event, Kernel, Platform, Program, Queue, RawHandle};
+use crate::handle::{Device, DevicePtr, Event, Kernel, Platform, Program, Queue};
 
 use super::{EventEntry, KernelEntry, NO_SLOT, ProgramEntry, QueueEntry, Runtime, Tables, teardown};
 
@@ -19,12 +20,21 @@ pub struct PlatformInfo {
     pub kind: crate::BackendKind,
     /// The backend's name.
     pub name: &'static str,
-    /// Number of devices (0 when absent).
+    /// Number of devices (0 when absent or unavailable).
     pub device_count: u32,
-    /// Why the platform is absent, or `None` when it is present.
+    /// Why the platform cannot be used, or `None` when it is present: code `NotPresent` when it
+    /// is absent (no driver or no device), any other code when its driver is present but failed
+    /// to initialise (unavailable; see `is_unavailable`).
     pub absent: Option<BackendError>,
     /// What its devices can do.
     pub capabilities: crate::Capabilities,
+}
+
+impl PlatformInfo {
+    /// The driver is present but failed to initialise (the error is in `absent`).
+    pub fn is_unavailable(&self) -> bool {
+        self.absent.is_some_and(|e| e.code != ErrorCode::NotPresent)
+    }
 }
 
 /// A resolved device: its backend, the backend's ordinal and its slot in the device table.
@@ -119,10 +129,14 @@ impl Runtime {
         })
     }
 
-    /// A device property.
+    /// A device property. The launch limits (`MaxThreadsPerBlock`, `MaxBlockDim*`,
+    /// `MaxGridDim*`, `MaxThreadsPerLaunch`) are the ones launches are checked against.
     pub fn device_info(&self, device: Device, key: DeviceInfo) -> Result<InfoValue> {
         self.with_shared(|t| {
             let d = self.dev(t, device)?;
+            if let Some(v) = t.devices.at(d.slot).limits.info(key) {
+                return Ok(v);
+            }
             Ok(d.backend.device_info(d.ordinal, key)?)
         })
     }
@@ -140,7 +154,8 @@ impl Runtime {
             let base = d.backend.mem_alloc(d.ordinal, kind, size)?;
             let entry = AllocEntry { base, size, device: d.slot, kind };
             if let Err(e) = t.allocations.insert(entry) {
-                let _ = d.backend.mem_free(d.ordinal, kind, base, size);
+                // SAFETY: the allocation the backend just returned, with its kind and size.
+                let _ = unsafe { d.backend.mem_free(d.ordinal, kind, base, size) };
                 return Err(e);
             }
             Ok(DevicePtr(base))
@@ -153,7 +168,9 @@ impl Runtime {
             let slot = t.allocations.find_base(ptr.0)?;
             let d = self.dev_at(t, t.allocations.slots.at(slot).device);
             let m = t.allocations.remove_at(slot);
-            Ok(d.backend.mem_free(d.ordinal, m.kind, m.base, m.size)?)
+            // SAFETY: a live allocation of this device (found by its base), removed from the
+            // table first so it is never passed again.
+            Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
         })
     }
 
@@ -166,44 +183,66 @@ impl Runtime {
         })
     }
 
-    /// Resolves the device side of a copy or fill and the optional queue, checking that they
-    /// belong together. Returns the device, the raw queue and the copy direction's device range.
-    fn copy_target(&self, t: &Tables, addr: u64, size: usize, queue: Option<Queue>) -> Result<(Dev, Option<u64>)> {
+    /// The device whose allocation holds `[addr, addr + size)` (`size > 0`).
+    fn range_device(&self, t: &Tables, addr: u64, size: usize) -> Result<Dev> {
         check_size(size)?;
         let slot = t.allocations.find_range(addr, size)?;
-        let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+        Ok(self.dev_at(t, t.allocations.slots.at(slot).device))
+    }
+
+    /// Checks that a queue, when given, belongs to the device `d` works on; its raw value.
+    fn queue_for(d: Dev, queue: Option<(Dev, u64)>) -> Result<Option<u64>> {
         match queue {
-            None => Ok((d, None)),
-            Some(q) => {
-                let (qd, raw) = self.queue(t, q)?;
-                if qd.slot != d.slot {
-                    return fail(ErrorCode::InvalidArgument, "queue and memory belong to different devices");
-                }
-                Ok((d, Some(raw)))
+            None => Ok(None),
+            Some((qd, _)) if !core::ptr::addr_eq(qd.backend, d.backend) => {
+                fail(ErrorCode::InvalidArgument, "queue and memory belong to different platforms")
             }
+            Some((qd, _)) if qd.slot != d.slot => {
+                fail(ErrorCode::InvalidArgument, "queue and memory belong to different devices")
+            }
+            Some((_, raw)) => Ok(Some(raw)),
         }
     }
 
     /// Copies `size` bytes between host and device, or device and device, given raw addresses
-    /// (the C ABI's `ordo_memcpy`); with a queue, asynchronously on it. The device side must lie
-    /// in one live allocation of the queue's device.
+    /// (the C ABI's `ordo_memcpy`); with a queue, asynchronously on it, else it returns when the
+    /// copy is complete and starts after all work submitted earlier to the device's queues.
+    ///
+    /// The device side (both sides for device-to-device) must lie in one live allocation; both
+    /// ends and the queue must belong to one device: a copy between platforms is
+    /// `InvalidArgument`, one between two devices of a platform is `Unsupported` (copy through
+    /// host memory), either before any backend call. A zero-byte copy succeeds and does nothing
+    /// (its addresses are not looked at; a queue, when given, is still checked).
     ///
     /// # Safety
     /// Host pointers must be valid for `size` bytes; with a queue, until the copy completes.
     pub unsafe fn memcpy(&self, kind: CopyKind, dst: u64, src: u64, size: usize, queue: Option<Queue>) -> Result<()> {
         self.with_shared(|t| {
+            let q = queue.map(|q| self.queue(t, q)).transpose()?;
+            if size == 0 {
+                return Ok(());
+            }
             if dst == 0 || src == 0 {
                 return fail(ErrorCode::NullPointer, "copy source or destination is null");
             }
-            let (d, q) = match kind {
-                CopyKind::HostToDevice => self.copy_target(t, dst, size, queue)?,
-                CopyKind::DeviceToHost => self.copy_target(t, src, size, queue)?,
+            let d = match kind {
+                CopyKind::HostToDevice => self.range_device(t, dst, size)?,
+                CopyKind::DeviceToHost => self.range_device(t, src, size)?,
                 CopyKind::DeviceToDevice => {
-                    t.allocations.find_range(src, size)?;
-                    self.copy_target(t, dst, size, queue)?
+                    let from = self.range_device(t, src, size)?;
+                    let to = self.range_device(t, dst, size)?;
+                    if !core::ptr::addr_eq(from.backend, to.backend) {
+                        return fail(ErrorCode::InvalidArgument, "copy between memory of two platforms");
+                    }
+                    if from.slot != to.slot {
+                        return fail(ErrorCode::Unsupported, "copy between two devices (copy through host memory)");
+                    }
+                    to
                 }
             };
-            // SAFETY: the device ranges were validated; host ranges are the caller's contract.
+            let q = Self::queue_for(d, q)?;
+            // SAFETY: the device ranges lie in live allocations of this device, the queue is a
+            // live queue of it; host ranges are the caller's contract.
             Ok(unsafe { d.backend.memcpy(d.ordinal, kind, dst, src, size, q) }?)
         })
     }
@@ -244,17 +283,29 @@ impl Runtime {
         unsafe { self.memcpy(CopyKind::DeviceToHost, dst as u64, src.0, size, Some(queue)) }
     }
 
-    /// Writes `value` `count` times from `dst`; with a queue, asynchronously.
+    /// Writes `value` `count` times from `dst`; with a queue, asynchronously, else ordered like
+    /// a copy without a queue. A zero-count fill succeeds and does nothing (a queue, when given,
+    /// is still checked).
     pub fn fill(&self, dst: DevicePtr, value: FillValue, count: usize, queue: Option<Queue>) -> Result<()> {
         self.with_shared(|t| {
+            let q = queue.map(|q| self.queue(t, q)).transpose()?;
+            if count == 0 {
+                return Ok(());
+            }
             let Some(size) = count.checked_mul(value.width()) else {
                 return fail(ErrorCode::InvalidSize, "fill size overflows");
             };
+            if dst.0 == 0 {
+                return fail(ErrorCode::NullPointer, "device address is null");
+            }
             if dst.0 % value.width() as u64 != 0 {
                 return fail(ErrorCode::InvalidArgument, "fill destination is not aligned to the element width");
             }
-            let (d, q) = self.copy_target(t, dst.0, size, queue)?;
-            Ok(d.backend.fill(d.ordinal, dst.0, value, count, q)?)
+            let d = self.range_device(t, dst.0, size)?;
+            let q = Self::queue_for(d, q)?;
+            // SAFETY: `count` aligned elements from `dst` lie in a live allocation of this device;
+            // the queue is a live queue of it.
+            Ok(unsafe { d.backend.fill(d.ordinal, dst.0, value, count, q) }?)
         })
     }
 
@@ -268,8 +319,14 @@ impl Runtime {
                 return fail(ErrorCode::OutOfResources, "queue table is full (ORDO_MAX_QUEUES)");
             }
             let raw = d.backend.queue_create(d.ordinal)?;
-            let h = t.queues.insert(QueueEntry { device: d.slot, raw });
-            Ok(Queue(h.unwrap_or(RawHandle::NULL)))
+            match t.queues.insert(QueueEntry { device: d.slot, raw }) {
+                Ok(h) => Ok(Queue(h)),
+                Err(_) => {
+                    // SAFETY: the queue the backend just returned; never passed again.
+                    let _ = unsafe { d.backend.queue_destroy(d.ordinal, raw) };
+                    fail(ErrorCode::OutOfResources, "queue table is full (ORDO_MAX_QUEUES)")
+                }
+            }
         })
     }
 
@@ -278,7 +335,8 @@ impl Runtime {
         self.with_exclusive(|t| {
             let (d, raw) = self.queue(t, queue)?;
             t.queues.remove(queue.0)?;
-            Ok(d.backend.queue_destroy(d.ordinal, raw)?)
+            // SAFETY: a live queue of this device, removed from the table so never passed again.
+            Ok(unsafe { d.backend.queue_destroy(d.ordinal, raw) }?)
         })
     }
 
@@ -286,7 +344,8 @@ impl Runtime {
     pub fn queue_synchronize(&self, queue: Queue) -> Result<()> {
         self.with_shared(|t| {
             let (d, raw) = self.queue(t, queue)?;
-            Ok(d.backend.queue_synchronize(d.ordinal, raw)?)
+            // SAFETY: a live queue of this device.
+            Ok(unsafe { d.backend.queue_synchronize(d.ordinal, raw) }?)
         })
     }
 
@@ -294,7 +353,8 @@ impl Runtime {
     pub fn queue_query(&self, queue: Queue) -> Result<bool> {
         self.with_shared(|t| {
             let (d, raw) = self.queue(t, queue)?;
-            Ok(d.backend.queue_query(d.ordinal, raw)?)
+            // SAFETY: a live queue of this device.
+            Ok(unsafe { d.backend.queue_query(d.ordinal, raw) }?)
         })
     }
 
@@ -306,7 +366,8 @@ impl Runtime {
             if t.devices.at(ed.slot).backend != t.devices.at(d.slot).backend {
                 return fail(ErrorCode::InvalidArgument, "event and queue belong to different platforms");
             }
-            Ok(d.backend.queue_wait_event(d.ordinal, q, e)?)
+            // SAFETY: a live queue of this device and a live event of the same backend.
+            Ok(unsafe { d.backend.queue_wait_event(d.ordinal, q, e) }?)
         })
     }
 
@@ -320,8 +381,14 @@ impl Runtime {
                 return fail(ErrorCode::OutOfResources, "event table is full (ORDO_MAX_EVENTS)");
             }
             let raw = d.backend.event_create(d.ordinal)?;
-            let h = t.events.insert(EventEntry { device: d.slot, raw });
-            Ok(Event(h.unwrap_or(RawHandle::NULL)))
+            match t.events.insert(EventEntry { device: d.slot, raw }) {
+                Ok(h) => Ok(Event(h)),
+                Err(_) => {
+                    // SAFETY: the event the backend just returned; never passed again.
+                    let _ = unsafe { d.backend.event_destroy(d.ordinal, raw) };
+                    fail(ErrorCode::OutOfResources, "event table is full (ORDO_MAX_EVENTS)")
+                }
+            }
         })
     }
 
@@ -330,7 +397,8 @@ impl Runtime {
         self.with_exclusive(|t| {
             let (d, raw) = self.event(t, event)?;
             t.events.remove(event.0)?;
-            Ok(d.backend.event_destroy(d.ordinal, raw)?)
+            // SAFETY: a live event of this device, removed from the table so never passed again.
+            Ok(unsafe { d.backend.event_destroy(d.ordinal, raw) }?)
         })
     }
 
@@ -342,7 +410,8 @@ impl Runtime {
             if ed.slot != qd.slot {
                 return fail(ErrorCode::InvalidArgument, "event and queue belong to different devices");
             }
-            Ok(ed.backend.event_record(ed.ordinal, e, q)?)
+            // SAFETY: a live event and a live queue of this device.
+            Ok(unsafe { ed.backend.event_record(ed.ordinal, e, q) }?)
         })
     }
 
@@ -350,7 +419,8 @@ impl Runtime {
     pub fn event_synchronize(&self, event: Event) -> Result<()> {
         self.with_shared(|t| {
             let (d, e) = self.event(t, event)?;
-            Ok(d.backend.event_synchronize(d.ordinal, e)?)
+            // SAFETY: a live event of this device.
+            Ok(unsafe { d.backend.event_synchronize(d.ordinal, e) }?)
         })
     }
 
@@ -358,7 +428,8 @@ impl Runtime {
     pub fn event_query(&self, event: Event) -> Result<bool> {
         self.with_shared(|t| {
             let (d, e) = self.event(t, event)?;
-            Ok(d.backend.event_query(d.ordinal, e)?)
+            // SAFETY: a live event of this device.
+            Ok(unsafe { d.backend.event_query(d.ordinal, e) }?)
         })
     }
 
@@ -370,7 +441,8 @@ impl Runtime {
             if sd.slot != ed.slot {
                 return fail(ErrorCode::InvalidArgument, "events belong to different devices");
             }
-            Ok(sd.backend.event_elapsed_ms(sd.ordinal, s, e)?)
+            // SAFETY: two live events of this device.
+            Ok(unsafe { sd.backend.event_elapsed_ms(sd.ordinal, s, e) }?)
         })
     }
 
@@ -388,8 +460,14 @@ impl Runtime {
                 return fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)");
             }
             let raw = d.backend.program_load(d.ordinal, image)?;
-            let h = t.programs.insert(ProgramEntry { device: d.slot, raw, first_kernel: NO_SLOT });
-            Ok(Program(h.unwrap_or(RawHandle::NULL)))
+            match t.programs.insert(ProgramEntry { device: d.slot, raw, first_kernel: NO_SLOT }) {
+                Ok(h) => Ok(Program(h)),
+                Err(_) => {
+                    // SAFETY: the program the backend just returned; never passed again.
+                    let _ = unsafe { d.backend.program_unload(d.ordinal, raw) };
+                    fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)")
+                }
+            }
         })
     }
 
@@ -400,7 +478,9 @@ impl Runtime {
             let d = self.dev_at(t, t.programs.at(slot).device);
             let entry = t.programs.remove_at(slot);
             teardown::forget_kernels(t, entry.first_kernel);
-            Ok(d.backend.program_unload(d.ordinal, entry.raw)?)
+            // SAFETY: a live program of this device, removed from the table (with its kernels)
+            // so never passed again.
+            Ok(unsafe { d.backend.program_unload(d.ordinal, entry.raw) }?)
         })
     }
 
@@ -416,7 +496,8 @@ impl Runtime {
                 (p.device, p.raw, p.first_kernel)
             };
             let d = self.dev_at(t, device);
-            let raw = d.backend.kernel_get(d.ordinal, raw_program, name)?;
+            // SAFETY: a live program of this device; the name is non-empty without NUL.
+            let raw = unsafe { d.backend.kernel_get(d.ordinal, raw_program, name) }?;
             let mut k = first;
             while k != NO_SLOT {
                 let entry = t.kernels.at(k);
@@ -450,13 +531,14 @@ impl Runtime {
     #[inline]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
         self.with_shared(|t| {
-            dims.validate()?;
             let (d, q) = self.queue(t, queue)?;
             let k = t.kernels.get(kernel.0)?;
             if k.device != d.slot {
                 return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
             }
-            // SAFETY: handles validated; the argument contract is the caller's.
+            dims.validate(&t.devices.at(d.slot).limits)?;
+            // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
+            // argument contract is the caller's.
             Ok(unsafe { d.backend.launch(d.ordinal, q, k.raw, dims, args) }?)
         })
     }

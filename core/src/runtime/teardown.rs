@@ -1,36 +1,64 @@
 //! The teardown, in the one documented order (DESIGN.md, "Teardown order"):
 //!
-//! for each platform in reverse registration order, for each of its devices in reverse order:
-//! 1. synchronise every queue; 2. destroy events, newest first; 3. destroy queues, newest first;
-//! 4. unload programs, newest first (their kernels die with them); 5. free memory, newest first;
-//! 6. release the device. Then deinit each present backend, in reverse registration order.
+//! 1. synchronise every queue of every device of every platform (work may cross devices: a copy
+//!    or an event wait on one device may use another's memory, so nothing is released until all
+//!    is idle);
+//! 2. then for each platform in reverse registration order, for each of its devices in reverse
+//!    order: destroy events, queues, programs (their kernels die with them) and memory, each
+//!    newest first; release the device;
+//! 3. then deinit each present backend, in reverse registration order.
 //!
 //! Every step runs even when an earlier one failed; every object leaves its table (so its slot's
-//! generation advances and old handles go stale) whatever its backend call returned.
+//! generation advances and old handles go stale) whatever its backend call returned. A backend
+//! call or an observer that panics (std builds) is recorded as a failure of its step (`Internal`)
+//! and the teardown goes on; an observer that panicked is not called again.
 
 use crate::backend::Backend;
-use crate::handle::RawHandle;
+use crate::error::{BackendError, ErrorCode};
+use crate::handle::{ObjectKind, RawHandle};
+use crate::reentry;
 use crate::report::{StepOutcome, TeardownEvent, TeardownReport, TeardownStep};
 
 use super::{NO_SLOT, Tables};
 
+const BACKEND_PANICKED: BackendError =
+    BackendError::new(ErrorCode::Internal, 0, "the backend panicked during this teardown step");
+const OBSERVER_PANICKED: BackendError =
+    BackendError::new(ErrorCode::Internal, 0, "the teardown observer panicked on this step");
+
 struct Walk<'a> {
     report: TeardownReport,
-    observer: &'a mut dyn FnMut(&TeardownEvent),
+    observer: Option<&'a mut dyn FnMut(&TeardownEvent)>,
     platform: u32,
     device: u32,
 }
 
 impl Walk<'_> {
-    fn step(&mut self, step: TeardownStep, handle: RawHandle, address: u64, result: Result<(), crate::BackendError>) {
+    /// Runs one backend release call (contained) and records and reports its outcome.
+    fn step(
+        &mut self,
+        step: TeardownStep,
+        handle: RawHandle,
+        address: u64,
+        call: impl FnOnce() -> Result<(), BackendError>,
+    ) {
+        let result = reentry::contain(call).unwrap_or(Err(BACKEND_PANICKED));
         let outcome = match result {
             Ok(()) => StepOutcome::Done,
             Err(e) if e.released_by_driver => StepOutcome::ReleasedByDriver,
             Err(e) => StepOutcome::Failed(e),
         };
-        let event = TeardownEvent { platform: self.platform, device: self.device, step, handle, address, outcome };
+        let mut event = TeardownEvent { platform: self.platform, device: self.device, step, handle, address, outcome };
+        if let Some(observer) = self.observer.as_mut() {
+            let _callback = reentry::mark();
+            if reentry::contain(|| observer(&event)).is_err() {
+                self.observer = None;
+                if let StepOutcome::Done | StepOutcome::ReleasedByDriver = event.outcome {
+                    event.outcome = StepOutcome::Failed(OBSERVER_PANICKED);
+                }
+            }
+        }
         self.report.record(&event);
-        (self.observer)(&event);
     }
 }
 
@@ -41,7 +69,23 @@ pub(super) fn tear_down(
     t: &mut Tables,
     observer: &mut dyn FnMut(&TeardownEvent),
 ) -> TeardownReport {
-    let mut walk = Walk { report: TeardownReport::default(), observer, platform: 0, device: 0 };
+    let mut walk = Walk { report: TeardownReport::default(), observer: Some(observer), platform: 0, device: 0 };
+
+    // 1. In-flight work everywhere finishes before any code or memory goes.
+    let mut cur = t.queues.oldest();
+    while let Some(q) = cur {
+        cur = t.queues.newer(q);
+        let (device, raw) = (t.queues.at(q).device, t.queues.at(q).raw);
+        let d = t.devices.at(device);
+        let (backend, ordinal) = (d.driver, d.ordinal);
+        (walk.platform, walk.device) = (u32::from(d.backend), ordinal);
+        // SAFETY: a live queue of a live device of an initialised backend, as the runtime recorded it.
+        walk.step(TeardownStep::SynchronizeQueue, t.queues.handle_at(q), 0, || unsafe {
+            backend.queue_synchronize(ordinal, raw)
+        });
+    }
+
+    // 2. and 3. Per platform, newest first: its devices' objects, then the backend itself.
     let mut platform = t.platforms.newest();
     while let Some(p) = platform {
         platform = t.platforms.older(p);
@@ -57,7 +101,8 @@ pub(super) fn tear_down(
         let present = t.platforms.remove_at(p).absent.is_none();
         if present {
             walk.device = u32::MAX;
-            walk.step(TeardownStep::DeinitBackend, handle, 0, backend.deinit());
+            // SAFETY: every device of the backend was released above.
+            walk.step(TeardownStep::DeinitBackend, handle, 0, || unsafe { backend.deinit() });
         }
     }
     debug_assert_eq!(t.allocations.slots.len(), 0);
@@ -67,72 +112,73 @@ pub(super) fn tear_down(
 fn tear_down_device(backend: &dyn Backend, t: &mut Tables, device: u32, walk: &mut Walk<'_>) {
     let ordinal = walk.device;
 
-    // 1. In-flight work finishes before its code and memory go.
-    let mut cur = t.queues.oldest();
-    while let Some(q) = cur {
-        cur = t.queues.newer(q);
-        let entry = t.queues.at(q);
-        if entry.device == device {
-            let result = backend.queue_synchronize(ordinal, entry.raw);
-            walk.step(TeardownStep::SynchronizeQueue, t.queues.handle_at(q), 0, result);
-        }
-    }
-
-    // 2. Events, newest first.
+    // Events, newest first.
     let mut cur = t.events.newest();
     while let Some(e) = cur {
         cur = t.events.older(e);
         if t.events.at(e).device == device {
             let handle = t.events.handle_at(e);
             let raw = t.events.remove_at(e).raw;
-            walk.step(TeardownStep::DestroyEvent, handle, 0, backend.event_destroy(ordinal, raw));
+            // SAFETY: the event was live on this device until now; it is never passed again.
+            walk.step(TeardownStep::DestroyEvent, handle, 0, || unsafe { backend.event_destroy(ordinal, raw) });
         }
     }
 
-    // 3. Queues, newest first.
+    // Queues, newest first.
     let mut cur = t.queues.newest();
     while let Some(q) = cur {
         cur = t.queues.older(q);
         if t.queues.at(q).device == device {
             let handle = t.queues.handle_at(q);
             let raw = t.queues.remove_at(q).raw;
-            walk.step(TeardownStep::DestroyQueue, handle, 0, backend.queue_destroy(ordinal, raw));
+            // SAFETY: as for events.
+            walk.step(TeardownStep::DestroyQueue, handle, 0, || unsafe { backend.queue_destroy(ordinal, raw) });
         }
     }
 
-    // 4. Programs, newest first; their kernels leave the kernel table with them.
+    // Programs, newest first; their kernels leave the kernel table with them.
     let mut cur = t.programs.newest();
     while let Some(p) = cur {
         cur = t.programs.older(p);
         if t.programs.at(p).device == device {
             let handle = t.programs.handle_at(p);
             let program = t.programs.remove_at(p);
-            forget_kernels(t, program.first_kernel);
-            walk.step(TeardownStep::UnloadProgram, handle, 0, backend.program_unload(ordinal, program.raw));
+            let kernels = forget_kernels(t, program.first_kernel);
+            walk.report.count_released(ObjectKind::Kernel, kernels);
+            // SAFETY: as for events.
+            walk.step(TeardownStep::UnloadProgram, handle, 0, || unsafe {
+                backend.program_unload(ordinal, program.raw)
+            });
         }
     }
 
-    // 5. Memory, newest first.
+    // Memory, newest first.
     let mut cur = t.allocations.slots.newest();
     while let Some(a) = cur {
         cur = t.allocations.slots.older(a);
         if t.allocations.slots.at(a).device == device {
-            let handle = t.allocations.slots.handle_at(a);
             let m = t.allocations.remove_at_for_teardown(a);
-            walk.step(TeardownStep::FreeMemory, handle, m.base, backend.mem_free(ordinal, m.kind, m.base, m.size));
+            // Memory is known to users by its address, not by the table's internal handle.
+            // SAFETY: base, kind and size as `mem_alloc` returned them; never passed again.
+            walk.step(TeardownStep::FreeMemory, RawHandle::NULL, m.base, || unsafe {
+                backend.mem_free(ordinal, m.kind, m.base, m.size)
+            });
         }
     }
 
-    // 6. The device itself.
+    // The device itself.
     let handle = t.devices.handle_at(device);
     t.devices.remove_at(device);
-    walk.step(TeardownStep::ReleaseDevice, handle, 0, backend.device_release(ordinal));
+    // SAFETY: every object of the device was released above.
+    walk.step(TeardownStep::ReleaseDevice, handle, 0, || unsafe { backend.device_release(ordinal) });
 }
 
-/// Removes a program's kernels, following the list that starts at `first`.
-pub(super) fn forget_kernels(t: &mut Tables, first: u32) {
-    let mut k = first;
+/// Removes a program's kernels, following the list that starts at `first`; returns how many.
+pub(super) fn forget_kernels(t: &mut Tables, first: u32) -> u32 {
+    let (mut k, mut n) = (first, 0);
     while k != NO_SLOT {
         k = t.kernels.remove_at(k).next;
+        n += 1;
     }
+    n
 }

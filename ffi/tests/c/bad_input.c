@@ -60,6 +60,85 @@ static void all_uninitialized(ordo_device_t d, ordo_queue_t q, ordo_event_t e, o
   }
 }
 
+/* The documented check order, for every function: a NULL out-parameter first, then the lifecycle,
+ * then every other argument. Outside init, each call below has every other argument wrong (an
+ * unknown enumeration, a bad value or size, a NULL input pointer, an empty name, a null handle)
+ * and must still say ORDO_ERROR_UNINITIALIZED; with its out-parameter NULL as well, it must say
+ * ORDO_ERROR_NULL_POINTER. */
+static void check_order_outside_init(void) {
+  const ordo_status_t U = ORDO_ERROR_UNINITIALIZED, N = ORDO_ERROR_NULL_POINTER;
+  const ordo_platform_t pl0 = {0};
+  const ordo_device_t d0 = {0};
+  const ordo_queue_t q0 = {0};
+  const ordo_event_t e0 = {0};
+  const ordo_program_t p0 = {0};
+  const ordo_kernel_t k0 = {0};
+  const ordo_launch_dims_t zero = {{0, 0, 0}, {0, 0, 0}, 0};
+  uint32_t u32 = 77;
+  int32_t i32 = 77;
+  float f = 77;
+  void *ptr = (void *)0x77;
+  ordo_platform_t pl = {77};
+  ordo_platform_info_t pi;
+  ordo_info_value_t iv;
+  ordo_device_t dd = {77};
+  ordo_queue_t qq = {77};
+  ordo_event_t ee = {77};
+  ordo_program_t pp = {77};
+  ordo_kernel_t kk = {77};
+  /* rows: (bad arguments, good out-parameter) -> U; (bad arguments, NULL out-parameter) -> N */
+  EXPECT(ordo_platform_count(&u32), U);
+  EXPECT(ordo_platform_count(NULL), N);
+  EXPECT(ordo_platform_get(UINT32_MAX, &pl), U);
+  EXPECT(ordo_platform_get(UINT32_MAX, NULL), N);
+  EXPECT(ordo_platform_get_info(pl0, &pi), U);
+  EXPECT(ordo_platform_get_info(pl0, NULL), N);
+  EXPECT(ordo_device_get(pl0, UINT32_MAX, &dd), U);
+  EXPECT(ordo_device_get(pl0, UINT32_MAX, NULL), N);
+  EXPECT(ordo_device_get_info(d0, 777, &iv), U);
+  EXPECT(ordo_device_get_info(d0, 777, NULL), N);
+  EXPECT(ordo_mem_alloc(d0, 77, 0, &ptr), U);
+  EXPECT(ordo_mem_alloc(d0, 77, 0, NULL), N);
+  EXPECT(ordo_mem_free(NULL), U);
+  EXPECT(ordo_memcpy(NULL, NULL, SIZE_MAX, 77), U);
+  EXPECT(ordo_memcpy(NULL, NULL, 0, 77), U);
+  EXPECT(ordo_memcpy_async(q0, NULL, NULL, SIZE_MAX, 77), U);
+  EXPECT(ordo_fill(NULL, 0x1ffff, 3, SIZE_MAX, q0), U);
+  EXPECT(ordo_fill(NULL, 0, 1, 0, q0), U);
+  EXPECT(ordo_queue_create(d0, &qq), U);
+  EXPECT(ordo_queue_create(d0, NULL), N);
+  EXPECT(ordo_queue_destroy(q0), U);
+  EXPECT(ordo_queue_synchronize(q0), U);
+  EXPECT(ordo_queue_query(q0, &i32), U);
+  EXPECT(ordo_queue_query(q0, NULL), N);
+  EXPECT(ordo_queue_wait_event(q0, e0), U);
+  EXPECT(ordo_event_create(d0, &ee), U);
+  EXPECT(ordo_event_create(d0, NULL), N);
+  EXPECT(ordo_event_destroy(e0), U);
+  EXPECT(ordo_event_record(e0, q0), U);
+  EXPECT(ordo_event_synchronize(e0), U);
+  EXPECT(ordo_event_query(e0, &i32), U);
+  EXPECT(ordo_event_query(e0, NULL), N);
+  EXPECT(ordo_event_elapsed_ms(e0, e0, &f), U);
+  EXPECT(ordo_event_elapsed_ms(e0, e0, NULL), N);
+  EXPECT(ordo_program_load(d0, NULL, SIZE_MAX, &pp), U);
+  EXPECT(ordo_program_load(d0, NULL, SIZE_MAX, NULL), N);
+  EXPECT(ordo_program_unload(p0), U);
+  EXPECT(ordo_kernel_get(p0, NULL, &kk), U);
+  EXPECT(ordo_kernel_get(p0, "", &kk), U);
+  EXPECT(ordo_kernel_get(p0, NULL, NULL), N);
+  EXPECT(ordo_launch(q0, k0, NULL, NULL, NULL, 3), U);
+  EXPECT(ordo_launch(q0, k0, &zero, NULL, NULL, 0), U);
+  EXPECT(ordo_builtin_program_image(d0, (const void **)&ptr, NULL), N);
+  EXPECT(ordo_builtin_program_image(d0, NULL, (size_t *)&ptr), N);
+  EXPECT(ordo_builtin_program_image(d0, (const void **)&ptr, (size_t *)&ptr), U);
+  if (u32 != 77 || i32 != 77 || f != 77 || ptr != (void *)0x77 || pl.raw != 77 || dd.raw != 77 || qq.raw != 77 ||
+      ee.raw != 77 || pp.raw != 77 || kk.raw != 77) {
+    fprintf(stderr, "an out-parameter was written on failure\n");
+    exit(1);
+  }
+}
+
 int main(void) {
   ordo_device_t d0 = {0};
   ordo_queue_t q0 = {0};
@@ -71,6 +150,7 @@ int main(void) {
   /* Before init. */
   EXPECT(ordo_last_teardown_report(&report), ORDO_ERROR_NOT_FOUND);
   all_uninitialized(d0, q0, e0, p0, k0, (void *)0x1000);
+  check_order_outside_init();
 
   /* Objects of an earlier epoch. */
   OK(ordo_init());
@@ -209,7 +289,12 @@ int main(void) {
   EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, SIZE_MAX, &ptr), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, (size_t)1 << 40, &ptr), ORDO_ERROR_OUT_OF_RESOURCES);
   char buf[2048];
-  EXPECT(ordo_memcpy(m, buf, 0, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_INVALID_SIZE);
+  /* Zero bytes: success and nothing done, whatever the pointers (as CUDA and MLIR code expect);
+   * the direction and a given queue are still checked. */
+  EXPECT(ordo_memcpy(m, buf, 0, ORDO_COPY_HOST_TO_DEVICE), ORDO_SUCCESS);
+  EXPECT(ordo_memcpy(NULL, NULL, 0, ORDO_COPY_DEVICE_TO_DEVICE), ORDO_SUCCESS);
+  EXPECT(ordo_memcpy(NULL, NULL, 0, 77), ORDO_ERROR_INVALID_ENUMERATION);
+  EXPECT(ordo_memcpy_async((ordo_queue_t){FORGED}, NULL, NULL, 0, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_INVALID_HANDLE);
   EXPECT(ordo_memcpy(m, buf, 1025, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_memcpy(m, buf, SIZE_MAX, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_memcpy((char *)m + 1000, buf, 25, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_INVALID_SIZE);
@@ -217,7 +302,9 @@ int main(void) {
   EXPECT(ordo_memcpy(buf, (void *)0x1000, 4, ORDO_COPY_DEVICE_TO_HOST), ORDO_ERROR_NOT_FOUND);
   EXPECT(ordo_memcpy(m, buf, 4, 3), ORDO_ERROR_INVALID_ENUMERATION);
   EXPECT(ordo_memcpy(m, dead_m, 4, ORDO_COPY_DEVICE_TO_DEVICE), ORDO_ERROR_NOT_FOUND);
-  EXPECT(ordo_fill(m, 0, 1, 0, (ordo_queue_t){0}), ORDO_ERROR_INVALID_SIZE);
+  EXPECT(ordo_fill(m, 0, 1, 0, (ordo_queue_t){0}), ORDO_SUCCESS);
+  EXPECT(ordo_fill(NULL, 0, 4, 0, (ordo_queue_t){0}), ORDO_SUCCESS);
+  EXPECT(ordo_fill(m, 0, 4, 0, (ordo_queue_t){FORGED}), ORDO_ERROR_INVALID_HANDLE);
   EXPECT(ordo_fill(m, 0, 4, 257, (ordo_queue_t){0}), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_fill(m, 0, 3, 1, (ordo_queue_t){0}), ORDO_ERROR_INVALID_VALUE);
   EXPECT(ordo_fill(m, 300, 1, 1, (ordo_queue_t){0}), ORDO_ERROR_INVALID_VALUE);
@@ -262,5 +349,6 @@ int main(void) {
   OK(ordo_shutdown());
   expect_clean_report(1);
   all_uninitialized(d, q, e, p, k, m);
+  check_order_outside_init();
   return 0;
 }
