@@ -3,7 +3,8 @@
 //! - teardown of 1,000 programs and 10,000 allocations vs the bare unload/free/release calls;
 //! - host<->device copy bandwidth vs raw `cuMemcpyHtoD`/`cuMemcpyDtoH` on the same buffers.
 //!
-//! Each pair alternates, several rounds; the median of each side is reported with the ratio.
+//! Each pair runs in ABBA rounds (bare, ordo, ordo, bare) where it is timed per round; the median
+//! of each side is reported with the ratio, and the quartiles of the per-round ratios.
 //! Prints a table, then one JSON line (`BENCH_JSON {...}`).
 
 use std::ffi::c_void;
@@ -227,18 +228,9 @@ fn ordo_teardown() -> f64 {
 }
 
 fn bench_teardown(rounds: usize) -> Pair {
-    let (mut r, mut o) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        r.push(bare_teardown() * 1e3);
-        o.push(ordo_teardown() * 1e3);
-    }
-    Pair {
-        name: "teardown, 1000 programs + 10000 allocations",
-        unit: "ms",
-        raw: median(r),
-        ordo: median(o),
-        ratios: None,
-    }
+    // ABBA like the launch benchmarks: neither side always runs first.
+    let (r, o, q) = abba(rounds, || bare_teardown() * 1e3, || ordo_teardown() * 1e3);
+    Pair { name: "teardown, 1000 programs + 10000 allocations", unit: "ms", raw: r, ordo: o, ratios: Some(q) }
 }
 
 const COPY_BYTES: usize = 256 << 20;
@@ -304,7 +296,7 @@ fn main() {
     let name = RUNTIME.device_info(d, ordo_core::DeviceInfo::Name).unwrap();
     RUNTIME.shutdown().unwrap();
     let mut pairs = bench_launch(9);
-    pairs.push(bench_teardown(3));
+    pairs.push(bench_teardown(4));
     pairs.extend(bench_copies(5));
     println!("device: {name}");
     println!("| benchmark | unit | bare driver | ordo | ordo / bare | per-round ratio: median [p25, p75] |");

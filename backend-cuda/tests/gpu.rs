@@ -123,7 +123,7 @@ fn lifecycle_cycles_and_stale_handles_after_reinit() {
         assert!(report.is_clean(), "{report}");
         let devices = report.released_of(ordo_core::ObjectKind::Device);
         assert!(devices >= 1);
-        assert_eq!(report.released, [1, devices, 1, 1, 1, 0, 1]);
+        assert_eq!(report.released, [1, devices, 1, 1, 1, 1, 1]);
         assert_eq!(rt.queue_query(q).unwrap_err().code, ErrorCode::Uninitialized);
     }
 }
@@ -364,4 +364,136 @@ fn launches_survive_other_code_switching_the_context() {
     let Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
     let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean(), "{report}");
+}
+
+/// A call without a queue starts after all work already on the device's queues and returns when
+/// its own work is complete (DESIGN, "Calls and their ordering"). Before queues were blocking
+/// streams, each of these reads could see data from before the queued work.
+#[test]
+fn calls_without_a_queue_wait_for_queued_work_and_for_themselves() {
+    let Some(rt) = cuda() else { return };
+    let d = dev(rt, 0);
+    let q = rt.queue_create(d).unwrap();
+    let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+    let spin = rt.kernel_get(p, "spin_cycles").unwrap();
+    let cycles: u64 = 200_000_000; // about 0.1 s
+    let spin_args = [arg(&cycles)];
+    let launch_spin = || {
+        // SAFETY: spin_cycles takes one u64.
+        unsafe { rt.launch(q, spin, &LaunchDims::linear(1, 1), &KernelArgs::new(&spin_args, &[8]).unwrap()) }.unwrap()
+    };
+    const BYTES: usize = 64 << 20;
+    let c = rt.mem_alloc(d, MemKind::Device, BYTES).unwrap();
+    let pinned = rt.mem_alloc(d, MemKind::Host, BYTES).unwrap();
+    let pattern = vec![0x5au8; BYTES];
+    let mut out = vec![0u8; BYTES];
+    // 1. A synchronous read after a queued copy sees the copy.
+    rt.fill(c, FillValue::U8(0), BYTES, None).unwrap();
+    launch_spin();
+    // SAFETY: `pattern` outlives the queue's work (the queue is synchronised below).
+    unsafe { rt.copy_to_device_async(q, c, pattern.as_ptr(), BYTES) }.unwrap();
+    rt.copy_from_device(&mut out, c).unwrap();
+    assert!(out == pattern, "the read without a queue ran before the queued copy");
+    // 2. A synchronous fill after a queued fill wins.
+    launch_spin();
+    rt.fill(c, FillValue::U32(1), BYTES / 4, Some(q)).unwrap();
+    rt.fill(c, FillValue::U32(2), BYTES / 4, None).unwrap();
+    rt.queue_synchronize(q).unwrap();
+    rt.copy_from_device(&mut out, c).unwrap();
+    assert!(out.chunks(4).all(|w| w == 2u32.to_ne_bytes()), "the queued fill ran after the synchronous one");
+    // 3. A synchronous fill and a device-to-device copy into pinned host memory are complete when
+    //    they return: the host reads the memory directly at once.
+    launch_spin();
+    rt.fill(pinned, FillValue::U32(0x1234_5678), BYTES / 4, None).unwrap();
+    // SAFETY: `pinned` is a live, host-readable allocation of BYTES bytes; the fill returned.
+    let host = unsafe { std::slice::from_raw_parts(pinned.as_ptr::<u32>(), BYTES / 4) };
+    assert!(host.iter().all(|&v| v == 0x1234_5678), "the fill had not finished when it returned");
+    rt.copy_device(pinned, c, BYTES, None).unwrap();
+    assert!(host.iter().all(|&v| v == 2), "the copy had not finished when it returned");
+    rt.shutdown().unwrap();
+}
+
+/// With another valid context current on the thread (the program's own), ordo's calls still run
+/// on ordo's device, and afterwards the thread has ordo's primary context current: ordo leaves
+/// its device's primary context current, as `cudaSetDevice` does (README, "CUDA backend").
+#[test]
+fn another_current_context_does_not_misdirect_ordo_and_is_replaced_by_the_primary() {
+    use cudarc::driver::sys::{self, CUcontext, CUresult};
+    let Some(rt) = cuda() else { return };
+    let d = dev(rt, 0);
+    let q = rt.queue_create(d).unwrap();
+    let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+    let add = rt.kernel_get(p, "vector_add_f32").unwrap();
+    const N: usize = 4096;
+    let (a, c) = (rt.mem_alloc(d, MemKind::Device, N * 4).unwrap(), rt.mem_alloc(d, MemKind::Device, N * 4).unwrap());
+    let xa: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    rt.copy_to_device(a, f32_bytes(&xa)).unwrap();
+    let (mut dev0, mut primary, mut own, mut current): (i32, CUcontext, CUcontext, CUcontext) =
+        (0, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: plain driver calls with valid out-pointers; the driver was initialised by ordo.
+    unsafe {
+        assert_eq!(sys::cuDeviceGet(&mut dev0, 0), CUresult::CUDA_SUCCESS);
+        assert_eq!(sys::cuDevicePrimaryCtxRetain(&mut primary, dev0), CUresult::CUDA_SUCCESS);
+        assert_eq!(sys::cuCtxCreate_v4(&mut own, std::ptr::null_mut(), 0, dev0), CUresult::CUDA_SUCCESS);
+        assert_eq!(sys::cuCtxSetCurrent(own), CUresult::CUDA_SUCCESS);
+    }
+    assert_ne!(own, primary);
+    let (pa, pc, n) = (a.0, c.0, N as u32);
+    let params = [arg(&pa), arg(&pa), arg(&pc), arg(&n)];
+    // SAFETY: (ptr, ptr, ptr, u32) over N floats.
+    unsafe {
+        rt.launch(
+            q,
+            add,
+            &LaunchDims::linear((N as u32).div_ceil(256), 256),
+            &KernelArgs::new(&params, &[8, 8, 8, 4]).unwrap(),
+        )
+    }
+    .unwrap();
+    // SAFETY: valid out-pointer.
+    unsafe { assert_eq!(sys::cuCtxGetCurrent(&mut current), CUresult::CUDA_SUCCESS) };
+    assert_eq!(current, primary, "after a launch, ordo's primary context is current");
+    // The same for a call that goes through the checked path (a copy), from the program's context.
+    // SAFETY: `own` is a live context.
+    unsafe { assert_eq!(sys::cuCtxSetCurrent(own), CUresult::CUDA_SUCCESS) };
+    rt.queue_synchronize(q).unwrap();
+    let mut out = vec![0f32; N];
+    rt.copy_from_device(f32_bytes_mut(&mut out), c).unwrap();
+    assert!(out.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f32), "the launch ran on ordo's device");
+    // SAFETY: valid out-pointer.
+    unsafe { assert_eq!(sys::cuCtxGetCurrent(&mut current), CUresult::CUDA_SUCCESS) };
+    assert_eq!(current, primary);
+    // SAFETY: releases what this test created and retained, once.
+    unsafe {
+        assert_eq!(sys::cuCtxDestroy_v2(own), CUresult::CUDA_SUCCESS);
+        assert_eq!(sys::cuDevicePrimaryCtxRelease_v2(dev0), CUresult::CUDA_SUCCESS);
+    }
+    rt.shutdown().unwrap();
+}
+
+/// Truncated and inconsistent binary images are refused before the driver reads them; a real
+/// cubin and fatbin (built with nvcc on the device, when `ORDO_CUBIN`/`ORDO_FATBIN` name them)
+/// pass the checks and load.
+#[test]
+fn binary_images_are_checked_before_the_driver() {
+    let Some(rt) = cuda() else { return };
+    let d = dev(rt, 0);
+    for (var, what) in [("ORDO_CUBIN", "cubin"), ("ORDO_FATBIN", "fatbin")] {
+        let Ok(path) = std::env::var(var) else {
+            println!("{what}: {var} not set, real image not tried");
+            continue;
+        };
+        let image = std::fs::read(&path).unwrap();
+        let p = rt.program_load(d, &image).unwrap_or_else(|e| panic!("{what} {path}: {e}"));
+        rt.kernel_get(p, "empty").unwrap();
+        for cut in [4, 16, 63, 64, image.len() / 2, image.len() - 1] {
+            let e = rt.program_load(d, &image[..cut]).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidBinary, "{what} cut to {cut} bytes");
+            assert_eq!(e.native, 0, "refused by ordo, not by the driver");
+        }
+        println!("{what}: {} bytes load; every truncation is refused before the driver", image.len());
+    }
+    let twelve = b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00";
+    assert_eq!(rt.program_load(d, twelve).unwrap_err().native, 0);
+    rt.shutdown().unwrap();
 }

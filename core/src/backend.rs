@@ -251,18 +251,21 @@ impl LaunchDims {
         Self { grid: [grid, 1, 1], block: [block, 1, 1], shared_mem_bytes: 0 }
     }
 
-    /// Threads per block (at most 2^96, so it cannot overflow a `u128`).
-    pub fn threads_per_block(&self) -> u128 {
-        self.block.iter().map(|&d| u128::from(d)).product()
+    /// Threads per block, or `None` when the product overflows a `u64`.
+    pub fn threads_per_block(&self) -> Option<u64> {
+        let [x, y, z] = self.block.map(u64::from);
+        x.checked_mul(y)?.checked_mul(z)
     }
 
-    /// Threads in the whole launch (at most 2^192 does not fit: `None` past `u128::MAX`).
-    pub fn threads_per_launch(&self) -> Option<u128> {
-        self.grid.iter().try_fold(self.threads_per_block(), |n, &d| n.checked_mul(u128::from(d)))
+    /// Threads in the whole launch, or `None` when the product overflows a `u64`.
+    pub fn threads_per_launch(&self) -> Option<u64> {
+        let [x, y, z] = self.grid.map(u64::from);
+        self.threads_per_block()?.checked_mul(x)?.checked_mul(y)?.checked_mul(z)
     }
 
     /// Checks the dimensions against a device's limits: `InvalidValue` for a zero dimension or
     /// one beyond the limits (products computed without overflow).
+    #[inline]
     pub fn validate(&self, limits: &LaunchLimits) -> Result<()> {
         if self.grid.contains(&0) || self.block.contains(&0) {
             return fail(ErrorCode::InvalidValue, "grid and block dimensions must all be at least 1");
@@ -273,10 +276,13 @@ impl LaunchDims {
         if self.grid.iter().zip(limits.grid).any(|(&d, max)| d > max) {
             return fail(ErrorCode::InvalidValue, "a grid dimension exceeds the device's limit");
         }
-        if self.threads_per_block() > u128::from(limits.threads_per_block) {
+        if self.threads_per_block().is_none_or(|n| n > u64::from(limits.threads_per_block)) {
             return fail(ErrorCode::InvalidValue, "more threads per block than the device allows");
         }
-        if self.threads_per_launch().is_none_or(|n| n > u128::from(limits.threads_per_launch)) {
+        // `u64::MAX` means no limit beyond grid and block (CUDA's grids can exceed 2^64 threads).
+        if limits.threads_per_launch != u64::MAX
+            && self.threads_per_launch().is_none_or(|n| n > limits.threads_per_launch)
+        {
             return fail(ErrorCode::InvalidValue, "more threads in the launch than the device allows");
         }
         Ok(())

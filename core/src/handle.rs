@@ -205,8 +205,8 @@ impl DevicePtr {
     }
 
     /// The address as a raw pointer, e.g. for a host kernel argument.
-    pub const fn as_ptr<T>(self) -> *mut T {
-        self.0 as usize as *mut T
+    pub fn as_ptr<T>(self) -> *mut T {
+        core::ptr::with_exposed_provenance_mut(self.0 as usize)
     }
 }
 

@@ -283,7 +283,9 @@ impl Backend for HostBackend {
         } else {
             s.free[i] = (offset + need, len - need);
         }
-        Ok(self.arena.region().0 as u64 + offset as u64)
+        // The address leaves as an integer; exposing the arena's provenance lets the copies,
+        // fills and kernels that get it back turn it into a pointer again.
+        Ok(self.arena.region().0.wrapping_add(offset).expose_provenance() as u64)
     }
 
     unsafe fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
@@ -315,13 +317,19 @@ impl Backend for HostBackend {
             // Raw-pointer copy (no references over bytes other code may reach); `copy` allows
             // overlap (device-to-device within one allocation). The execution lock keeps every
             // other copy, fill and launch of this arena out meanwhile.
-            unsafe { core::ptr::copy(src as usize as *const u8, dst as usize as *mut u8, size) };
+            unsafe {
+                core::ptr::copy(
+                    core::ptr::with_exposed_provenance::<u8>(src as usize),
+                    core::ptr::with_exposed_provenance_mut::<u8>(dst as usize),
+                    size,
+                )
+            };
             Ok(())
         })
     }
 
     unsafe fn fill(&self, _: u32, dst: u64, value: FillValue, count: usize, _: Option<u64>) -> BackendResult<()> {
-        let p = dst as usize as *mut u8;
+        let p = core::ptr::with_exposed_provenance_mut::<u8>(dst as usize);
         debug_assert!(p.align_offset(value.width()) == 0);
         self.execute(|| {
             // SAFETY: the runtime validated that `count` elements from `dst` lie in one live
@@ -482,10 +490,12 @@ pub mod builtin {
     pub unsafe fn vector_add_f32(t: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
         // SAFETY: the launch contract: arguments are (ptr, ptr, ptr, u32) valid for n elements.
         unsafe {
+            // Pointers are read as addresses (C callers pass device memory as integers too) and
+            // take the provenance the runtime exposed when it handed the address out.
             let (a, b, c, n) = (
-                args.read::<*const f32>(0)?,
-                args.read::<*const f32>(1)?,
-                args.read::<*mut f32>(2)?,
+                core::ptr::with_exposed_provenance::<f32>(args.read::<usize>(0)?),
+                core::ptr::with_exposed_provenance::<f32>(args.read::<usize>(1)?),
+                core::ptr::with_exposed_provenance_mut::<f32>(args.read::<usize>(2)?),
                 args.read::<u32>(3)?,
             );
             let i = t.global_x() as usize;
@@ -505,7 +515,11 @@ pub mod builtin {
     pub unsafe fn reduce_sum_f32(t: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
         // SAFETY: the launch contract: arguments are (ptr, ptr, u32) valid as documented.
         unsafe {
-            let (x, out, n) = (args.read::<*const f32>(0)?, args.read::<*mut f32>(1)?, args.read::<u32>(2)?);
+            let (x, out, n) = (
+                core::ptr::with_exposed_provenance::<f32>(args.read::<usize>(0)?),
+                core::ptr::with_exposed_provenance_mut::<f32>(args.read::<usize>(1)?),
+                args.read::<u32>(2)?,
+            );
             let i = t.global_x() as usize;
             if i < n as usize {
                 *out += *x.add(i);
@@ -525,4 +539,68 @@ pub mod builtin {
 
     /// A program list holding only `ordo.builtin`.
     pub const PROGRAMS: &[HostProgram] = &[PROGRAM];
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use super::*;
+    use crate::{DevicePtr, Runtime};
+
+    static ARENA: HostArena<{ 4 * HOST_ALIGN }> = HostArena::new();
+    static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
+    static BACKENDS: [&dyn Backend; 1] = [&HOST];
+    static RT: Runtime = Runtime::new(&BACKENDS);
+
+    /// Any interleaving of valid calls is free of data races and uninitialised reads (Miri
+    /// checks this test: `cargo +nightly miri test -p ordo-core --lib host`): threads copy into,
+    /// out of, fill and launch over one allocation at once, and a fresh allocation reads as zeros.
+    #[test]
+    fn concurrent_copies_fills_and_launches_on_one_allocation_are_sound() {
+        RT.init().unwrap();
+        let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
+        let m = RT.mem_alloc(d, MemKind::Device, 64).unwrap();
+        let mut fresh = [0xffu8; 64];
+        RT.copy_from_device(&mut fresh, m).unwrap();
+        assert_eq!(fresh, [0; 64], "the arena starts zeroed");
+        let q = RT.queue_create(d).unwrap();
+        let p = RT.program_load(d, builtin::PROGRAM_NAME.as_bytes()).unwrap();
+        let add = RT.kernel_get(p, "vector_add_f32").unwrap();
+        let threads: std::vec::Vec<_> = (0..3u8)
+            .map(|i| {
+                std::thread::spawn(move || {
+                    for _ in 0..3 {
+                        match i {
+                            0 => RT.copy_to_device(m, &[i; 64]).unwrap(),
+                            1 => RT.fill(m, crate::FillValue::U16(0x0101), 32, None).unwrap(),
+                            _ => {
+                                let mut out = [0u8; 64];
+                                RT.copy_from_device(&mut out, m).unwrap();
+                                let (a, n) = (m.as_ptr::<f32>(), 16u32);
+                                let params = [
+                                    core::ptr::addr_of!(a) as *mut core::ffi::c_void,
+                                    core::ptr::addr_of!(a) as *mut _,
+                                    core::ptr::addr_of!(a) as *mut _,
+                                    core::ptr::addr_of!(n) as *mut _,
+                                ];
+                                let args = KernelArgs::new(&params, &[8, 8, 8, 4]).unwrap();
+                                // SAFETY: (ptr, ptr, ptr, u32) over 16 floats of the allocation.
+                                unsafe { RT.launch(q, add, &LaunchDims::linear(1, 16), &args) }.unwrap();
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        RT.fill(m.offset(2), crate::FillValue::U16(7), 3, None).unwrap();
+        let mut out = [0u8; 8];
+        RT.copy_from_device(&mut out, m).unwrap();
+        assert_eq!(&out[2..8], &[7, 0, 7, 0, 7, 0]);
+        assert_eq!(RT.mem_free(DevicePtr(m.0)), Ok(()));
+        RT.shutdown().unwrap();
+    }
 }

@@ -11,7 +11,7 @@
 
 #[cfg(feature = "std")]
 mod imp {
-    use std::cell::Cell;
+    use core::cell::Cell;
 
     std::thread_local! {
         /// How many callbacks of any runtime this thread is running right now.
@@ -37,7 +37,7 @@ mod imp {
 
     /// Runs `f`; a panic inside it becomes `Err(())` (the panic message was already printed).
     pub(crate) fn contain<T>(f: impl FnOnce() -> T) -> Result<T, ()> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| ())
+        std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)).map_err(|_| ())
     }
 }
 

@@ -8,6 +8,7 @@
 //! reads the state; `ordo_init` changes the state, then reads the request), so both are `SeqCst`:
 //! at least one side sees the other, and registration is idempotent.
 
+#[cfg(feature = "std")]
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use ordo_core::{Shutdown, State};

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release -p ordo-cli -p ordo-cuda --examples --bins
-cargo build --release -p ordo-ffi --lib
+cargo build --release -p ordo-ffi --lib --examples
 test_bin=$(cargo test --release -p ordo-cuda --test gpu --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:
@@ -13,6 +13,7 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="gpu" and m.get("executable"): print(m["executable"])')
 rm -rf gpu-bin && mkdir gpu-bin
 cp target/release/ordo target/release/examples/atexit_teardown target/release/examples/cuda_bench gpu-bin/
+cp target/release/examples/atexit_hook gpu-bin/atexit_hook_rust
 cp "$test_bin" gpu-bin/gpu_tests
 strip gpu-bin/*
 # The C library (for the C-ABI benchmark, compiled on the device from tests/gpu/c_launch_bench.c).

@@ -27,8 +27,20 @@ step info gpu-bin/ordo info
 step info_json gpu-bin/ordo info --json
 step demo gpu-bin/ordo demo
 
+echo "== real cubin and fatbin images (nvcc), for the image checks"
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
+images=()
+if command -v nvcc >/dev/null; then
+  step nvcc_cubin nvcc -cubin -arch=sm_$arch -o /tmp/empty.cubin tests/gpu/empty.cu
+  step nvcc_fatbin nvcc -fatbin -gencode arch=compute_$arch,code=sm_$arch \
+    -gencode arch=compute_$arch,code=compute_$arch -o /tmp/empty.fatbin tests/gpu/empty.cu
+  images=(ORDO_CUBIN=/tmp/empty.cubin ORDO_FATBIN=/tmp/empty.fatbin)
+else
+  echo "FAIL nvcc (not found)"; status=1
+fi
+
 echo "== GPU test suite"
-step gpu_tests env ORDO_REQUIRE_GPU=1 gpu-bin/gpu_tests --test-threads=1 --nocapture
+step gpu_tests env ORDO_REQUIRE_GPU=1 "${images[@]}" gpu-bin/gpu_tests --test-threads=1 --nocapture
 
 echo "== teardown from an atexit handler registered before the first init"
 gpu-bin/atexit_teardown >"$out/atexit.log" 2>"$out/atexit.err"
@@ -37,9 +49,26 @@ cat "$out/atexit.log"
 if [ $rc -eq 0 ] && [ ! -s "$out/atexit.err" ]; then echo "PASS atexit (exit 0, nothing on stderr)"; else
   echo "FAIL atexit (rc=$rc)"; cat "$out/atexit.err"; status=1; fi
 
+echo "== ordo_shutdown_at_exit with live CUDA objects and a running kernel, from Rust and from C"
+quiet_exit() { # name, command...: exit 0 and nothing on stderr
+  local name=$1; shift
+  "$@" >"$out/$name.log" 2>"$out/$name.err"
+  local rc=$?
+  cat "$out/$name.log"
+  if [ $rc -eq 0 ] && [ ! -s "$out/$name.err" ]; then echo "PASS $name (exit 0, nothing on stderr)"; else
+    echo "FAIL $name (rc=$rc)"; cat "$out/$name.err"; status=1; fi
+}
+quiet_exit atexit_hook_rust gpu-bin/atexit_hook_rust
+cc=$(command -v cc || command -v gcc || true)
+if [ -n "$cc" ]; then
+  step atexit_hook_c_build "$cc" -std=c99 -O2 -I ffi/include tests/gpu/atexit_hook.c \
+    gpu-bin/libordo.a -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc -o /tmp/atexit_hook_c
+  quiet_exit atexit_hook_c /tmp/atexit_hook_c
+fi
+
 echo "== benchmarks"
 step bench gpu-bin/cuda_bench
-cc=$(command -v cc || command -v gcc || true)
+step ordo_bench gpu-bin/ordo bench
 if [ -n "$cc" ]; then
   step c_bench_build "$cc" -std=c99 -O2 -D_POSIX_C_SOURCE=200809L -I ffi/include tests/gpu/c_launch_bench.c \
     gpu-bin/libordo.a -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc -o /tmp/c_launch_bench

@@ -66,10 +66,12 @@ fn run() -> Result<(), ErrorCode> {
     if out.iter().enumerate().any(|(i, &x)| x != 2.0 * i as f32) {
         return Err(ErrorCode::Unknown);
     }
-    match rt.shutdown().map_err(|e| e.code)? {
-        Shutdown::TornDown(report)
-            if report.is_clean() && report.released_of(ordo_core::ObjectKind::Allocation) == 3 => {}
-        _ => return Err(ErrorCode::TeardownFailed),
+    let Shutdown::TornDown(summary) = rt.shutdown().map_err(|e| e.code)? else {
+        return Err(ErrorCode::TeardownFailed);
+    };
+    let released = rt.last_teardown_report().map(|r| r.released_of(ordo_core::ObjectKind::Allocation));
+    if !summary.is_clean() || released != Some(3) {
+        return Err(ErrorCode::TeardownFailed);
     }
     if rt.platform_count().map_err(|e| e.code) != Err(ErrorCode::Uninitialized) {
         return Err(ErrorCode::Internal);
