@@ -17,7 +17,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use ordo_core::{
     Backend, BackendError, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, ErrorCode, FillValue,
-    InfoValue, KernelArgs, LaunchDims, MemKind, Queue, Runtime, Shutdown, State,
+    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, Queue, Runtime, Shutdown, State,
 };
 
 struct LoomBackend {
@@ -71,16 +71,20 @@ impl Backend for LoomBackend {
         self.inits.fetch_add(1, Ordering::SeqCst);
         Ok(1)
     }
-    fn deinit(&self) -> BackendResult<()> {
+    unsafe fn deinit(&self) -> BackendResult<()> {
         self.assert_no_call_in_flight("deinit");
         assert!(!self.queue_live.load(Ordering::SeqCst), "deinit before the queue was destroyed");
         assert!(self.up.swap(false, Ordering::SeqCst), "deinit while down");
         self.deinits.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
-    fn device_release(&self, _: u32) -> BackendResult<()> {
+    unsafe fn device_release(&self, _: u32) -> BackendResult<()> {
         self.assert_up("device_release");
         Ok(())
+    }
+    unsafe fn forget_after_fork(&self) {}
+    fn launch_limits(&self, _: u32) -> LaunchLimits {
+        LaunchLimits::CUDA
     }
     fn device_info(&self, _: u32, _: DeviceInfo) -> BackendResult<InfoValue> {
         self.assert_up("device_info");
@@ -89,13 +93,13 @@ impl Backend for LoomBackend {
     fn mem_alloc(&self, _: u32, _: MemKind, _: usize) -> BackendResult<u64> {
         unsupported()
     }
-    fn mem_free(&self, _: u32, _: MemKind, _: u64, _: usize) -> BackendResult<()> {
+    unsafe fn mem_free(&self, _: u32, _: MemKind, _: u64, _: usize) -> BackendResult<()> {
         unsupported()
     }
     unsafe fn memcpy(&self, _: u32, _: CopyKind, _: u64, _: u64, _: usize, _: Option<u64>) -> BackendResult<()> {
         unsupported()
     }
-    fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, _: Option<u64>) -> BackendResult<()> {
+    unsafe fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, _: Option<u64>) -> BackendResult<()> {
         unsupported()
     }
     fn queue_create(&self, _: u32) -> BackendResult<u64> {
@@ -103,52 +107,52 @@ impl Backend for LoomBackend {
         assert!(!self.queue_live.swap(true, Ordering::SeqCst), "one queue at a time in these models");
         Ok(1)
     }
-    fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
         self.assert_queue("queue_destroy");
         self.assert_no_call_in_flight("queue_destroy");
         self.queue_live.store(false, Ordering::SeqCst);
         Ok(())
     }
-    fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
         self.in_call.fetch_add(1, Ordering::SeqCst);
         self.assert_queue("queue_synchronize");
         self.in_call.fetch_sub(1, Ordering::SeqCst);
         Ok(())
     }
-    fn queue_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+    unsafe fn queue_query(&self, _: u32, _: u64) -> BackendResult<bool> {
         self.in_call.fetch_add(1, Ordering::SeqCst);
         self.assert_queue("queue_query");
         self.in_call.fetch_sub(1, Ordering::SeqCst);
         Ok(true)
     }
-    fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+    unsafe fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
         unsupported()
     }
     fn event_create(&self, _: u32) -> BackendResult<u64> {
         unsupported()
     }
-    fn event_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn event_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
         unsupported()
     }
-    fn event_record(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+    unsafe fn event_record(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
         unsupported()
     }
-    fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
         unsupported()
     }
-    fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+    unsafe fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
         unsupported()
     }
-    fn event_elapsed_ms(&self, _: u32, _: u64, _: u64) -> BackendResult<f32> {
+    unsafe fn event_elapsed_ms(&self, _: u32, _: u64, _: u64) -> BackendResult<f32> {
         unsupported()
     }
     fn program_load(&self, _: u32, _: &[u8]) -> BackendResult<u64> {
         unsupported()
     }
-    fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
+    unsafe fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
         unsupported()
     }
-    fn kernel_get(&self, _: u32, _: u64, _: &str) -> BackendResult<u64> {
+    unsafe fn kernel_get(&self, _: u32, _: u64, _: &str) -> BackendResult<u64> {
         unsupported()
     }
     unsafe fn launch(&self, _: u32, _: u64, _: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {

@@ -70,7 +70,7 @@ impl Pool {
 }
 
 fn check(status: ordo_status_t) -> bool {
-    assert!((0..=18).contains(&status), "undefined status {status}");
+    assert!((0..=19).contains(&status), "undefined status {status}");
     status == ORDO_SUCCESS
 }
 
