@@ -97,6 +97,22 @@ std::thread_local! {
     static CURRENT: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
 }
 
+/// A context the program had current before an ordo call switched to its primary context: put
+/// back when the call is done (null: nothing to put back). The thread's record then no longer
+/// names ordo's context, so the next launch checks again instead of trusting it.
+pub(crate) struct ProgramContext(CUcontext);
+
+impl Drop for ProgramContext {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: the program had this context current a moment ago; if it has gone since,
+            // the driver refuses it with an error, which changes nothing.
+            let _ = unsafe { sys::cuCtxSetCurrent(self.0) };
+            CURRENT.set((0, 0));
+        }
+    }
+}
+
 /// The devices' primary contexts (null when not retained).
 pub(crate) struct Devices {
     /// Between a successful `init` and `deinit` (one backend serves one runtime at a time).
@@ -246,29 +262,37 @@ impl Devices {
         ))
     }
 
-    /// Makes `ordinal`'s primary context current on this thread (no driver call when it already is).
+    /// Makes `ordinal`'s primary context current on this thread for one call (no driver call
+    /// when it already is). The guard puts back a context the program had current; a thread
+    /// that had none keeps the primary context current.
     #[inline]
-    pub(crate) fn make_current(&self, ordinal: u32) -> BackendResult<()> {
+    pub(crate) fn make_current(&self, ordinal: u32) -> BackendResult<ProgramContext> {
         self.make_current_checked(ordinal, check)
     }
 
     /// `make_current` for release calls: a driver that is already gone counts as released.
-    pub(crate) fn make_current_for_release(&self, ordinal: u32) -> BackendResult<()> {
+    pub(crate) fn make_current_for_release(&self, ordinal: u32) -> BackendResult<ProgramContext> {
         self.make_current_checked(ordinal, check_release)
     }
 
     #[inline]
-    fn make_current_checked(&self, ordinal: u32, check: fn(CUresult) -> BackendResult<()>) -> BackendResult<()> {
+    fn make_current_checked(
+        &self,
+        ordinal: u32,
+        check: fn(CUresult) -> BackendResult<()>,
+    ) -> BackendResult<ProgramContext> {
         let ctx = self.context(ordinal)?;
         let mut current: CUcontext = ptr::null_mut();
         // SAFETY: valid out-pointer.
         check(unsafe { sys::cuCtxGetCurrent(&mut current) })?;
-        if current != ctx {
-            // SAFETY: `ctx` is a retained primary context.
-            check(unsafe { sys::cuCtxSetCurrent(ctx) })?;
+        if current == ctx {
+            CURRENT.set((ctx as usize, self.epoch.load(Ordering::Acquire)));
+            return Ok(ProgramContext(ptr::null_mut()));
         }
+        // SAFETY: `ctx` is a retained primary context.
+        check(unsafe { sys::cuCtxSetCurrent(ctx) })?;
         CURRENT.set((ctx as usize, self.epoch.load(Ordering::Acquire)));
-        Ok(())
+        Ok(ProgramContext(current))
     }
 
     #[inline]
@@ -281,15 +305,15 @@ impl Devices {
     }
 
     /// The launch path: trusts this thread's record of the current context (no driver call);
-    /// returns whether it trusted it, so a context error can be retried after `make_current`.
+    /// returns `None` when it trusted it (a context error can then be retried after
+    /// `make_current`), else the guard of `make_current`.
     #[inline]
-    pub(crate) fn make_current_trusted(&self, ordinal: u32) -> BackendResult<bool> {
+    pub(crate) fn make_current_trusted(&self, ordinal: u32) -> BackendResult<Option<ProgramContext>> {
         let ctx = self.context(ordinal)?;
         if CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire)) {
-            return Ok(true);
+            return Ok(None);
         }
-        self.make_current(ordinal)?;
-        Ok(false)
+        self.make_current(ordinal).map(Some)
     }
 
     pub(crate) fn info(&self, ordinal: u32, key: DeviceInfo) -> BackendResult<InfoValue> {

@@ -4,7 +4,8 @@
 //!
 //! Each device's primary context is retained at init and released at teardown; every call makes
 //! its device's context current first (checked with `cuCtxGetCurrent`, so a thread that already
-//! has it pays no switch) and leaves it current, as `cudaSetDevice` does. Queues are blocking
+//! has it pays no switch). A context the program had current is put back after the call; a
+//! thread that had none keeps ordo's primary context current (launches trust that record). Queues are blocking
 //! streams, so the legacy default stream, which calls without a queue use, is ordered after all
 //! work already on them; those calls also wait for their own work before returning. Events time.
 //! Files: `device.rs` (driver, contexts, info, launch limits), `memory.rs`, `queue.rs` (streams,
@@ -101,12 +102,12 @@ impl Backend for CudaBackend {
     }
 
     fn mem_alloc(&self, device: u32, kind: MemKind, size: usize) -> BackendResult<u64> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         memory::alloc(kind, size)
     }
 
     unsafe fn mem_free(&self, device: u32, kind: MemKind, addr: u64, _size: usize) -> BackendResult<()> {
-        self.devices.make_current_for_release(device)?;
+        let _program_context = self.devices.make_current_for_release(device)?;
         // SAFETY: forwarded contract (a live allocation of this device, now current).
         unsafe { memory::free(kind, addr) }
     }
@@ -120,7 +121,7 @@ impl Backend for CudaBackend {
         size: usize,
         queue: Option<u64>,
     ) -> BackendResult<()> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         // SAFETY: forwarded contract.
         unsafe { memory::copy(kind, dst, src, size, queue.map(queue::stream)) }
     }
@@ -133,89 +134,89 @@ impl Backend for CudaBackend {
         count: usize,
         queue: Option<u64>,
     ) -> BackendResult<()> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         // SAFETY: forwarded contract.
         unsafe { memory::fill(dst, value, count, queue.map(queue::stream)) }
     }
 
     fn queue_create(&self, device: u32) -> BackendResult<u64> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         queue::queue_create()
     }
 
     unsafe fn queue_destroy(&self, device: u32, q: u64) -> BackendResult<()> {
-        self.devices.make_current_for_release(device)?;
+        let _program_context = self.devices.make_current_for_release(device)?;
         // SAFETY: forwarded contract (live objects of this device, now current).
         unsafe { queue::queue_destroy(q) }
     }
 
     unsafe fn queue_synchronize(&self, device: u32, q: u64) -> BackendResult<()> {
-        self.devices.make_current_for_release(device)?;
+        let _program_context = self.devices.make_current_for_release(device)?;
         // SAFETY: forwarded contract (live objects of this device, now current).
         unsafe { queue::queue_synchronize(q) }
     }
 
     unsafe fn queue_query(&self, device: u32, q: u64) -> BackendResult<bool> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         // SAFETY: forwarded contract (live objects of this device, now current).
         unsafe { queue::queue_query(q) }
     }
 
     unsafe fn queue_wait_event(&self, device: u32, q: u64, event: u64) -> BackendResult<()> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         // SAFETY: forwarded contract (live objects of this device, now current).
         unsafe { queue::queue_wait_event(q, event) }
     }
 
     fn event_create(&self, device: u32) -> BackendResult<u64> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         queue::event_create()
     }
 
     unsafe fn event_destroy(&self, device: u32, event: u64) -> BackendResult<()> {
-        self.devices.make_current_for_release(device)?;
+        let _program_context = self.devices.make_current_for_release(device)?;
         // SAFETY: forwarded contract (live objects of this device, now current).
         unsafe { queue::event_destroy(event) }
     }
 
     unsafe fn event_record(&self, device: u32, event: u64, q: u64) -> BackendResult<()> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         // SAFETY: forwarded contract (live objects of this device, now current).
         unsafe { queue::event_record(event, q) }
     }
 
     unsafe fn event_synchronize(&self, device: u32, event: u64) -> BackendResult<()> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         // SAFETY: forwarded contract (live objects of this device, now current).
         unsafe { queue::event_synchronize(event) }
     }
 
     unsafe fn event_query(&self, device: u32, event: u64) -> BackendResult<bool> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         // SAFETY: forwarded contract (live objects of this device, now current).
         unsafe { queue::event_query(event) }
     }
 
     unsafe fn event_elapsed_ms(&self, device: u32, start: u64, end: u64) -> BackendResult<f32> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         // SAFETY: forwarded contract (live objects of this device, now current).
         unsafe { queue::event_elapsed_ms(start, end) }
     }
 
     fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         program::load(image)
     }
 
     unsafe fn program_unload(&self, device: u32, program: u64) -> BackendResult<()> {
         self.kernels.forget_program(program);
-        self.devices.make_current_for_release(device)?;
+        let _program_context = self.devices.make_current_for_release(device)?;
         // SAFETY: forwarded contract.
         unsafe { program::unload(program) }
     }
 
     unsafe fn kernel_get(&self, device: u32, program: u64, name: &str) -> BackendResult<u64> {
-        self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current(device)?;
         // SAFETY: forwarded contract.
         let kernel = unsafe { program::kernel(program, name) }?;
         self.kernels.record(program, kernel);
@@ -231,14 +232,14 @@ impl Backend for CudaBackend {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
-        let trusted = self.devices.make_current_trusted(device)?;
+        let program_context = self.devices.make_current_trusted(device)?;
         // SAFETY: forwarded contract.
         let result = unsafe { program::launch(&self.kernels, queue, kernel, dims, args) };
         match result {
-            // Other code switched this thread's context since ordo set it: the driver rejected
-            // the launch (nothing was enqueued); set the context and launch once more.
-            Err(e) if trusted && conv::is_wrong_context(e.native) => {
-                self.devices.make_current(device)?;
+            // Other code switched this thread's context since ordo set it, and the driver
+            // rejected the launch (nothing was enqueued): set the context and launch once more.
+            Err(e) if program_context.is_none() && conv::is_wrong_context(e.native) => {
+                let _program_context = self.devices.make_current(device)?;
                 // SAFETY: forwarded contract.
                 unsafe { program::launch(&self.kernels, queue, kernel, dims, args) }
             }

@@ -414,10 +414,10 @@ fn calls_without_a_queue_wait_for_queued_work_and_for_themselves() {
 }
 
 /// With another valid context current on the thread (the program's own), ordo's calls still run
-/// on ordo's device, and afterwards the thread has ordo's primary context current: ordo leaves
-/// its device's primary context current, as `cudaSetDevice` does (README, "CUDA backend").
+/// on ordo's device, and afterwards the program's context is current again; a thread that had
+/// no context current is left with ordo's primary context (README, "CUDA backend").
 #[test]
-fn another_current_context_does_not_misdirect_ordo_and_is_replaced_by_the_primary() {
+fn another_current_context_does_not_misdirect_ordo_and_is_put_back() {
     use cudarc::driver::sys::{self, CUcontext, CUresult};
     let Some(rt) = cuda() else { return };
     let d = dev(rt, 0);
@@ -428,8 +428,7 @@ fn another_current_context_does_not_misdirect_ordo_and_is_replaced_by_the_primar
     let (a, c) = (rt.mem_alloc(d, MemKind::Device, N * 4).unwrap(), rt.mem_alloc(d, MemKind::Device, N * 4).unwrap());
     let xa: Vec<f32> = (0..N).map(|i| i as f32).collect();
     rt.copy_to_device(a, f32_bytes(&xa)).unwrap();
-    let (mut dev0, mut primary, mut own, mut current): (i32, CUcontext, CUcontext, CUcontext) =
-        (0, std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut());
+    let (mut dev0, mut primary, mut own): (i32, CUcontext, CUcontext) = (0, std::ptr::null_mut(), std::ptr::null_mut());
     // SAFETY: plain driver calls with valid out-pointers; the driver was initialised by ordo.
     unsafe {
         assert_eq!(sys::cuDeviceGet(&mut dev0, 0), CUresult::CUDA_SUCCESS);
@@ -450,19 +449,37 @@ fn another_current_context_does_not_misdirect_ordo_and_is_replaced_by_the_primar
         )
     }
     .unwrap();
-    // SAFETY: valid out-pointer.
-    unsafe { assert_eq!(sys::cuCtxGetCurrent(&mut current), CUresult::CUDA_SUCCESS) };
-    assert_eq!(current, primary, "after a launch, ordo's primary context is current");
-    // The same for a call that goes through the checked path (a copy), from the program's context.
-    // SAFETY: `own` is a live context.
-    unsafe { assert_eq!(sys::cuCtxSetCurrent(own), CUresult::CUDA_SUCCESS) };
+    let current_now = || {
+        let mut current: CUcontext = std::ptr::null_mut();
+        // SAFETY: valid out-pointer.
+        unsafe { assert_eq!(sys::cuCtxGetCurrent(&mut current), CUresult::CUDA_SUCCESS) };
+        current
+    };
+    assert_eq!(current_now(), own, "after a launch, the program's context is current again");
+    // The same for calls that go through the checked path (synchronise, copy).
     rt.queue_synchronize(q).unwrap();
     let mut out = vec![0f32; N];
     rt.copy_from_device(f32_bytes_mut(&mut out), c).unwrap();
+    assert_eq!(current_now(), own, "after a copy, the program's context is current again");
     assert!(out.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f32), "the launch ran on ordo's device");
-    // SAFETY: valid out-pointer.
-    unsafe { assert_eq!(sys::cuCtxGetCurrent(&mut current), CUresult::CUDA_SUCCESS) };
-    assert_eq!(current, primary);
+    // A second launch from the program's context (the thread's record no longer names ordo's).
+    // SAFETY: as above.
+    unsafe {
+        rt.launch(
+            q,
+            add,
+            &LaunchDims::linear((N as u32).div_ceil(256), 256),
+            &KernelArgs::new(&params, &[8, 8, 8, 4]).unwrap(),
+        )
+    }
+    .unwrap();
+    rt.queue_synchronize(q).unwrap();
+    assert_eq!(current_now(), own);
+    // A thread with no current context keeps ordo's primary context after a call.
+    // SAFETY: clears this thread's current context.
+    unsafe { assert_eq!(sys::cuCtxSetCurrent(std::ptr::null_mut()), CUresult::CUDA_SUCCESS) };
+    rt.queue_synchronize(q).unwrap();
+    assert_eq!(current_now(), primary, "no context before: ordo's primary context after");
     // SAFETY: releases what this test created and retained, once.
     unsafe {
         assert_eq!(sys::cuCtxDestroy_v2(own), CUresult::CUDA_SUCCESS);

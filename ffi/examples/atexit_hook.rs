@@ -67,6 +67,19 @@ fn main() {
         }
         CUDA_DEVICES.store(info.device_count, Ordering::Relaxed);
         ok(ordo_device_get(cuda, 0, &mut d));
+        // A failed PTX load explains itself with the JIT log, once: a later unrelated failure
+        // (a bad host image) does not carry the old log.
+        let mut bad = ordo_program_t::default();
+        let ptx = b".version 8.0\n.target sm_90\n.address_size 64\nnot ptx";
+        assert_eq!(ordo_program_load(d, ptx.as_ptr().cast(), ptx.len(), &mut bad), ORDO_ERROR_INVALID_BINARY);
+        let detail = std::ffi::CStr::from_ptr(ordo_last_error_detail()).to_string_lossy().into_owned();
+        assert!(detail.contains("ptxas"), "the JIT log is the detail: {detail}");
+        let (mut host_platform, mut host) = (ordo_platform_t::default(), ordo_device_t::default());
+        ok(ordo_platform_get(0, &mut host_platform));
+        ok(ordo_device_get(host_platform, 0, &mut host));
+        assert_eq!(ordo_program_load(host, c"no.such".as_ptr().cast(), 7, &mut bad), ORDO_ERROR_INVALID_BINARY);
+        let detail = std::ffi::CStr::from_ptr(ordo_last_error_detail()).to_string_lossy().into_owned();
+        assert!(!detail.contains("ptxas"), "an old JIT log explained a later failure: {detail}");
         let (mut q, mut e, mut p) = (ordo_queue_t::default(), ordo_event_t::default(), ordo_program_t::default());
         let (mut spin, mut add) = (ordo_kernel_t::default(), ordo_kernel_t::default());
         ok(ordo_queue_create(d, &mut q));

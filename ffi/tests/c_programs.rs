@@ -268,3 +268,15 @@ fn install_and_pkg_config() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     run_example(&exe, &[("LD_LIBRARY_PATH", &prefix.join("lib"))]);
 }
+
+/// `libordo.so` carries a SONAME (`libordo.so.0`), so programs record the ABI they linked.
+#[test]
+fn the_shared_library_has_a_soname() {
+    if !tool("readelf") {
+        return;
+    }
+    let lib = lib_dir().join("libordo.so");
+    let out = Command::new("readelf").arg("-d").arg(&lib).output().expect("readelf runs");
+    let dynamic = String::from_utf8_lossy(&out.stdout);
+    assert!(dynamic.contains("Library soname: [libordo.so.0]"), "{}:\n{dynamic}", lib.display());
+}

@@ -44,3 +44,13 @@ fn header_compiles_as_c99_and_cxx17() {
         assert!(out.status.success(), "{compiler} {std}: {}", String::from_utf8_lossy(&out.stderr));
     }
 }
+
+/// The header declares ordo's API and nothing of the implementation: no `rust_eh_personality`,
+/// no C library functions ordo calls itself (`atexit`, `pthread_atfork`).
+#[test]
+fn header_declares_only_the_api() {
+    let header = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/ordo.h")).unwrap();
+    for symbol in ["rust_eh_personality", "atexit(", "pthread_atfork", "extern int"] {
+        assert!(!header.contains(symbol), "ordo.h declares `{symbol}`");
+    }
+}
