@@ -439,16 +439,12 @@ fn another_current_context_does_not_misdirect_ordo_and_is_put_back() {
     assert_ne!(own, primary);
     let (pa, pc, n) = (a.0, c.0, N as u32);
     let params = [arg(&pa), arg(&pa), arg(&pc), arg(&n)];
-    // SAFETY: (ptr, ptr, ptr, u32) over N floats.
-    unsafe {
-        rt.launch(
-            q,
-            add,
-            &LaunchDims::linear((N as u32).div_ceil(256), 256),
-            &KernelArgs::new(&params, &[8, 8, 8, 4]).unwrap(),
-        )
-    }
-    .unwrap();
+    let launch_add = || {
+        let dims = LaunchDims::linear((N as u32).div_ceil(256), 256);
+        // SAFETY: (ptr, ptr, ptr, u32) over N floats.
+        unsafe { rt.launch(q, add, &dims, &KernelArgs::new(&params, &[8, 8, 8, 4]).unwrap()) }.unwrap()
+    };
+    launch_add();
     let current_now = || {
         let mut current: CUcontext = std::ptr::null_mut();
         // SAFETY: valid out-pointer.
@@ -463,16 +459,7 @@ fn another_current_context_does_not_misdirect_ordo_and_is_put_back() {
     assert_eq!(current_now(), own, "after a copy, the program's context is current again");
     assert!(out.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f32), "the launch ran on ordo's device");
     // A second launch from the program's context (the thread's record no longer names ordo's).
-    // SAFETY: as above.
-    unsafe {
-        rt.launch(
-            q,
-            add,
-            &LaunchDims::linear((N as u32).div_ceil(256), 256),
-            &KernelArgs::new(&params, &[8, 8, 8, 4]).unwrap(),
-        )
-    }
-    .unwrap();
+    launch_add();
     rt.queue_synchronize(q).unwrap();
     assert_eq!(current_now(), own);
     // A thread with no current context keeps ordo's primary context after a call.

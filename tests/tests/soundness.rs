@@ -256,3 +256,18 @@ fn teardown_events_report_released_by_driver_as_such() {
     rt.shutdown_observed(&mut |e| outcomes.push((e.step, e.outcome))).unwrap();
     assert!(outcomes.contains(&(TeardownStep::DestroyQueue, StepOutcome::ReleasedByDriver)));
 }
+
+#[test]
+fn a_platform_with_more_devices_than_the_table_holds_is_unavailable_and_released() {
+    let (a, big) = (scripted(1), scripted(ordo_core::capacity::MAX_DEVICES as u32 + 1));
+    let rt = runtime(vec![a, big]);
+    rt.init().unwrap();
+    let info = rt.platform_info(rt.platform(1).unwrap()).unwrap();
+    assert_eq!(info.absent.map(|e| e.code), Some(ErrorCode::OutOfResources));
+    assert!(info.is_unavailable() && info.device_count == 0);
+    assert!(!big.is_up() && big.live_total() == 0, "its devices were released and it was deinitialised");
+    assert_eq!(big.double_releases(), 0);
+    rt.queue_create(device(rt, 0).unwrap()).unwrap();
+    rt.shutdown().unwrap();
+    assert_eq!(a.live_total(), 0);
+}

@@ -224,13 +224,25 @@ impl Runtime {
             return fail(ErrorCode::InvalidArgument, "more backends than ORDO_MAX_PLATFORMS");
         }
         for (index, backend) in self.backends.iter().enumerate() {
+            // The platform's entry goes in first, so that a roll-back sees whatever comes up; until
+            // the backend's init returns, the entry says it is not usable (a roll-back while it
+            // panics must not deinit it: its state is unknown, and a later init may find it `Busy`).
+            let unfinished = BackendError::new(ErrorCode::Internal, 0, "the backend's init did not finish");
+            let entry = PlatformEntry { backend: index as u8, absent: Some(unfinished), devices: heapless::Vec::new() };
+            // Cannot fail: at most MAX_PLATFORMS backends (checked above), one entry each, and a
+            // platform slot is retired only after 2^32 init cycles.
+            let Ok(handle) = t.platforms.insert(entry) else {
+                self.roll_back(t);
+                return fail(ErrorCode::OutOfResources, "platform table is exhausted");
+            };
+            let slot = handle.index() as u32;
             let Ok(outcome) = reentry::contain(|| backend.init()) else {
                 log::error!("ordo: platform {} panicked while initialising; rolling back", backend.name());
                 self.roll_back(t);
                 return fail(ErrorCode::Internal, "a backend panicked while initialising; init was rolled back");
             };
             let absent = match outcome {
-                Ok(count) => self.add_devices(t, index, count).err(),
+                Ok(count) => self.add_devices(t, slot, index, count).err(),
                 Err(e) => Some(e),
             };
             match &absent {
@@ -240,47 +252,35 @@ impl Runtime {
                 Some(e) => log::warn!("ordo: platform {} is unavailable: {e}", backend.name()),
                 None => {}
             }
-            let entry = PlatformEntry { backend: index as u8, absent, devices: heapless::Vec::new() };
-            // Cannot fail: at most MAX_PLATFORMS backends (checked above), one entry each, and a
-            // platform slot is retired only after 2^32 init cycles.
-            let Ok(handle) = t.platforms.insert(entry) else {
-                self.roll_back(t);
-                return fail(ErrorCode::OutOfResources, "platform table is exhausted");
-            };
-            let slot = handle.index() as u32;
-            let mut d = t.devices.oldest();
-            while let Some(i) = d {
-                let dev = t.devices.at_mut(i);
-                if usize::from(dev.backend) == index {
-                    dev.platform = slot;
-                    // Cannot overflow: it holds at most as many entries as the device table.
-                    let _ = t.platforms.at_mut(slot).devices.push(i);
-                }
-                d = t.devices.newer(i);
-            }
+            t.platforms.at_mut(slot).absent = absent;
         }
         Ok(())
     }
 
-    /// Adds the `count` devices of the backend at `index` (an up backend). If the device table
-    /// cannot take them all, releases them, deinits the backend and returns why.
-    fn add_devices(&self, t: &mut Tables, index: usize, count: u32) -> core::result::Result<(), BackendError> {
+    /// Adds the `count` devices of the backend at `index` (an up backend) to its platform entry
+    /// in `slot`. If the device table cannot take them all, releases them, deinits the backend
+    /// and returns why.
+    fn add_devices(
+        &self,
+        t: &mut Tables,
+        slot: u32,
+        index: usize,
+        count: u32,
+    ) -> core::result::Result<(), BackendError> {
         let backend = self.backends[index];
-        let mut added = 0;
         for ordinal in 0..count {
             let limits = backend.launch_limits(ordinal);
-            let device = DeviceEntry { driver: backend, backend: index as u8, platform: NO_SLOT, ordinal, limits };
-            if t.devices.insert(device).is_err() {
-                break;
-            }
-            added += 1;
+            let device = DeviceEntry { driver: backend, backend: index as u8, platform: slot, ordinal, limits };
+            let Ok(d) = t.devices.insert(device) else { break };
+            // Cannot overflow: it holds at most as many entries as the device table.
+            let _ = t.platforms.at_mut(slot).devices.push(d.index() as u32);
         }
-        if added == count {
+        if t.platforms.at(slot).devices.len() == count as usize {
             log::info!("ordo: platform {} is up with {count} device(s)", backend.name());
             return Ok(());
         }
-        while let Some(i) = t.devices.newest().filter(|&i| usize::from(t.devices.at(i).backend) == index) {
-            t.devices.remove_at(i);
+        while let Some(d) = t.platforms.at_mut(slot).devices.pop() {
+            t.devices.remove_at(d);
         }
         for ordinal in (0..count).rev() {
             // SAFETY: this runtime initialised the backend; no object of it exists yet.
