@@ -50,10 +50,11 @@ fn run_on_device(rt: &Runtime, device: Device, image: &[u8]) -> Result<String, o
         &pc as *const _ as *mut c_void,
         &n as *const _ as *mut c_void,
     ];
-    let add_sizes = [8, 8, 8, 4];
+    const PTR: usize = std::mem::size_of::<*mut f32>();
+    let add_sizes = [PTR, PTR, PTR, 4];
     let reduce_params =
         [&pa as *const _ as *mut c_void, &psum as *const _ as *mut c_void, &n as *const _ as *mut c_void];
-    let reduce_sizes = [8, 8, 4];
+    let reduce_sizes = [PTR, PTR, 4];
     let dims = LaunchDims::linear(grid, BLOCK);
     // SAFETY: the arguments are (f32*, f32*, f32*, u32) and (f32*, f32*, u32) as the kernels
     // declare, pointing at allocations of N (and 1) floats that outlive the synchronisation below.

@@ -584,7 +584,8 @@ mod tests {
                                     core::ptr::addr_of!(a) as *mut _,
                                     core::ptr::addr_of!(n) as *mut _,
                                 ];
-                                let args = KernelArgs::new(&params, &[8, 8, 8, 4]).unwrap();
+                                const PTR: usize = core::mem::size_of::<*mut f32>();
+                                let args = KernelArgs::new(&params, &[PTR, PTR, PTR, 4]).unwrap();
                                 // SAFETY: (ptr, ptr, ptr, u32) over 16 floats of the allocation.
                                 unsafe { RT.launch(q, add, &LaunchDims::linear(1, 16), &args) }.unwrap();
                             }

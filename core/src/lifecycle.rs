@@ -15,7 +15,7 @@
 
 use crate::error::{Error, ErrorCode, Result, fail};
 use crate::reentry::in_callback;
-use crate::sync::{AtomicU32, AtomicU64, Ordering, relax};
+use crate::sync::{AtomicU32, Ordering, relax};
 
 /// Orders a write before the following read for loom. loom models `SeqCst` accesses as
 /// `AcqRel`, under which "write one location, then read another" (both sides of the handshake
@@ -71,17 +71,17 @@ pub enum State {
     ShuttingDown,
 }
 
-const WRITER: u64 = 1 << 32;
-const PHASE_SHIFT: u32 = 33;
-const PHASE_MASK: u64 = 0b11 << PHASE_SHIFT;
-const REFS_SHIFT: u32 = 35;
+const WRITER: u32 = 1;
+const PHASE_SHIFT: u32 = 1;
+const PHASE_MASK: u32 = 0b11 << PHASE_SHIFT;
+const REFS_SHIFT: u32 = 3;
 /// The largest number of init references (29 bits).
 pub const MAX_REFS: u32 = (1 << 29) - 1;
 
-/// A decoded lifecycle word: bit 32 the writer flag, bits 33-34 the phase, bits 35-63 the
-/// init references (bits 0-31 are unused).
+/// A decoded lifecycle word: bit 0 the writer flag, bits 1-2 the phase, bits 3-31 the init
+/// references. 32 bits, so the core needs only 32-bit atomics (Cortex-M, RISC-V 32).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Word(u64);
+struct Word(u32);
 
 impl Word {
     fn phase(self) -> Phase {
@@ -93,14 +93,15 @@ impl Word {
         }
     }
     fn refs(self) -> u32 {
-        (self.0 >> REFS_SHIFT) as u32
+        self.0 >> REFS_SHIFT
     }
     fn writer(self) -> bool {
         self.0 & WRITER != 0
     }
     /// The same writer flag with a new phase and reference count.
     fn with(self, phase: Phase, refs: u32) -> Self {
-        Self((self.0 & WRITER) | ((phase as u64) << PHASE_SHIFT) | ((refs as u64) << REFS_SHIFT))
+        debug_assert!(refs <= MAX_REFS);
+        Self((self.0 & WRITER) | ((phase as u32) << PHASE_SHIFT) | (refs << REFS_SHIFT))
     }
 }
 
@@ -123,18 +124,18 @@ pub(crate) enum ShutdownStep {
 
 /// The lifecycle word and the in-flight shards, with typed operations only.
 pub(crate) struct Gate {
-    word: AtomicU64,
+    word: AtomicU32,
     shards: [Shard; SHARDS],
 }
 
 impl Gate {
     #[cfg(not(loom))]
     pub(crate) const fn new() -> Self {
-        Self { word: AtomicU64::new(0), shards: [const { Shard(AtomicU32::new(0)) }; SHARDS] }
+        Self { word: AtomicU32::new(0), shards: [const { Shard(AtomicU32::new(0)) }; SHARDS] }
     }
     #[cfg(loom)]
     pub(crate) fn new() -> Self {
-        Self { word: AtomicU64::new(0), shards: core::array::from_fn(|_| Shard(AtomicU32::new(0))) }
+        Self { word: AtomicU32::new(0), shards: core::array::from_fn(|_| Shard(AtomicU32::new(0))) }
     }
 
     fn load(&self) -> Word {

@@ -4,9 +4,9 @@
 //! Waiting uses a relax strategy: spin on bare metal, yield to the scheduler with feature `std`.
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+pub(crate) use core::sync::atomic::{AtomicU32, Ordering};
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU32, Ordering};
 
 #[cfg(not(loom))]
 use spin::relax::RelaxStrategy;

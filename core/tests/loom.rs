@@ -4,7 +4,9 @@
 //! - two inits racing,
 //! - a shutdown racing a shutdown,
 //! - a call, an init and a final shutdown on three threads,
-//! - a destroy (an exclusive call) racing a call on the same queue.
+//! - a destroy (an exclusive call) racing a call on the same queue,
+//! - an exclusive call (a create) racing the final shutdown,
+//! - two exclusive calls (two destroys of one queue) racing.
 //!
 //! The backend here asserts, with loom-visible atomics, that no call reaches it outside init and
 //! no call uses a destroyed queue ("no call observes a torn-down object"); each model checks the
@@ -278,6 +280,50 @@ fn destroy_racing_a_call_on_the_same_queue() {
         match caller.join().unwrap() {
             Ok(()) => {}
             Err(e) => assert_eq!(e.code, ErrorCode::InvalidHandle),
+        }
+        assert!(!b.queue_live.load(Ordering::SeqCst));
+        assert!(matches!(rt.shutdown().unwrap(), Shutdown::TornDown(ref r) if r.is_clean()));
+    });
+}
+
+#[test]
+fn exclusive_call_racing_the_final_shutdown() {
+    loom::model(|| {
+        let (b, rt) = setup();
+        rt.init().unwrap();
+        let d = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+        let rt2 = rt.clone();
+        // A create (exclusive): it runs wholly before the teardown, or is turned away.
+        let creator = loom::thread::spawn(move || rt2.queue_create(d));
+        let outcome = rt.shutdown().unwrap();
+        assert!(matches!(outcome, Shutdown::TornDown(ref r) if r.is_clean()), "{outcome:?}");
+        match creator.join().unwrap() {
+            Ok(q) => assert_eq!(rt.queue_query(q).unwrap_err().code, ErrorCode::Uninitialized),
+            Err(e) => assert_eq!(e.code, ErrorCode::Uninitialized),
+        }
+        assert_eq!(rt.state(), State::Uninit);
+        assert!(!b.up.load(Ordering::SeqCst), "deinitialised");
+        assert!(!b.queue_live.load(Ordering::SeqCst), "a queue created before the teardown was released by it");
+    });
+}
+
+#[test]
+fn two_exclusive_calls_racing() {
+    loom::model(|| {
+        let (b, rt) = setup();
+        rt.init().unwrap();
+        let q = queue(&rt);
+        let rt2 = rt.clone();
+        // Two destroys of one queue: exactly one reaches the backend (which asserts the queue is
+        // live), the other finds the handle stale.
+        let other = loom::thread::spawn(move || rt2.queue_destroy(q));
+        let mine = rt.queue_destroy(q);
+        let theirs = other.join().unwrap();
+        assert_eq!([&mine, &theirs].iter().filter(|r| r.is_ok()).count(), 1, "{mine:?} / {theirs:?}");
+        for r in [mine, theirs] {
+            if let Err(e) = r {
+                assert_eq!(e.code, ErrorCode::InvalidHandle);
+            }
         }
         assert!(!b.queue_live.load(Ordering::SeqCst));
         assert!(matches!(rt.shutdown().unwrap(), Shutdown::TornDown(ref r) if r.is_clean()));

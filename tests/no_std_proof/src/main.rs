@@ -55,7 +55,8 @@ fn run() -> Result<(), ErrorCode> {
         &pc as *const _ as *mut c_void,
         &n as *const _ as *mut c_void,
     ];
-    let args = KernelArgs::new(&params, &[8, 8, 8, 4]).map_err(|e| e.code)?;
+    const PTR: usize = core::mem::size_of::<*mut f32>();
+    let args = KernelArgs::new(&params, &[PTR, PTR, PTR, 4]).map_err(|e| e.code)?;
     // SAFETY: the arguments match vector_add_f32(f32*, f32*, f32*, u32) over N-element buffers.
     unsafe { rt.launch(queue, kernel, &LaunchDims::linear(4, 256), &args) }.map_err(|e| e.code)?;
     rt.queue_synchronize(queue).map_err(|e| e.code)?;
