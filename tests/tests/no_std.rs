@@ -50,3 +50,49 @@ fn no_std_c_library_builds_links_and_runs() {
     assert_eq!(run.status.code(), Some(0), "stdout: {stdout} stderr: {}", String::from_utf8_lossy(&run.stderr));
     assert!(stdout.contains("no_std C library: init, alloc, copy, launch, verify, shutdown: ok"), "{stdout}");
 }
+
+/// Whether an optional tool or target is there; with `CI=true` a missing one fails the test.
+fn required(what: &str, present: bool) -> bool {
+    if !present {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but {what} is missing");
+        println!("skipped: {what} is missing");
+    }
+    present
+}
+
+/// `tests/cortex_m_proof` on an emulated Cortex-M4 (QEMU's mps2-an386 board, semihosting for
+/// output and exit status): two cycles of init -> alloc -> copy -> launch -> verify -> clean
+/// shutdown. Needs the thumbv7em-none-eabihf target and qemu-system-arm (`.ci/run` installs both).
+#[test]
+fn cortex_m4_proof_runs_under_qemu() {
+    let qemu = Command::new("qemu-system-arm").arg("--version").output().is_ok_and(|o| o.status.success());
+    let target = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("thumbv7em-none-eabihf"));
+    if !required("qemu-system-arm", qemu) || !required("the thumbv7em-none-eabihf target", target) {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("cortex_m_proof");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // From inside the crate, so its .cargo/config.toml (target, linker script, capacities) applies.
+    let build = Command::new(cargo)
+        .args(["build", "--release"])
+        .current_dir(&root)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .expect("cargo runs");
+    assert!(build.status.success(), "the Cortex-M proof failed to build:\n{}", String::from_utf8_lossy(&build.stderr));
+    let elf = root.join("target/thumbv7em-none-eabihf/release/ordo-cortex-m-proof");
+    let run = Command::new("timeout")
+        .args(["120", "qemu-system-arm", "-machine", "mps2-an386", "-cpu", "cortex-m4", "-nographic"])
+        .args(["-semihosting-config", "enable=on,target=native", "-kernel"])
+        .arg(&elf)
+        .output()
+        .expect("qemu runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(0), "stdout: {stdout} stderr: {}", String::from_utf8_lossy(&run.stderr));
+    assert!(stdout.contains("cortex-m4 cycle 2:") && stdout.contains("cortex-m4 proof: ok"), "{stdout}");
+    print!("{stdout}");
+}
