@@ -23,15 +23,83 @@ pub const HOST_ALIGN: usize = 256;
 /// device (a larger grid would keep every other host call, and the final shutdown, waiting).
 pub const HOST_LAUNCH_LIMITS: LaunchLimits = LaunchLimits { threads_per_launch: 1 << 28, ..LaunchLimits::CUDA };
 
-/// A region of memory the host backend allocates from.
+/// A region of memory the host backend allocates from. The backend asks for it once per `init`
+/// and uses that region until its `deinit`.
 ///
 /// # Safety
-/// `region` returns the same start and length every time; the bytes are valid for reads and
-/// writes, initialised, and not accessed by anything but the one `HostBackend` built over it
-/// (and the code its allocations are handed to) for as long as the backend exists.
+/// The region `region` returns is valid for reads and writes, initialised, and not accessed by
+/// anything but the one `HostBackend` built over it (and the code its allocations are handed to)
+/// from that call until the backend's `deinit`. An empty region (length below `HOST_ALIGN`)
+/// makes the host platform absent.
 pub unsafe trait ArenaRegion: Sync {
     /// Start and length of the region.
     fn region(&self) -> (*mut u8, usize);
+}
+
+/// An arena the host program gives at run time (`provide`), for firmware hosts that place it
+/// themselves (a linker section, external RAM) and C programs (`ordo_set_host_arena`). Until it
+/// is provided it is empty, and the host platform is absent with that reason.
+pub struct ProvidedArena {
+    base: core::sync::atomic::AtomicPtr<u8>,
+    len: core::sync::atomic::AtomicUsize,
+}
+
+impl ProvidedArena {
+    /// An empty arena (place it in a `static`).
+    pub const fn new() -> Self {
+        Self {
+            base: core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()),
+            len: core::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether an arena was provided.
+    pub fn is_provided(&self) -> bool {
+        !self.base.load(core::sync::atomic::Ordering::Acquire).is_null()
+    }
+
+    /// Gives the arena `len` bytes at `base`, once; they are zeroed here. `NullPointer` for a
+    /// null base, `InvalidSize` below `HOST_ALIGN` bytes, `Busy` when one was provided already
+    /// (a host backend may be using it).
+    ///
+    /// # Safety
+    /// `base` is valid for reads and writes of `len` bytes for the rest of the program, and
+    /// nothing else uses those bytes.
+    pub unsafe fn provide(&self, base: *mut u8, len: usize) -> Result<(), Error> {
+        use core::sync::atomic::Ordering;
+        if base.is_null() {
+            return Err(Error::new(ErrorCode::NullPointer, "host arena base is null"));
+        }
+        if len < HOST_ALIGN || len > isize::MAX as usize {
+            return Err(Error::new(ErrorCode::InvalidSize, "host arena is smaller than 256 bytes or too large"));
+        }
+        if self.base.compare_exchange(core::ptr::null_mut(), base, Ordering::AcqRel, Ordering::Acquire).is_err() {
+            return Err(Error::new(ErrorCode::Busy, "a host arena was provided already"));
+        }
+        // SAFETY: the caller's contract; no backend has seen the region yet (`len` is still 0,
+        // and `region` reports the arena only once both are set).
+        unsafe { core::ptr::write_bytes(base, 0, len) };
+        self.len.store(len, Ordering::Release);
+        Ok(())
+    }
+}
+
+impl Default for ProvidedArena {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+// SAFETY: `provide`'s contract makes the region valid, exclusive and zeroed (initialised) for
+// the rest of the program; before it completes the region is empty.
+unsafe impl ArenaRegion for ProvidedArena {
+    fn region(&self) -> (*mut u8, usize) {
+        use core::sync::atomic::Ordering;
+        match self.len.load(Ordering::Acquire) {
+            0 => (core::ptr::null_mut(), 0),
+            len => (self.base.load(Ordering::Acquire), len),
+        }
+    }
 }
 
 /// A fixed arena of `N` bytes, meant to be a `static`. It starts zeroed (so it sits in `.bss`
@@ -116,12 +184,19 @@ const EVENT_RECORDED_BASE: u64 = 2;
 
 struct HostState {
     up: bool,
+    /// The arena's region as it was at `init` (used until `deinit`).
+    base: *mut u8,
+    len: usize,
     /// Free ranges `(offset, len)` of the arena, sorted and coalesced. Free ranges are never more
     /// than live allocations plus one, so this cannot overflow.
     free: heapless::Vec<(usize, usize), { MAX_ALLOCATIONS + 1 }>,
     events: [u64; MAX_EVENTS],
     next_queue: u64,
 }
+
+// SAFETY: the arena pointer is only an address the state carries between calls; the bytes it
+// names are reached under the backend's rules (see `HostBackend`), whatever thread holds the lock.
+unsafe impl Send for HostState {}
 
 /// The host backend. Build it in a `static` with `HostBackend::new`.
 ///
@@ -154,6 +229,8 @@ impl HostBackend {
             clock_ns,
             state: spin::Mutex::new(HostState {
                 up: false,
+                base: core::ptr::null_mut(),
+                len: 0,
                 free: heapless::Vec::new(),
                 events: [EVENT_FREE; MAX_EVENTS],
                 next_queue: 1,
@@ -213,17 +290,19 @@ impl Backend for HostBackend {
     }
 
     fn init(&self) -> BackendResult<u32> {
-        let (start, len) = self.arena.region();
-        let skip = start.align_offset(HOST_ALIGN).min(len);
         let mut s = self.state.lock();
         if s.up {
             return Err(err(ErrorCode::Busy, "the host backend is already initialised (by another runtime)"));
         }
-        s.free.clear();
-        if len - skip >= HOST_ALIGN {
-            // Cannot fail: the list is empty.
-            let _ = s.free.push((skip, (len - skip) / HOST_ALIGN * HOST_ALIGN));
+        let (start, len) = self.arena.region();
+        let skip = start.align_offset(HOST_ALIGN).min(len);
+        if len - skip < HOST_ALIGN {
+            return Err(BackendError::not_present("no host arena was provided (or it is smaller than 256 bytes)"));
         }
+        (s.base, s.len) = (start, len);
+        s.free.clear();
+        // Cannot fail: the list is empty.
+        let _ = s.free.push((skip, (len - skip) / HOST_ALIGN * HOST_ALIGN));
         s.events = [EVENT_FREE; MAX_EVENTS];
         s.up = true;
         Ok(1)
@@ -233,6 +312,7 @@ impl Backend for HostBackend {
         let mut s = self.state.lock();
         s.up = false;
         s.free.clear();
+        (s.base, s.len) = (core::ptr::null_mut(), 0);
         Ok(())
     }
 
@@ -262,7 +342,7 @@ impl Backend for HostBackend {
         Ok(match key {
             DeviceInfo::Name => InfoValue::text("host CPU (calling thread)"),
             DeviceInfo::ComputeCapability => InfoValue::Version(0, 0),
-            DeviceInfo::TotalMemory => InfoValue::Int(self.arena.region().1 as u64),
+            DeviceInfo::TotalMemory => InfoValue::Int(self.state.lock().len as u64),
             DeviceInfo::MultiprocessorCount | DeviceInfo::WarpSize => InfoValue::Int(1),
             _ => InfoValue::Int(0), // shared memory: the host backend has none
         })
@@ -285,13 +365,13 @@ impl Backend for HostBackend {
         }
         // The address leaves as an integer; exposing the arena's provenance lets the copies,
         // fills and kernels that get it back turn it into a pointer again.
-        Ok(self.arena.region().0.wrapping_add(offset).expose_provenance() as u64)
+        Ok(s.base.wrapping_add(offset).expose_provenance() as u64)
     }
 
     unsafe fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
-        let offset = (addr - self.arena.region().0 as u64) as usize;
-        let len = size.next_multiple_of(HOST_ALIGN);
         let mut s = self.state.lock();
+        let offset = (addr - s.base as u64) as usize;
+        let len = size.next_multiple_of(HOST_ALIGN);
         let i = s.free.partition_point(|&(o, _)| o < offset);
         let joins_prev = i > 0 && s.free[i - 1].0 + s.free[i - 1].1 == offset;
         let joins_next = i < s.free.len() && offset + len == s.free[i].0;

@@ -9,7 +9,8 @@
 //!
 //! No heap allocation, no static constructors or destructors: a `Runtime` is built by a
 //! `const fn` in a `static` and torn down only by its final `shutdown` (or an at-exit hook that
-//! an upper layer registers explicitly).
+//! an upper layer registers explicitly). The core defines no runtime of its own: the program
+//! (or `ordo-ffi`, for C) builds the one it uses.
 #![cfg_attr(not(test), no_std)]
 #![deny(missing_docs)]
 
@@ -50,7 +51,7 @@ pub use lifecycle::{MAX_REFS, Phase, State};
 pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep, TeardownSummary};
 pub use runtime::{LiveObjects, PlatformInfo, Runtime, Shutdown};
 #[cfg(not(loom))]
-pub use sync::Relax;
+pub use sync::{Relax, set_wait_strategy};
 
 /// Nanoseconds of a monotonic clock, for the host backend's event timing (feature `std`).
 #[cfg(feature = "std")]
@@ -60,27 +61,6 @@ pub fn std_clock_ns() -> u64 {
     static START: OnceLock<Instant> = OnceLock::new();
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
-
-#[cfg(feature = "std")]
-mod default_runtime {
-    use crate::capacity::HOST_ARENA_BYTES;
-    use crate::host::{HostArena, HostBackend, builtin};
-    use crate::{Backend, Runtime};
-
-    static ARENA: HostArena<HOST_ARENA_BYTES> = HostArena::new();
-    static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, Some(crate::std_clock_ns));
-    static BACKENDS: [&dyn Backend; 1] = [&HOST];
-    static DEFAULT: Runtime = Runtime::new(&BACKENDS);
-
-    /// The process-wide default runtime of pure-Rust programs (feature `std`): the host backend
-    /// over a `ORDO_HOST_ARENA_BYTES` arena (default 64 MiB) with the `ordo.builtin` programs.
-    /// The `ordo` command builds its own runtime that also registers CUDA when present.
-    pub fn default_runtime() -> &'static Runtime {
-        &DEFAULT
-    }
-}
-#[cfg(feature = "std")]
-pub use default_runtime::default_runtime;
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -18,11 +18,29 @@ pub type Relax = spin::relax::Yield;
 #[cfg(all(not(loom), not(feature = "std")))]
 pub type Relax = spin::relax::Spin;
 
+/// The host's wait step (a `fn()` as an address; 0: the default `Relax`).
+#[cfg(not(loom))]
+static WAIT_HOOK: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+
+/// Sets the step every wait of the lifecycle takes (a thread waiting for an init or teardown in
+/// another thread, a create/destroy call waiting for calls in flight): e.g. an RTOS yield or a
+/// sleep, so that on a single-core priority scheduler a waiting thread lets the thread it waits
+/// for run. `None` restores the default (spin without std, yield to the OS with feature `std`).
+/// Process-wide; may be called at any time.
+#[cfg(not(loom))]
+pub fn set_wait_strategy(step: Option<fn()>) {
+    WAIT_HOOK.store(step.map_or(0, |f| f as usize), core::sync::atomic::Ordering::Release);
+}
+
 /// One step of waiting for another thread.
 #[inline]
 pub(crate) fn relax() {
     #[cfg(not(loom))]
-    Relax::relax();
+    match WAIT_HOOK.load(core::sync::atomic::Ordering::Acquire) {
+        0 => Relax::relax(),
+        // SAFETY: `set_wait_strategy` stores only addresses of `fn()` (or 0).
+        hook => unsafe { core::mem::transmute::<usize, fn()>(hook)() },
+    }
     #[cfg(loom)]
     loom::thread::yield_now();
 }

@@ -19,7 +19,10 @@ mod queue;
 mod types;
 
 pub use boundary::{ordo_last_error_detail, ordo_status_string};
-pub use lifecycle::{ordo_get_state, ordo_init, ordo_last_teardown_report, ordo_shutdown, ordo_shutdown_at_exit};
+pub use lifecycle::{
+    ordo_get_state, ordo_init, ordo_last_teardown_report, ordo_set_host_arena, ordo_set_wait_hook, ordo_shutdown,
+    ordo_shutdown_at_exit,
+};
 pub use memory::{ordo_fill, ordo_mem_alloc, ordo_mem_free, ordo_memcpy, ordo_memcpy_async};
 pub use objects::{
     ordo_device_get, ordo_device_get_info, ordo_platform_count, ordo_platform_get, ordo_platform_get_info,
@@ -32,11 +35,45 @@ pub use queue::{
 };
 pub use types::*;
 
-use ordo_core::capacity::HOST_ARENA_BYTES;
-use ordo_core::host::{HostArena, HostBackend, builtin};
+use ordo_core::host::{ArenaRegion, HostBackend, ProvidedArena, builtin};
 use ordo_core::{Backend, Runtime};
 
-static ARENA: HostArena<HOST_ARENA_BYTES> = HostArena::new();
+/// The host backend's arena: what the program gives with `ordo_set_host_arena` (or
+/// `provide_host_arena`) before the first init; with std, when it gave none, the first init
+/// allocates `ORDO_HOST_ARENA_BYTES` (64 MiB by default) from the heap, zeroed (so untouched pages
+/// cost no memory). Without std and without an arena, the host platform is absent.
+struct DefaultArena(ProvidedArena);
+
+// SAFETY: `ProvidedArena` is a sound region; with std, the fallback is a leaked, zeroed heap
+// block given to it once, which lives (and is used by nothing else) for the rest of the program.
+unsafe impl ArenaRegion for DefaultArena {
+    fn region(&self) -> (*mut u8, usize) {
+        #[cfg(feature = "std")]
+        if !self.0.is_provided() {
+            let bytes = ordo_core::capacity::HOST_ARENA_BYTES;
+            let layout = std::alloc::Layout::from_size_align(bytes, ordo_core::host::HOST_ALIGN);
+            // SAFETY: a non-zero size (a build-time capacity, at least 1).
+            let block = layout.map_or(core::ptr::null_mut(), |l| unsafe { std::alloc::alloc_zeroed(l) });
+            // SAFETY: a fresh block of `bytes` bytes, never freed, used by nothing else. If the
+            // program provided an arena meanwhile, `provide` refuses this one (it is leaked).
+            let _ = unsafe { self.0.provide(block, bytes) };
+        }
+        self.0.region()
+    }
+}
+
+static ARENA: DefaultArena = DefaultArena(ProvidedArena::new());
+
+/// Gives the host backend of the default runtime its arena: `len` bytes at `base` (zeroed here).
+/// Only before the first init, once.
+///
+/// # Safety
+/// As `ProvidedArena::provide`: `base` is valid for reads and writes of `len` bytes for the rest
+/// of the program, and nothing else uses those bytes.
+pub unsafe fn provide_host_arena(base: *mut u8, len: usize) -> ordo_core::Result<()> {
+    // SAFETY: forwarded contract.
+    unsafe { ARENA.0.provide(base, len) }
+}
 
 #[cfg(feature = "std")]
 static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, Some(ordo_core::std_clock_ns));
@@ -78,7 +115,9 @@ pub fn builtin_program_image(kind: ordo_core::BackendKind) -> Option<&'static [u
     }
 }
 
-/// Without std, a panic (a bug in ordo: input never panics) aborts the process.
+/// Without std, a panic (a bug in ordo: input never panics) aborts the process. (It cannot move
+/// behind a feature yet: cargo builds the staticlib and cdylib of a dependency too, and those need
+/// a handler; the C artifacts first need a package of their own.)
 #[cfg(all(not(feature = "std"), not(test)))]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -133,6 +133,45 @@ pub extern "C" fn ordo_shutdown_at_exit() -> ordo_status_t {
     })
 }
 
+/// Gives the host platform its arena: `len` bytes at `base`, which ordo zeroes and then uses
+/// for host-platform memory for the rest of the program. Call it once, before the first
+/// `ordo_init`. `ORDO_ERROR_NULL_POINTER` for a NULL `base`, `ORDO_ERROR_INVALID_SIZE` below 256
+/// bytes, `ORDO_ERROR_BUSY` when an arena was given already (or, with std, the first `ordo_init`
+/// allocated its default one). Without std the host platform has no memory until this is called
+/// (it is listed absent); with std the first `ordo_init` allocates `ORDO_HOST_ARENA_BYTES`
+/// (64 MiB unless set at build time) when none was given.
+///
+/// # Safety
+/// `base` must be NULL or valid for reads and writes of `len` bytes for the rest of the program,
+/// and used by nothing else.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_set_host_arena(base: *mut core::ffi::c_void, len: usize) -> ordo_status_t {
+    // SAFETY: forwarded contract.
+    guard(|| crate::boundary::status(unsafe { crate::provide_host_arena(base.cast(), len) }))
+}
+
+/// Sets the step every wait inside ordo takes (a thread waiting for another's `ordo_init` or
+/// final `ordo_shutdown`, a create/destroy call waiting for calls in flight): e.g. an RTOS
+/// yield, so that on a single-core priority scheduler the waiting thread lets the one it waits
+/// for run. NULL restores the default (spin without std, yield to the OS with std). Process-wide;
+/// may be called at any time. The hook must not call into ordo.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_set_wait_hook(hook: Option<extern "C" fn()>) -> ordo_status_t {
+    static HOOK: core::sync::atomic::AtomicUsize = core::sync::atomic::AtomicUsize::new(0);
+    fn call_hook() {
+        let hook = HOOK.load(core::sync::atomic::Ordering::Acquire);
+        if hook != 0 {
+            // SAFETY: only addresses of `extern "C" fn()` are stored (below).
+            unsafe { core::mem::transmute::<usize, extern "C" fn()>(hook)() };
+        }
+    }
+    guard(|| {
+        HOOK.store(hook.map_or(0, |h| h as usize), core::sync::atomic::Ordering::Release);
+        ordo_core::set_wait_strategy(hook.map(|_| call_hook as fn()));
+        ORDO_SUCCESS
+    })
+}
+
 /// The lifecycle state: `*phase` 0 uninitialised, 1 initialising, 2 ready, 3 shutting down;
 /// `*refs` the init references (ready only).
 ///

@@ -1,5 +1,6 @@
-/* Links the no_std build of ordo's C library (host backend only, no Rust std) and runs
- * init -> alloc -> copy -> launch -> verify -> shutdown. Exit status 0 when all of it worked. */
+/* Links the no_std build of ordo's C library (host backend only, no Rust std), gives it its
+ * arena and wait step as a firmware host does, and runs init -> alloc -> copy -> launch ->
+ * verify -> shutdown. Exit status 0 when all of it worked. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,8 +14,15 @@
     }                                                                                \
   } while (0)
 
+/* The firmware's own world: the host arena (placed where the firmware wants it) and the wait
+ * step (an RTOS would yield here). */
+static _Alignas(256) unsigned char arena[64 * 1024];
+static unsigned waits;
+static void wait_step(void) { waits++; }
+
 int main(void) {
   uint32_t platforms;
+  ordo_platform_info_t info;
   ordo_platform_t p;
   ordo_device_t d;
   ordo_queue_t q;
@@ -26,6 +34,17 @@ int main(void) {
   float a[512], b[512], c[512];
   for (int i = 0; i < 512; i++) a[i] = b[i] = (float)i;
   if (ordo_shutdown_at_exit() != ORDO_ERROR_UNSUPPORTED) return 2;
+  CHECK(ordo_set_wait_hook(wait_step));
+  /* Without std and without an arena, the host platform is absent and says why. */
+  CHECK(ordo_init());
+  CHECK(ordo_platform_get(0, &p));
+  CHECK(ordo_platform_get_info(p, &info));
+  if (info.present || info.status != ORDO_ERROR_NOT_PRESENT || strlen((const char *)info.absent_reason) == 0) return 8;
+  CHECK(ordo_shutdown());
+  if (ordo_set_host_arena(NULL, sizeof arena) != ORDO_ERROR_NULL_POINTER) return 9;
+  if (ordo_set_host_arena(arena, 16) != ORDO_ERROR_INVALID_SIZE) return 10;
+  CHECK(ordo_set_host_arena(arena, sizeof arena));
+  if (ordo_set_host_arena(arena, sizeof arena) != ORDO_ERROR_BUSY) return 11;
   CHECK(ordo_init());
   CHECK(ordo_platform_count(&platforms));
   if (platforms != 1) return 3; /* host only */
@@ -52,6 +71,9 @@ int main(void) {
   if (strlen(ordo_last_error_detail()) == 0) return 6;
   CHECK(ordo_shutdown());
   if (ordo_queue_synchronize(q) != ORDO_ERROR_UNINITIALIZED) return 7;
+  /* Memory came from the firmware's arena. */
+  if ((unsigned char *)da < arena || (unsigned char *)da >= arena + sizeof arena) return 12;
+  CHECK(ordo_set_wait_hook(NULL));
   printf("no_std C library: init, alloc, copy, launch, verify, shutdown: ok\n");
   return 0;
 }

@@ -271,3 +271,45 @@ fn a_platform_with_more_devices_than_the_table_holds_is_unavailable_and_released
     rt.shutdown().unwrap();
     assert_eq!(a.live_total(), 0);
 }
+
+static WAIT_STEPS: AtomicU32 = AtomicU32::new(0);
+static HOLD_INIT: AtomicBool = AtomicBool::new(false);
+static IN_INIT: AtomicBool = AtomicBool::new(false);
+
+fn counting_wait_step() {
+    WAIT_STEPS.fetch_add(1, Ordering::SeqCst);
+    thread::yield_now();
+}
+
+fn hold_in_init(op: BackendOp) {
+    if op == BackendOp::Init {
+        IN_INIT.store(true, Ordering::SeqCst);
+        while HOLD_INIT.load(Ordering::SeqCst) {
+            thread::yield_now();
+        }
+    }
+}
+
+#[test]
+fn waits_take_the_hosts_wait_step() {
+    let b: &'static ScriptedBackend = scripted(1);
+    let rt = runtime(vec![b]);
+    b.set_hook(Some(hold_in_init));
+    HOLD_INIT.store(true, Ordering::SeqCst);
+    let first = thread::spawn(move || rt.init());
+    while !IN_INIT.load(Ordering::SeqCst) {
+        thread::yield_now();
+    }
+    ordo_core::set_wait_strategy(Some(counting_wait_step));
+    let second = thread::spawn(move || rt.init());
+    while WAIT_STEPS.load(Ordering::SeqCst) == 0 {
+        thread::yield_now();
+    }
+    HOLD_INIT.store(false, Ordering::SeqCst);
+    first.join().unwrap().unwrap();
+    second.join().unwrap().unwrap();
+    ordo_core::set_wait_strategy(None);
+    b.set_hook(None);
+    assert_eq!(rt.state(), State::Ready(2), "the second init waited (taking the host's step), then referenced");
+    assert!(WAIT_STEPS.load(Ordering::SeqCst) > 0);
+}
