@@ -9,12 +9,12 @@
 use std::ffi::c_void;
 use std::io::Write;
 
-use ordo_core::{Backend, KernelArgs, LaunchDims, MemKind, Runtime, Shutdown};
+use ordo_core::{Backend, KernelArgs, LaunchDims, MemKind, Shutdown};
 use ordo_cuda::{BUILTIN_PTX, CudaBackend};
 
 static CUDA: CudaBackend = CudaBackend::new();
 static BACKENDS: [&dyn Backend; 1] = [&CUDA];
-static RUNTIME: Runtime = Runtime::new(&BACKENDS);
+ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 
 extern "C" fn shut_down_at_exit() {
     let outcome = RUNTIME.shutdown();

@@ -11,12 +11,12 @@ use std::ffi::c_void;
 use std::time::Instant;
 
 use cudarc::driver::sys::{self, CUcontext, CUfunction, CUmodule, CUresult, CUstream};
-use ordo_core::{Backend, DevicePtr, KernelArgs, LaunchDims, MemKind, Runtime, Shutdown};
+use ordo_core::{Backend, DevicePtr, KernelArgs, LaunchDims, MemKind, Shutdown};
 use ordo_cuda::{BUILTIN_PTX, CudaBackend};
 
 static CUDA: CudaBackend = CudaBackend::new();
 static BACKENDS: [&dyn Backend; 1] = [&CUDA];
-static RUNTIME: Runtime = Runtime::new(&BACKENDS);
+ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 
 fn ok(r: CUresult) {
     assert_eq!(r, CUresult::CUDA_SUCCESS);

@@ -17,7 +17,9 @@ use ordo_cuda::{BUILTIN_PTX, CudaBackend};
 fn runtime() -> &'static Runtime {
     let cuda: &'static CudaBackend = Box::leak(Box::new(CudaBackend::new()));
     let backends: &'static [&'static dyn Backend] = Box::leak(Box::new([cuda as &dyn Backend]));
-    Box::leak(Box::new(Runtime::new(backends)))
+    let state: &'static ordo_core::RuntimeState = Box::leak(Box::new(ordo_core::RuntimeState::new()));
+    // SAFETY: a fresh state, used by this runtime only.
+    Box::leak(Box::new(unsafe { Runtime::with_state(backends, state) }))
 }
 
 /// An initialised runtime over CUDA, or `None` (with the reason printed) when there is no GPU.

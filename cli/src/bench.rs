@@ -119,7 +119,7 @@ impl Backend for NoopBackend {
 
 static NOOP: NoopBackend = NoopBackend::new();
 static NOOP_BACKENDS: [&dyn Backend; 1] = [&NOOP];
-static NOOP_RUNTIME: Runtime = Runtime::new(&NOOP_BACKENDS);
+ordo_core::static_runtime!(static NOOP_RUNTIME = &NOOP_BACKENDS);
 
 /// Counts heap allocations of the whole process (installed as the global allocator).
 pub struct CountingAllocator;

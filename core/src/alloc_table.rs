@@ -21,13 +21,13 @@ pub(crate) struct AllocEntry {
 }
 
 pub(crate) struct AllocTable<const N: usize> {
-    pub(crate) slots: Table<AllocEntry, N>,
+    pub(crate) slots: Table<AllocEntry, N, { ObjectKind::Allocation as u8 }>,
     by_address: [u32; N],
 }
 
 impl<const N: usize> AllocTable<N> {
     pub(crate) const fn new() -> Self {
-        Self { slots: Table::new(ObjectKind::Allocation), by_address: [0; N] }
+        Self { slots: Table::new(), by_address: [0; N] }
     }
 
     fn sorted(&self) -> &[u32] {

@@ -47,8 +47,17 @@ impl ObjectKind {
         }
     }
 
-    fn from_tag(tag: u8) -> Option<Self> {
-        Self::ALL.get(usize::from(tag).checked_sub(1)?).copied()
+    pub(crate) const fn from_tag(tag: u8) -> Option<Self> {
+        match tag {
+            1 => Some(Self::Platform),
+            2 => Some(Self::Device),
+            3 => Some(Self::Queue),
+            4 => Some(Self::Event),
+            5 => Some(Self::Program),
+            6 => Some(Self::Kernel),
+            7 => Some(Self::Allocation),
+            _ => None,
+        }
     }
 }
 

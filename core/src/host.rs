@@ -626,12 +626,12 @@ mod tests {
     extern crate std;
 
     use super::*;
-    use crate::{DevicePtr, Runtime};
+    use crate::DevicePtr;
 
     static ARENA: HostArena<{ 4 * HOST_ALIGN }> = HostArena::new();
     static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
     static BACKENDS: [&dyn Backend; 1] = [&HOST];
-    static RT: Runtime = Runtime::new(&BACKENDS);
+    crate::static_runtime!(static RT = &BACKENDS);
 
     /// Any interleaving of valid calls is free of data races and uninitialised reads (Miri
     /// checks this test: `cargo +nightly miri test -p ordo-core --lib host`): threads copy into,

@@ -10,37 +10,58 @@
 //! Each slot so names at most 2^32 objects over the life of the process, and a table of `N`
 //! slots `N`·2^32; past that, creation returns `OutOfResources`. Depends on `handle` and `error`.
 
+use core::mem::MaybeUninit;
+
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{ObjectKind, RawHandle};
 
-const NONE: u32 = u32::MAX;
+/// A link to a slot: 0 is "none", `i + 1` names slot `i` (so an empty table is all zeros and a
+/// `static` of one sits in `.bss`).
+type Link = u32;
+const NONE: Link = 0;
+
+const fn link(index: u32) -> Link {
+    index + 1
+}
+
+const fn target(l: Link) -> Option<u32> {
+    if l == NONE { None } else { Some(l - 1) }
+}
 
 struct Slot<T> {
     generation: u32,
     /// Older neighbour when live; next free slot when free.
-    prev: u32,
+    prev: Link,
     /// Newer neighbour when live.
-    next: u32,
-    value: Option<T>,
+    next: Link,
+    live: bool,
+    /// Initialised exactly when `live`.
+    value: MaybeUninit<T>,
 }
 
-/// A fixed-capacity table of `T` named by generational handles of one kind.
-pub(crate) struct Table<T, const N: usize> {
-    kind: ObjectKind,
+/// A fixed-capacity table of `T` named by generational handles of one kind (`KIND`, an
+/// `ObjectKind` tag). Its initial state is all zeros. Values are plain data: they are never
+/// dropped (tables live in statics).
+pub(crate) struct Table<T, const N: usize, const KIND: u8> {
     slots: [Slot<T>; N],
     high_water: u32,
-    free_head: u32,
-    free_tail: u32,
-    newest: u32,
-    oldest: u32,
+    free_head: Link,
+    free_tail: Link,
+    newest: Link,
+    oldest: Link,
     len: u32,
 }
 
-impl<T, const N: usize> Table<T, N> {
-    pub(crate) const fn new(kind: ObjectKind) -> Self {
+impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
+    const KIND: ObjectKind = match ObjectKind::from_tag(KIND) {
+        Some(k) => k,
+        None => panic!("a table's KIND is an ObjectKind tag"),
+    };
+
+    pub(crate) const fn new() -> Self {
         Self {
-            kind,
-            slots: [const { Slot { generation: 0, prev: NONE, next: NONE, value: None } }; N],
+            slots: [const { Slot { generation: 0, prev: NONE, next: NONE, live: false, value: MaybeUninit::uninit() } };
+                N],
             high_water: 0,
             free_head: NONE,
             free_tail: NONE,
@@ -60,13 +81,12 @@ impl<T, const N: usize> Table<T, N> {
     }
 
     fn handle_of(&self, index: u32) -> RawHandle {
-        RawHandle::pack(self.kind, self.slots[index as usize].generation, index)
+        RawHandle::pack(Self::KIND, self.slots[index as usize].generation, index)
     }
 
     /// Inserts `value` as the newest entry; hands it back when the table is full.
     pub(crate) fn insert(&mut self, value: T) -> core::result::Result<RawHandle, T> {
-        let index = if self.free_head != NONE {
-            let i = self.free_head;
+        let index = if let Some(i) = target(self.free_head) {
             self.free_head = self.slots[i as usize].prev;
             if self.free_head == NONE {
                 self.free_tail = NONE;
@@ -78,25 +98,26 @@ impl<T, const N: usize> Table<T, N> {
         } else {
             return Err(value);
         };
+        let newest = self.newest;
         let slot = &mut self.slots[index as usize];
-        slot.value = Some(value);
-        slot.prev = self.newest;
+        slot.value.write(value);
+        slot.live = true;
+        slot.prev = newest;
         slot.next = NONE;
-        if self.newest != NONE {
-            self.slots[self.newest as usize].next = index;
-        } else {
-            self.oldest = index;
+        match target(newest) {
+            Some(n) => self.slots[n as usize].next = link(index),
+            None => self.oldest = link(index),
         }
-        self.newest = index;
+        self.newest = link(index);
         self.len += 1;
         Ok(self.handle_of(index))
     }
 
     /// The slot index of a live object named by `h`, or the specific error for a bad handle.
     pub(crate) fn resolve(&self, h: RawHandle) -> Result<u32> {
-        h.expect_kind(self.kind)?;
+        h.expect_kind(Self::KIND)?;
         match self.slots.get(h.index()) {
-            Some(slot) if slot.value.is_some() && slot.generation == h.generation() => Ok(h.index() as u32),
+            Some(slot) if slot.live && slot.generation == h.generation() => Ok(h.index() as u32),
             Some(_) => fail(ErrorCode::InvalidHandle, "handle is stale (object released or from an earlier init)"),
             None => fail(ErrorCode::InvalidHandle, "handle is forged (slot out of range)"),
         }
@@ -109,11 +130,17 @@ impl<T, const N: usize> Table<T, N> {
 
     /// The live entry in slot `index`. Callers pass indices from `resolve` or the order walk.
     pub(crate) fn at(&self, index: u32) -> &T {
-        self.slots[index as usize].value.as_ref().expect("slot index names a live entry")
+        let slot = &self.slots[index as usize];
+        assert!(slot.live, "slot index names a live entry");
+        // SAFETY: a live slot's value is initialised.
+        unsafe { slot.value.assume_init_ref() }
     }
 
     pub(crate) fn at_mut(&mut self, index: u32) -> &mut T {
-        self.slots[index as usize].value.as_mut().expect("slot index names a live entry")
+        let slot = &mut self.slots[index as usize];
+        assert!(slot.live, "slot index names a live entry");
+        // SAFETY: a live slot's value is initialised.
+        unsafe { slot.value.assume_init_mut() }
     }
 
     /// The handle that currently names slot `index`.
@@ -126,42 +153,43 @@ impl<T, const N: usize> Table<T, N> {
     pub(crate) fn remove_at(&mut self, index: u32) -> T {
         let (prev, next) = {
             let slot = &self.slots[index as usize];
+            assert!(slot.live, "slot index names a live entry");
             (slot.prev, slot.next)
         };
-        if prev != NONE {
-            self.slots[prev as usize].next = next;
-        } else {
-            self.oldest = next;
+        match target(prev) {
+            Some(p) => self.slots[p as usize].next = next,
+            None => self.oldest = next,
         }
-        if next != NONE {
-            self.slots[next as usize].prev = prev;
-        } else {
-            self.newest = prev;
+        match target(next) {
+            Some(n) => self.slots[n as usize].prev = prev,
+            None => self.newest = prev,
         }
         self.len -= 1;
         let slot = &mut self.slots[index as usize];
         slot.next = NONE;
         slot.prev = NONE;
-        let value = slot.value.take().expect("slot index names a live entry");
+        slot.live = false;
+        // SAFETY: the slot was live (asserted above), so its value is initialised; it is marked
+        // free first, so the value is read out exactly once.
+        let value = unsafe { slot.value.assume_init_read() };
         match slot.generation.checked_add(1) {
             Some(g) => {
                 slot.generation = g;
                 self.push_free(index);
             }
             // Every generation of this slot has named an object: retire it (it stays empty).
-            None => log::warn!("ordo: a {} slot has used all its generations and is retired", self.kind),
+            None => log::warn!("ordo: a {} slot has used all its generations and is retired", Self::KIND),
         }
         value
     }
 
     /// Appends a free slot at the tail of the free list (reused last).
     fn push_free(&mut self, index: u32) {
-        if self.free_tail != NONE {
-            self.slots[self.free_tail as usize].prev = index;
-        } else {
-            self.free_head = index;
+        match target(self.free_tail) {
+            Some(t) => self.slots[t as usize].prev = link(index),
+            None => self.free_head = link(index),
         }
-        self.free_tail = index;
+        self.free_tail = link(index);
     }
 
     /// Releases every live entry as `remove_at` does (generations advance), without looking at
@@ -181,11 +209,11 @@ impl<T, const N: usize> Table<T, N> {
             self.push_free(self.high_water);
             self.high_water += 1;
         }
-        let mut i = self.free_head;
-        while i != NONE {
-            let slot = &mut self.slots[i as usize];
+        let mut i = target(self.free_head);
+        while let Some(index) = i {
+            let slot = &mut self.slots[index as usize];
             slot.generation = slot.generation.max(generation);
-            i = slot.prev;
+            i = target(slot.prev);
         }
     }
 
@@ -196,24 +224,22 @@ impl<T, const N: usize> Table<T, N> {
 
     /// The newest live slot.
     pub(crate) fn newest(&self) -> Option<u32> {
-        (self.newest != NONE).then_some(self.newest)
+        target(self.newest)
     }
 
     /// The oldest live slot.
     pub(crate) fn oldest(&self) -> Option<u32> {
-        (self.oldest != NONE).then_some(self.oldest)
+        target(self.oldest)
     }
 
     /// The next older live slot than `index`.
     pub(crate) fn older(&self, index: u32) -> Option<u32> {
-        let p = self.slots[index as usize].prev;
-        (p != NONE).then_some(p)
+        target(self.slots[index as usize].prev)
     }
 
     /// The next newer live slot than `index`.
     pub(crate) fn newer(&self, index: u32) -> Option<u32> {
-        let n = self.slots[index as usize].next;
-        (n != NONE).then_some(n)
+        target(self.slots[index as usize].next)
     }
 
     /// Live slot indices, oldest first.
@@ -226,9 +252,12 @@ impl<T, const N: usize> Table<T, N> {
 mod tests {
     use super::*;
 
+    const Q: u8 = ObjectKind::Queue as u8;
+    const E: u8 = ObjectKind::Event as u8;
+
     #[test]
     fn insert_remove_reuse_bumps_generation() {
-        let mut t: Table<u32, 2> = Table::new(ObjectKind::Queue);
+        let mut t: Table<u32, 2, Q> = Table::new();
         let a = t.insert(10).unwrap();
         let b = t.insert(20).unwrap();
         assert_eq!(t.insert(30), Err(30));
@@ -250,7 +279,7 @@ mod tests {
 
     #[test]
     fn free_slots_are_reused_oldest_freed_first() {
-        let mut t: Table<u32, 3> = Table::new(ObjectKind::Queue);
+        let mut t: Table<u32, 3, Q> = Table::new();
         let hs: heapless::Vec<RawHandle, 3> = (0..3).map(|v| t.insert(v).unwrap()).collect();
         t.remove(hs[1]).unwrap();
         t.remove(hs[0]).unwrap();
@@ -261,7 +290,7 @@ mod tests {
 
     #[test]
     fn a_slot_at_the_end_of_its_generations_is_retired_never_wrapped() {
-        let mut t: Table<u32, 2> = Table::new(ObjectKind::Event);
+        let mut t: Table<u32, 2, E> = Table::new();
         t.age_free_slots(u32::MAX - 1);
         let mut seen: heapless::Vec<RawHandle, 8> = heapless::Vec::new();
         // Two slots, two generations each (MAX-1 and MAX): four objects in all.
@@ -280,7 +309,7 @@ mod tests {
 
     #[test]
     fn order_walk_is_newest_first_across_removals() {
-        let mut t: Table<u32, 8> = Table::new(ObjectKind::Event);
+        let mut t: Table<u32, 8, E> = Table::new();
         let hs: heapless::Vec<RawHandle, 8> = (0..6).map(|v| t.insert(v).unwrap()).collect();
         t.remove(hs[2]).unwrap();
         t.remove(hs[5]).unwrap();

@@ -167,7 +167,9 @@ impl Backend for LoomBackend {
 fn setup() -> (&'static LoomBackend, Arc<Runtime>) {
     let backend: &'static LoomBackend = Box::leak(Box::new(LoomBackend::new()));
     let backends: &'static [&'static dyn Backend] = Box::leak(Box::new([backend as &dyn Backend]));
-    (backend, Arc::new(Runtime::new(backends)))
+    let state: &'static ordo_core::RuntimeState = Box::leak(Box::new(ordo_core::RuntimeState::new()));
+    // SAFETY: a fresh state, used by this runtime only.
+    (backend, Arc::new(unsafe { Runtime::with_state(backends, state) }))
 }
 
 fn queue(rt: &Runtime) -> Queue {

@@ -88,7 +88,7 @@ static BACKENDS: [&dyn Backend; 2] = [&HOST, &CUDA];
 #[cfg(not(feature = "cuda"))]
 static BACKENDS: [&dyn Backend; 1] = [&HOST];
 
-static RUNTIME: Runtime = Runtime::new(&BACKENDS);
+ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 
 /// The process-wide default runtime: the host backend (registered first) and, with feature
 /// `cuda`, the CUDA backend (absent with the reason when there is no driver or device). The C

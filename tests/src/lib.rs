@@ -14,7 +14,9 @@ fn leak<T>(value: T) -> &'static T {
 
 /// A runtime over `backends` (leaked).
 pub fn runtime(backends: Vec<&'static dyn Backend>) -> &'static Runtime {
-    leak(Runtime::new(Box::leak(backends.into_boxed_slice())))
+    let state: &'static ordo_core::RuntimeState = leak(ordo_core::RuntimeState::new());
+    // SAFETY: a fresh state, used by this runtime only.
+    leak(unsafe { Runtime::with_state(Box::leak(backends.into_boxed_slice()), state) })
 }
 
 /// A scripted backend with `devices` devices (leaked).

@@ -7,12 +7,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ordo_core::host::{HostArena, HostBackend, builtin};
-use ordo_core::{Backend, ErrorCode, MemKind, Runtime, State};
+use ordo_core::{Backend, ErrorCode, MemKind, State};
 
 static ARENA: HostArena<{ 1 << 20 }> = HostArena::new();
 static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
 static BACKENDS: [&dyn Backend; 1] = [&HOST];
-static RT: Runtime = Runtime::new(&BACKENDS);
+ordo_core::static_runtime!(static RT = &BACKENDS);
 static STOP: AtomicBool = AtomicBool::new(false);
 
 /// What a child checks; its exit status says which check failed (0: all passed).

@@ -141,7 +141,7 @@ fn a_host_kernel_calling_back_into_ordo_gets_busy_not_a_deadlock() {
     static ARENA: HostArena<{ 1 << 16 }> = HostArena::new();
     static HOST: HostBackend = HostBackend::new(&ARENA, &PROGRAMS, None);
     static BACKENDS: [&dyn ordo_core::Backend; 1] = [&HOST];
-    static RT: Runtime = Runtime::new(&BACKENDS);
+    ordo_core::static_runtime!(static RT = &BACKENDS);
     assert!(REENTERED.set(&RT).is_ok());
     RT.init().unwrap();
     let d = device(&RT, 0).unwrap();

@@ -43,7 +43,7 @@ mod imp {
         let runtimes = REGISTERED.lock();
         let mut held = HELD.lock();
         for (i, rt) in runtimes.iter().enumerate() {
-            held[i] = rt.gate.fork_prepare();
+            held[i] = rt.state.gate.fork_prepare();
         }
         core::mem::forget(held);
         core::mem::forget(runtimes);
@@ -53,7 +53,7 @@ mod imp {
         // SAFETY: `prepare` locked both on this thread and forgot the guards.
         let (runtimes, held) = unsafe { (&*REGISTERED.as_mut_ptr(), &*HELD.as_mut_ptr()) };
         for (i, rt) in runtimes.iter().enumerate() {
-            rt.gate.fork_parent(held[i]);
+            rt.state.gate.fork_parent(held[i]);
         }
         // SAFETY: locked by `prepare` on this thread; the references above are not used again.
         unsafe {
@@ -106,10 +106,10 @@ impl Runtime {
     /// The child side of `fork` handling (one thread, right after the fork).
     #[cfg(all(feature = "std", unix, not(loom)))]
     fn forget_after_fork(&self) {
-        self.gate.fork_child();
+        self.state.gate.fork_child();
         // SAFETY: one thread exists and the gate was held by `fork_prepare` (no transition or
         // writer in progress), so the tables are consistent and nothing else reaches them.
-        let tables = unsafe { &mut *self.tables.get() };
+        let tables = unsafe { &mut *self.state.tables.get() };
         let mut p = tables.platforms.oldest();
         while let Some(i) = p {
             let entry = tables.platforms.at(i);
@@ -120,9 +120,9 @@ impl Runtime {
             p = tables.platforms.newer(i);
         }
         Self::forget_objects(tables);
-        if self.last_report.is_locked() {
+        if self.state.last_report.is_locked() {
             // SAFETY: one thread exists: the holder was a thread of the parent.
-            unsafe { self.last_report.force_unlock() };
+            unsafe { self.state.last_report.force_unlock() };
         }
     }
 }

@@ -70,24 +70,24 @@ pub(crate) struct KernelEntry {
 }
 
 pub(crate) struct Tables {
-    pub platforms: Table<PlatformEntry, MAX_PLATFORMS>,
-    pub devices: Table<DeviceEntry, MAX_DEVICES>,
-    pub queues: Table<QueueEntry, MAX_QUEUES>,
-    pub events: Table<EventEntry, MAX_EVENTS>,
-    pub programs: Table<ProgramEntry, MAX_PROGRAMS>,
-    pub kernels: Table<KernelEntry, MAX_KERNELS>,
+    pub platforms: Table<PlatformEntry, MAX_PLATFORMS, { ObjectKind::Platform as u8 }>,
+    pub devices: Table<DeviceEntry, MAX_DEVICES, { ObjectKind::Device as u8 }>,
+    pub queues: Table<QueueEntry, MAX_QUEUES, { ObjectKind::Queue as u8 }>,
+    pub events: Table<EventEntry, MAX_EVENTS, { ObjectKind::Event as u8 }>,
+    pub programs: Table<ProgramEntry, MAX_PROGRAMS, { ObjectKind::Program as u8 }>,
+    pub kernels: Table<KernelEntry, MAX_KERNELS, { ObjectKind::Kernel as u8 }>,
     pub allocations: AllocTable<MAX_ALLOCATIONS>,
 }
 
 impl Tables {
     const fn new() -> Self {
         Self {
-            platforms: Table::new(ObjectKind::Platform),
-            devices: Table::new(ObjectKind::Device),
-            queues: Table::new(ObjectKind::Queue),
-            events: Table::new(ObjectKind::Event),
-            programs: Table::new(ObjectKind::Program),
-            kernels: Table::new(ObjectKind::Kernel),
+            platforms: Table::new(),
+            devices: Table::new(),
+            queues: Table::new(),
+            events: Table::new(),
+            programs: Table::new(),
+            kernels: Table::new(),
             allocations: AllocTable::new(),
         }
     }
@@ -125,9 +125,10 @@ pub enum Shutdown {
     TornDown(TeardownSummary),
 }
 
-/// The ordo runtime over a fixed set of backends.
-pub struct Runtime {
-    backends: &'static [&'static dyn Backend],
+/// What a runtime changes: the lifecycle word, the object tables and the last teardown report.
+/// Its initial state is all zeros, so a `static` of it sits in `.bss` (no file size, no flash).
+/// Build runtimes with `static_runtime!`, which gives each its own.
+pub struct RuntimeState {
     gate: Gate,
     tables: UnsafeCell<Tables>,
     /// The report of the last final teardown, written before the lifecycle word reopens.
@@ -135,31 +136,71 @@ pub struct Runtime {
 }
 
 // SAFETY: the tables are only reached through `with_shared`/`with_exclusive`/init/teardown, which
-// hold the gate so that readers never overlap a writer; backends are `Sync`.
-unsafe impl Sync for Runtime {}
+// hold the gate so that readers never overlap a writer.
+unsafe impl Sync for RuntimeState {}
 
-impl Runtime {
-    /// A runtime over `backends`, in registration order (init order; teardown runs in reverse).
-    /// At most `MAX_PLATFORMS` backends are used; `init` fails with `InvalidArgument` otherwise.
+impl RuntimeState {
+    /// A fresh, uninitialised state (all zeros).
     #[cfg(not(loom))]
-    pub const fn new(backends: &'static [&'static dyn Backend]) -> Self {
+    pub const fn new() -> Self {
         Self {
-            backends,
             gate: Gate::new(),
             tables: UnsafeCell::new(Tables::new()),
             last_report: spin::Mutex::new(TeardownReport::EMPTY),
         }
     }
 
-    /// A runtime over `backends` (loom builds cannot make atomics in a `const fn`).
+    /// A fresh, uninitialised state (loom builds cannot make atomics in a `const fn`).
     #[cfg(loom)]
-    pub fn new(backends: &'static [&'static dyn Backend]) -> Self {
+    pub fn new() -> Self {
         Self {
-            backends,
             gate: Gate::new(),
             tables: UnsafeCell::new(Tables::new()),
             last_report: spin::Mutex::new(TeardownReport::EMPTY),
         }
+    }
+}
+
+#[cfg(not(loom))]
+impl Default for RuntimeState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The ordo runtime over a fixed set of backends: the backend list and its own `RuntimeState`.
+pub struct Runtime {
+    backends: &'static [&'static dyn Backend],
+    state: &'static RuntimeState,
+}
+
+/// Declares a `static` runtime over a backend list, with its own zeroed `RuntimeState` (so the
+/// tables sit in `.bss`): `ordo_core::static_runtime!(pub static RUNTIME = &BACKENDS);`, where
+/// `BACKENDS` is a `static` array of `&dyn Backend`. No constructor runs: both statics are built
+/// at compile time.
+#[macro_export]
+macro_rules! static_runtime {
+    ($(#[$attr:meta])* $vis:vis static $name:ident = $backends:expr $(;)?) => {
+        $(#[$attr])*
+        $vis static $name: $crate::Runtime = {
+            static STATE: $crate::RuntimeState = $crate::RuntimeState::new();
+            let backends: &'static [&'static dyn $crate::Backend] = $backends;
+            // SAFETY: `STATE` is private to this expansion: no other runtime uses it.
+            unsafe { $crate::Runtime::with_state(backends, &STATE) }
+        };
+    };
+}
+
+impl Runtime {
+    /// A runtime over `backends`, in registration order (init order; teardown runs in reverse),
+    /// keeping its state in `state`. At most `MAX_PLATFORMS` backends are used; `init` fails
+    /// with `InvalidArgument` otherwise. `static_runtime!` is the safe way to build one.
+    ///
+    /// # Safety
+    /// `state` is used by this runtime only: two runtimes over one state would share tables whose
+    /// entries name backends by their place in each runtime's own list.
+    pub const unsafe fn with_state(backends: &'static [&'static dyn Backend], state: &'static RuntimeState) -> Self {
+        Self { backends, state }
     }
 
     /// The registered backends.
@@ -169,22 +210,22 @@ impl Runtime {
 
     /// The lifecycle state right now (it may change as soon as this returns).
     pub fn state(&self) -> State {
-        self.gate.state()
+        self.state.gate.state()
     }
 
     /// Runs `f` with shared access to the tables, as a call in flight.
     #[inline]
     fn with_shared<R>(&self, f: impl FnOnce(&Tables) -> Result<R>) -> Result<R> {
-        let _in_flight = self.gate.enter_shared()?;
+        let _in_flight = self.state.gate.enter_shared()?;
         // SAFETY: a shared guard excludes writers for its lifetime.
-        f(unsafe { &*self.tables.get() })
+        f(unsafe { &*self.state.tables.get() })
     }
 
     /// Runs `f` with exclusive access to the tables, as a call in flight.
     fn with_exclusive<R>(&self, f: impl FnOnce(&mut Tables) -> Result<R>) -> Result<R> {
-        let _writer = self.gate.enter_exclusive()?;
+        let _writer = self.state.gate.enter_exclusive()?;
         // SAFETY: an exclusive guard excludes every other access for its lifetime.
-        f(unsafe { &mut *self.tables.get() })
+        f(unsafe { &mut *self.state.tables.get() })
     }
 
     /// Takes an init reference. The first one initialises every backend in registration order:
@@ -195,7 +236,7 @@ impl Runtime {
     /// through a guard that does the same. Either way the runtime is `Uninit` afterwards.
     #[inline]
     pub fn init(&self) -> Result<()> {
-        if self.gate.try_add_reference() {
+        if self.state.gate.try_add_reference() {
             return Ok(());
         }
         self.init_slow()
@@ -203,17 +244,17 @@ impl Runtime {
 
     #[inline(never)]
     fn init_slow(&self) -> Result<()> {
-        match self.gate.begin_init()? {
+        match self.state.gate.begin_init()? {
             InitStep::Referenced => Ok(()),
             InitStep::MustInitialize => {
                 // Rolls back and reopens the gate if a panic unwinds out of `initialize`.
                 let unwind = InitUnwindGuard(self);
                 // SAFETY: the gate is `Initializing`, held by this thread alone; no call is in the
                 // tables (shared/exclusive entry requires `Ready`).
-                let tables = unsafe { &mut *self.tables.get() };
+                let tables = unsafe { &mut *self.state.tables.get() };
                 let result = self.initialize(tables);
                 core::mem::forget(unwind);
-                self.gate.finish_init(result.is_ok());
+                self.state.gate.finish_init(result.is_ok());
                 result
             }
         }
@@ -303,7 +344,7 @@ impl Runtime {
     /// report is kept for `last_teardown_report`.
     #[inline]
     pub fn shutdown(&self) -> Result<Shutdown> {
-        match self.gate.try_drop_reference() {
+        match self.state.gate.try_drop_reference() {
             Some(remaining) => Ok(Shutdown::Released { remaining }),
             None => self.shutdown_observed(&mut |_| {}),
         }
@@ -337,16 +378,16 @@ impl Runtime {
         observer: &mut dyn FnMut(&TeardownEvent),
         patience: &mut dyn FnMut() -> bool,
     ) -> Result<Shutdown> {
-        match self.gate.begin_shutdown(patience)? {
+        match self.state.gate.begin_shutdown(patience)? {
             ShutdownStep::Released(remaining) => Ok(Shutdown::Released { remaining }),
             ShutdownStep::MustTearDown => {
                 // Forgets what is left and reopens the gate if a panic unwinds out of the teardown.
                 let unwind = TeardownUnwindGuard(self);
                 // SAFETY: the gate is `ShuttingDown` with no call in flight and no writer; only this
                 // thread reaches the tables until `finish_shutdown`.
-                let tables = unsafe { &mut *self.tables.get() };
+                let tables = unsafe { &mut *self.state.tables.get() };
                 let mut report = teardown::tear_down(self.backends, tables, observer);
-                let mut last = self.last_report.lock();
+                let mut last = self.state.last_report.lock();
                 report.sequence = last.sequence + 1;
                 let summary = report.summary();
                 *last = report;
@@ -357,7 +398,7 @@ impl Runtime {
                 }
                 drop(last);
                 core::mem::forget(unwind);
-                self.gate.finish_shutdown();
+                self.state.gate.finish_shutdown();
                 Ok(Shutdown::TornDown(summary))
             }
         }
@@ -366,7 +407,7 @@ impl Runtime {
     /// The report of the last final teardown (`None` before the first): every failure, the
     /// objects released per kind, and those the driver had already released.
     pub fn last_teardown_report(&self) -> Option<TeardownReport> {
-        let report = self.last_report.lock();
+        let report = self.state.last_report.lock();
         (report.sequence > 0).then(|| report.clone())
     }
 
@@ -425,9 +466,9 @@ impl Drop for InitUnwindGuard<'_> {
     fn drop(&mut self) {
         // SAFETY: only reached while unwinding out of `init_slow`, which holds the gate in
         // `Initializing`: no other thread reaches the tables.
-        let tables = unsafe { &mut *self.0.tables.get() };
+        let tables = unsafe { &mut *self.0.state.tables.get() };
         self.0.roll_back(tables);
-        self.0.gate.finish_init(false);
+        self.0.state.gate.finish_init(false);
     }
 }
 
@@ -439,7 +480,7 @@ impl Drop for TeardownUnwindGuard<'_> {
     fn drop(&mut self) {
         // SAFETY: only reached while unwinding out of the teardown, which holds the gate in
         // `ShuttingDown` with no call in flight.
-        Runtime::forget_objects(unsafe { &mut *self.0.tables.get() });
-        self.0.gate.finish_shutdown();
+        Runtime::forget_objects(unsafe { &mut *self.0.state.tables.get() });
+        self.0.state.gate.finish_shutdown();
     }
 }

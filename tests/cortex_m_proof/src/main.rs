@@ -10,12 +10,12 @@ use core::ffi::c_void;
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hprintln};
 use ordo_core::host::{HostArena, HostBackend, builtin};
-use ordo_core::{Backend, ErrorCode, KernelArgs, LaunchDims, MemKind, ObjectKind, Runtime, Shutdown};
+use ordo_core::{Backend, ErrorCode, KernelArgs, LaunchDims, MemKind, ObjectKind, Shutdown};
 
 static ARENA: HostArena<{ 16 * 1024 }> = HostArena::new();
 static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
 static BACKENDS: [&dyn Backend; 1] = [&HOST];
-static RUNTIME: Runtime = Runtime::new(&BACKENDS);
+ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 
 const N: usize = 256;
 const PTR: usize = core::mem::size_of::<*mut f32>();

@@ -9,12 +9,12 @@ use core::ffi::c_void;
 use core::panic::PanicInfo;
 
 use ordo_core::host::{HostArena, HostBackend, builtin};
-use ordo_core::{Backend, ErrorCode, KernelArgs, LaunchDims, MemKind, Runtime, Shutdown};
+use ordo_core::{Backend, ErrorCode, KernelArgs, LaunchDims, MemKind, Shutdown};
 
 static ARENA: HostArena<{ 64 * 1024 }> = HostArena::new();
 static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
 static BACKENDS: [&dyn Backend; 1] = [&HOST];
-static RUNTIME: Runtime = Runtime::new(&BACKENDS);
+ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 
 #[link(name = "c")]
 unsafe extern "C" {
