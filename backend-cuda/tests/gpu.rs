@@ -17,7 +17,7 @@ use ordo_cuda::{BUILTIN_PTX, CudaBackend};
 fn runtime() -> &'static Runtime {
     let cuda: &'static CudaBackend = Box::leak(Box::new(CudaBackend::new()));
     let backends: &'static [&'static dyn Backend] = Box::leak(Box::new([cuda as &dyn Backend]));
-    let state: &'static ordo_core::RuntimeState = Box::leak(Box::new(ordo_core::RuntimeState::new()));
+    let state: &'static ordo_core::RuntimeState = ordo_core::RuntimeState::new_in(Box::leak(Box::new_uninit()));
     // SAFETY: a fresh state, used by this runtime only.
     Box::leak(Box::new(unsafe { Runtime::with_state(backends, state) }))
 }

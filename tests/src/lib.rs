@@ -1,7 +1,7 @@
 //! Helpers for ordo's integration tests: runtimes over fresh backends, leaked so they are
 //! `'static` like the statics users build (each test gets its own, so tests run in parallel).
 
-use ordo_core::host::{HostArena, HostBackend, builtin};
+use ordo_core::host::{HostBackend, ProvidedArena, builtin};
 use ordo_core::scripted::ScriptedBackend;
 use ordo_core::{Backend, Device, ErrorCode, Result, Runtime};
 
@@ -14,7 +14,8 @@ fn leak<T>(value: T) -> &'static T {
 
 /// A runtime over `backends` (leaked).
 pub fn runtime(backends: Vec<&'static dyn Backend>) -> &'static Runtime {
-    let state: &'static ordo_core::RuntimeState = leak(ordo_core::RuntimeState::new());
+    // Built in place on the heap: no 1 MB value on the stack.
+    let state: &'static ordo_core::RuntimeState = ordo_core::RuntimeState::new_in(Box::leak(Box::new_uninit()));
     // SAFETY: a fresh state, used by this runtime only.
     leak(unsafe { Runtime::with_state(Box::leak(backends.into_boxed_slice()), state) })
 }
@@ -30,9 +31,16 @@ pub fn scripted_runtime(devices: u32) -> (&'static ScriptedBackend, &'static Run
     (b, runtime(vec![b]))
 }
 
-/// A host backend over a fresh `HOST_ARENA`-byte arena with the built-in programs (leaked).
+/// A host backend over a fresh `HOST_ARENA`-byte arena (on the heap, 256-byte aligned) with the
+/// built-in programs (leaked).
 pub fn host_backend() -> &'static HostBackend {
-    let arena: &'static HostArena<HOST_ARENA> = leak(HostArena::new());
+    let arena: &'static ProvidedArena = leak(ProvidedArena::new());
+    let layout = std::alloc::Layout::from_size_align(HOST_ARENA, ordo_core::host::HOST_ALIGN).expect("layout");
+    // SAFETY: a non-zero size.
+    let block = unsafe { std::alloc::alloc_zeroed(layout) };
+    assert!(!block.is_null(), "allocating the test arena");
+    // SAFETY: a fresh block, never freed, used by nothing else.
+    unsafe { arena.provide(block, HOST_ARENA) }.expect("a fresh arena");
     leak(HostBackend::new(arena, builtin::PROGRAMS, Some(ordo_core::std_clock_ns)))
 }
 

@@ -161,6 +161,21 @@ impl RuntimeState {
     }
 }
 
+impl RuntimeState {
+    /// Initialises a state in storage the caller provides (e.g. `Box::new_uninit()`), without
+    /// building the ~1 MB value on the stack first: the initial state is all zeros.
+    pub fn new_in(slot: &mut core::mem::MaybeUninit<RuntimeState>) -> &mut RuntimeState {
+        // SAFETY: all zeros is `RuntimeState::new()`: the lifecycle word and counters 0
+        // (`Uninit`, nothing in flight), every table empty (links 0 = none, slots not live, no
+        // value read), an empty report (length 0), unlocked spin locks. No field has a niche or
+        // invariant that zero breaks.
+        unsafe {
+            slot.as_mut_ptr().write_bytes(0, 1);
+            slot.assume_init_mut()
+        }
+    }
+}
+
 #[cfg(not(loom))]
 impl Default for RuntimeState {
     fn default() -> Self {
@@ -482,5 +497,36 @@ impl Drop for TeardownUnwindGuard<'_> {
         // `ShuttingDown` with no call in flight.
         Runtime::forget_objects(unsafe { &mut *self.0.state.tables.get() });
         self.0.state.gate.finish_shutdown();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    extern crate std;
+
+    use super::*;
+
+    /// A state built in place from zeros works like `RuntimeState::new()` (Miri checks the
+    /// values read from it).
+    #[test]
+    fn a_state_built_in_place_from_zeros_is_a_fresh_state() {
+        static ARENA: crate::host::HostArena<1024> = crate::host::HostArena::new();
+        static HOST: crate::host::HostBackend =
+            crate::host::HostBackend::new(&ARENA, crate::host::builtin::PROGRAMS, None);
+        static BACKENDS: [&dyn Backend; 1] = [&HOST];
+        let storage = std::boxed::Box::into_raw(std::boxed::Box::new_uninit());
+        // SAFETY: `storage` is a live heap block, freed only at the end, after its last use.
+        let state: &'static RuntimeState = RuntimeState::new_in(unsafe { &mut *storage });
+        // SAFETY: the state is fresh and used by this runtime only.
+        let rt = unsafe { Runtime::with_state(&BACKENDS, state) };
+        assert_eq!(rt.state(), State::Uninit);
+        assert!(rt.last_teardown_report().is_none());
+        rt.init().unwrap();
+        let d = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+        rt.queue_create(d).unwrap();
+        rt.mem_alloc(d, crate::MemKind::Device, 64).unwrap();
+        assert!(matches!(rt.shutdown(), Ok(Shutdown::TornDown(s)) if s.is_clean() && s.sequence == 1));
+        // SAFETY: the block came from `Box::into_raw`; the runtime over it is not used again.
+        drop(unsafe { std::boxed::Box::from_raw(storage) });
     }
 }
