@@ -80,6 +80,7 @@ impl RawHandle {
     /// The null handle.
     pub const NULL: Self = Self(0);
 
+    #[inline]
     pub(crate) const fn pack(kind: ObjectKind, generation: u32, index: u32) -> Self {
         Self(((kind as u64) << KIND_SHIFT) | ((generation as u64) << GENERATION_SHIFT) | (index as u64 & INDEX_MASK))
     }
@@ -89,10 +90,12 @@ impl RawHandle {
         ObjectKind::from_tag((self.0 >> KIND_SHIFT) as u8)
     }
 
+    #[inline]
     pub(crate) const fn generation(self) -> u32 {
         (self.0 >> GENERATION_SHIFT) as u32
     }
 
+    #[inline]
     pub(crate) const fn index(self) -> usize {
         (self.0 & INDEX_MASK) as usize
     }

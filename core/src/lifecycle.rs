@@ -84,6 +84,7 @@ pub const MAX_REFS: u32 = (1 << 29) - 1;
 struct Word(u32);
 
 impl Word {
+    #[inline]
     fn phase(self) -> Phase {
         match (self.0 & PHASE_MASK) >> PHASE_SHIFT {
             0 => Phase::Uninit,
@@ -92,13 +93,16 @@ impl Word {
             _ => Phase::ShuttingDown,
         }
     }
+    #[inline]
     fn refs(self) -> u32 {
         self.0 >> REFS_SHIFT
     }
+    #[inline]
     fn writer(self) -> bool {
         self.0 & WRITER != 0
     }
     /// The same writer flag with a new phase and reference count.
+    #[inline]
     fn with(self, phase: Phase, refs: u32) -> Self {
         debug_assert!(refs <= MAX_REFS);
         Self((self.0 & WRITER) | ((phase as u32) << PHASE_SHIFT) | (refs << REFS_SHIFT))
@@ -138,10 +142,12 @@ impl Gate {
         Self { word: AtomicU32::new(0), shards: core::array::from_fn(|_| Shard(AtomicU32::new(0))) }
     }
 
+    #[inline]
     fn load(&self) -> Word {
         Word(self.word.load(Ordering::SeqCst))
     }
 
+    #[inline]
     fn cas(&self, old: Word, new: Word) -> bool {
         self.word.compare_exchange_weak(old.0, new.0, Ordering::SeqCst, Ordering::SeqCst).is_ok()
     }

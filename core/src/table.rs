@@ -20,10 +20,12 @@ use crate::handle::{ObjectKind, RawHandle};
 type Link = u32;
 const NONE: Link = 0;
 
+#[inline]
 const fn link(index: u32) -> Link {
     index + 1
 }
 
+#[inline]
 const fn target(l: Link) -> Option<u32> {
     if l == NONE { None } else { Some(l - 1) }
 }
@@ -80,6 +82,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
         self.free_head == NONE && self.high_water as usize >= N
     }
 
+    #[inline]
     fn handle_of(&self, index: u32) -> RawHandle {
         RawHandle::pack(Self::KIND, self.slots[index as usize].generation, index)
     }
@@ -114,6 +117,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
     }
 
     /// The slot index of a live object named by `h`, or the specific error for a bad handle.
+    #[inline]
     pub(crate) fn resolve(&self, h: RawHandle) -> Result<u32> {
         h.expect_kind(Self::KIND)?;
         match self.slots.get(h.index()) {
@@ -123,12 +127,14 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
         }
     }
 
+    #[inline]
     pub(crate) fn get(&self, h: RawHandle) -> Result<&T> {
         let i = self.resolve(h)?;
         Ok(self.at(i))
     }
 
     /// The live entry in slot `index`. Callers pass indices from `resolve` or the order walk.
+    #[inline]
     pub(crate) fn at(&self, index: u32) -> &T {
         let slot = &self.slots[index as usize];
         assert!(slot.live, "slot index names a live entry");
@@ -144,6 +150,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
     }
 
     /// The handle that currently names slot `index`.
+    #[inline]
     pub(crate) fn handle_at(&self, index: u32) -> RawHandle {
         self.handle_of(index)
     }
