@@ -6,7 +6,7 @@
 //!   `std::sync::Mutex` (a counter under a mutex, as libomptarget does it);
 //! - concurrent API calls at 1, 2 and N threads;
 //! - allocation-table lookup with the table full vs with one allocation;
-//! - `size_of` the runtime state, and heap allocations counted by a global allocator (must be 0).
+//! - `size_of` the runtime state (`RuntimeState`), and heap allocations counted by a global allocator (must be 0).
 
 use std::hint::black_box;
 use std::sync::Mutex;
@@ -373,11 +373,11 @@ fn full_table_lookup(rows: &mut Vec<Row>) {
 
 fn memory(rows: &mut Vec<Row>) {
     rows.push(Row {
-        name: "size_of::<Runtime>() at default capacities",
+        name: "size_of::<RuntimeState>() at default capacities",
         unit: "bytes",
-        ordo: std::mem::size_of::<Runtime>() as f64,
+        ordo: std::mem::size_of::<ordo_core::RuntimeState>() as f64,
         baseline: None,
-        target: "static memory; no heap",
+        target: "static memory, all zeros (.bss); no heap",
     });
     // Every core operation, many times, with the allocation counter read around it.
     let rt = &NOOP_RUNTIME;
