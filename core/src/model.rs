@@ -3,8 +3,9 @@
 //! The model knows nothing of real handles: objects are numbered (`ObjId`) in creation order and
 //! never reused, and a test harness maps them to the runtime's handles. For each operation the
 //! model predicts the outcome the runtime must give: the new object, or the specific error code.
-//! It covers one platform with `devices` devices, and the faults a scripted backend injects
-//! ("fail the next call of op X"). Users can drive it against their own runtime configurations.
+//! It covers one platform with `devices` devices, every object operation but the platform
+//! queries, and the faults a scripted backend injects ("fail the next call of op X"). Users can
+//! drive it against their own runtime configurations.
 //!
 //! The order of checks is part of the contract it models: first the lifecycle (`Uninitialized`
 //! outside `Ready`), then null pointers, then sizes and values, then handles and addresses in
@@ -69,14 +70,65 @@ pub enum Op {
         /// Bytes.
         len: usize,
     },
+    /// `copy_from_device([0; len], base + offset)`.
+    CopyFromDevice {
+        /// The allocation.
+        alloc: Ref,
+        /// Offset from its base (below 256).
+        offset: usize,
+        /// Bytes.
+        len: usize,
+    },
+    /// `fill(base + offset, U8(0), count, None)`.
+    Fill {
+        /// The allocation.
+        alloc: Ref,
+        /// Offset from its base (below 256).
+        offset: usize,
+        /// Bytes.
+        count: usize,
+    },
+    /// `copy_device(dst base, src base, len, None)`.
+    CopyDevice {
+        /// The destination allocation.
+        dst: Ref,
+        /// The source allocation.
+        src: Ref,
+        /// Bytes.
+        len: usize,
+    },
+    /// `mem_info(base)`.
+    MemInfo(Ref),
     /// `queue_create(device)`.
     QueueCreate(Ref),
     /// `queue_destroy(queue)`.
     QueueDestroy(Ref),
     /// `queue_synchronize(queue)`.
     QueueSynchronize(Ref),
+    /// `queue_query(queue)`.
+    QueueQuery(Ref),
+    /// `queue_wait_event(queue, event)`.
+    QueueWaitEvent {
+        /// The queue.
+        queue: Ref,
+        /// The event.
+        event: Ref,
+    },
     /// `event_create(device)`.
     EventCreate(Ref),
+    /// `event_synchronize(event)`.
+    EventSynchronize(Ref),
+    /// `event_query(event)`.
+    EventQuery(Ref),
+    /// `event_elapsed_ms(start, end)`.
+    EventElapsed {
+        /// The first event.
+        start: Ref,
+        /// The second event.
+        end: Ref,
+    },
+    /// `kernel_program(kernel)`.
+    KernelProgram(Ref),
     /// `event_destroy(event)`.
     EventDestroy(Ref),
     /// `event_record(event, queue)`.
@@ -149,6 +201,10 @@ pub struct ModelConfig {
     pub devices: u32,
     /// Allocations larger than this fail with `OutOfResources` in the backend.
     pub alloc_limit: usize,
+    /// `event_elapsed_ms` of two events of one device succeeds (a backend with a clock that
+    /// times events whether or not they were recorded, as the scripted backend); otherwise it
+    /// fails with `Unsupported` (the host backend built without a clock).
+    pub event_timing: bool,
 }
 
 /// One object's record.
@@ -399,6 +455,83 @@ impl<const N: usize> Model<N> {
                 self.backend_call(BackendOp::Memcpy)?;
                 Outcome::Ok
             }
+            Op::CopyFromDevice { alloc, offset, len } | Op::Fill { alloc, offset, count: len } => {
+                let call = if matches!(op, Op::Fill { .. }) { BackendOp::Fill } else { BackendOp::Memcpy };
+                if len == 0 {
+                    return Ok(Outcome::Ok);
+                }
+                if alloc == Ref::Null {
+                    return Err(ErrorCode::NullPointer);
+                }
+                let a = self.resolve_address(alloc)?;
+                if offset >= self.info(a).size {
+                    return Err(ErrorCode::NotFound);
+                }
+                if offset + len > self.info(a).size {
+                    return Err(ErrorCode::InvalidSize);
+                }
+                self.backend_call(call)?;
+                Outcome::Ok
+            }
+            Op::CopyDevice { dst, src, len } => {
+                if len == 0 {
+                    return Ok(Outcome::Ok);
+                }
+                if dst == Ref::Null || src == Ref::Null {
+                    return Err(ErrorCode::NullPointer);
+                }
+                let s = self.resolve_address(src)?;
+                if len > self.info(s).size {
+                    return Err(ErrorCode::InvalidSize);
+                }
+                let d = self.resolve_address(dst)?;
+                if len > self.info(d).size {
+                    return Err(ErrorCode::InvalidSize);
+                }
+                if self.info(s).device != self.info(d).device {
+                    return Err(ErrorCode::Unsupported);
+                }
+                self.backend_call(BackendOp::Memcpy)?;
+                Outcome::Ok
+            }
+            Op::MemInfo(a) => {
+                self.resolve_address(a)?;
+                Outcome::Ok
+            }
+            Op::QueueQuery(q) => {
+                self.resolve(q, K::Queue)?;
+                self.backend_call(BackendOp::QueueQuery)?;
+                Outcome::Ok
+            }
+            Op::QueueWaitEvent { queue, event } => {
+                self.resolve(queue, K::Queue)?;
+                self.resolve(event, K::Event)?;
+                self.backend_call(BackendOp::QueueWaitEvent)?;
+                Outcome::Ok
+            }
+            Op::EventSynchronize(e) | Op::EventQuery(e) => {
+                self.resolve(e, K::Event)?;
+                let call =
+                    if matches!(op, Op::EventQuery(_)) { BackendOp::EventQuery } else { BackendOp::EventSynchronize };
+                self.backend_call(call)?;
+                Outcome::Ok
+            }
+            Op::EventElapsed { start, end } => {
+                let s = self.resolve(start, K::Event)?;
+                let e = self.resolve(end, K::Event)?;
+                if self.info(s).device != self.info(e).device {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                self.backend_call(BackendOp::EventElapsed)?;
+                if !self.config.event_timing {
+                    return Err(ErrorCode::Unsupported);
+                }
+                Outcome::Ok
+            }
+            Op::KernelProgram(k) => {
+                self.resolve(k, K::Kernel)?;
+                Outcome::Ok
+            }
             Op::QueueCreate(d) | Op::EventCreate(d) => {
                 let (kind, cap, call) = match op {
                     Op::QueueCreate(_) => (K::Queue, MAX_QUEUES, BackendOp::QueueCreate),
@@ -475,7 +608,7 @@ impl<const N: usize> Model<N> {
 mod tests {
     use super::*;
 
-    const CFG: ModelConfig = ModelConfig { devices: 2, alloc_limit: 1 << 20 };
+    const CFG: ModelConfig = ModelConfig { devices: 2, alloc_limit: 1 << 20, event_timing: true };
 
     #[test]
     fn lifecycle_rows() {

@@ -12,8 +12,8 @@ use ordo_core::host::{HostArena, HostBackend, HostKernel, HostProgram, HostThrea
 use ordo_core::model::{Model, ModelConfig, ObjId, Op, Outcome, Ref};
 use ordo_core::scripted::{ScriptedBackend, ScriptedObject};
 use ordo_core::{
-    BackendError, BackendOp, Device, DevicePtr, ErrorCode, Event, KernelArgs, LaunchDims, MemKind, ObjectKind, Program,
-    Queue, Runtime, Shutdown, State,
+    BackendError, BackendOp, Device, DevicePtr, ErrorCode, Event, FillValue, KernelArgs, LaunchDims, MemKind,
+    ObjectKind, Program, Queue, Runtime, Shutdown, State,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -48,7 +48,8 @@ struct RefState {
 
 fn reference(scripted: bool) -> RefState {
     let (devices, alloc_limit) = if scripted { (DEVICES, usize::MAX) } else { (1, ARENA) };
-    RefState { model: Model::new(ModelConfig { devices, alloc_limit }), scripted, last: Outcome::Ok }
+    let config = ModelConfig { devices, alloc_limit, event_timing: scripted };
+    RefState { model: Model::new(config), scripted, last: Outcome::Ok }
 }
 
 fn transitions(state: &RefState) -> BoxedStrategy<Op> {
@@ -66,19 +67,65 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
         1 => Just(4 * ARENA),
     ];
     let o = || obj.clone();
+    // Memory operations mostly name allocations (live or freed), and allocations live devices, so
+    // that the paths past the lookups (ranges, devices, the backend call) are reached often.
+    let allocations: Vec<Ref> = (0..n)
+        .filter(|&i| {
+            // The host arena reuses addresses, so its model names freed allocations only rarely
+            // (the preconditions refuse them); the scripted backend's addresses are never reused.
+            state.model.object(ObjId(i)).is_some_and(|o| o.kind == ObjectKind::Allocation && (o.live || state.scripted))
+        })
+        .map(|i| Ref::Obj(ObjId(i)))
+        .collect();
+    let devices: Vec<Ref> = (0..n)
+        .filter(|&i| state.model.object(ObjId(i)).is_some_and(|o| o.kind == ObjectKind::Device && o.live))
+        .map(|i| Ref::Obj(ObjId(i)))
+        .collect();
+    let dev = || {
+        if devices.is_empty() {
+            obj.clone()
+        } else {
+            prop_oneof![1 => obj.clone(), 3 => prop::sample::select(devices.clone())].boxed()
+        }
+    };
+    let mem = || {
+        if allocations.is_empty() {
+            obj.clone()
+        } else {
+            prop_oneof![1 => obj.clone(), 4 => prop::sample::select(allocations.clone())].boxed()
+        }
+    };
     let mut ops = vec![
         (3, Just(Op::Init).boxed()),
         (2, Just(Op::Shutdown).boxed()),
         (1, o().prop_map(Op::DeviceInfo).boxed()),
-        (4, (o(), size).prop_map(|(device, size)| Op::MemAlloc { device, size }).boxed()),
-        (2, o().prop_map(Op::MemFree).boxed()),
+        (4, (dev(), size).prop_map(|(device, size)| Op::MemAlloc { device, size }).boxed()),
+        (2, mem().prop_map(Op::MemFree).boxed()),
         (
             2,
-            (o(), 0usize..64, 0usize..128)
+            (mem(), 0usize..64, 0usize..128)
                 .prop_map(|(alloc, offset, len)| Op::CopyToDevice { alloc, offset, len })
                 .boxed(),
         ),
+        (
+            1,
+            (mem(), 0usize..64, 0usize..128)
+                .prop_map(|(alloc, offset, len)| Op::CopyFromDevice { alloc, offset, len })
+                .boxed(),
+        ),
+        (
+            1,
+            (o(), 0usize..64, 0usize..128).prop_map(|(alloc, offset, count)| Op::Fill { alloc, offset, count }).boxed(),
+        ),
+        (1, (o(), o(), 0usize..128).prop_map(|(dst, src, len)| Op::CopyDevice { dst, src, len }).boxed()),
+        (1, o().prop_map(Op::MemInfo).boxed()),
         (3, o().prop_map(Op::QueueCreate).boxed()),
+        (1, o().prop_map(Op::QueueQuery).boxed()),
+        (1, (o(), o()).prop_map(|(queue, event)| Op::QueueWaitEvent { queue, event }).boxed()),
+        (1, o().prop_map(Op::EventSynchronize).boxed()),
+        (1, o().prop_map(Op::EventQuery).boxed()),
+        (1, (o(), o()).prop_map(|(start, end)| Op::EventElapsed { start, end }).boxed()),
+        (1, o().prop_map(Op::KernelProgram).boxed()),
         (1, o().prop_map(Op::QueueDestroy).boxed()),
         (1, o().prop_map(Op::QueueSynchronize).boxed()),
         (2, o().prop_map(Op::EventCreate).boxed()),
@@ -132,7 +179,12 @@ macro_rules! reference_machine {
                     _ => false,
                 };
                 match op {
-                    Op::MemFree(a) | Op::CopyToDevice { alloc: a, .. } => state.scripted || !dead_alloc(a),
+                    Op::MemFree(a)
+                    | Op::CopyToDevice { alloc: a, .. }
+                    | Op::CopyFromDevice { alloc: a, .. }
+                    | Op::Fill { alloc: a, .. }
+                    | Op::MemInfo(a) => state.scripted || !dead_alloc(a),
+                    Op::CopyDevice { dst, src, .. } => state.scripted || !(dead_alloc(dst) || dead_alloc(src)),
                     _ => true,
                 }
             }
@@ -232,7 +284,32 @@ impl Sut {
                 let offset = if alloc == Ref::Null { 0 } else { offset as u64 };
                 unit(rt.copy_to_device(DevicePtr(self.address(alloc)).offset(offset), &src))
             }
+            Op::CopyFromDevice { alloc, offset, len } => {
+                let mut dst = vec![0u8; len];
+                let offset = if alloc == Ref::Null { 0 } else { offset as u64 };
+                unit(rt.copy_from_device(&mut dst, DevicePtr(self.address(alloc)).offset(offset)))
+            }
+            Op::Fill { alloc, offset, count } => {
+                let offset = if alloc == Ref::Null { 0 } else { offset as u64 };
+                unit(rt.fill(DevicePtr(self.address(alloc)).offset(offset), FillValue::U8(0), count, None))
+            }
+            Op::CopyDevice { dst, src, len } => {
+                unit(rt.copy_device(DevicePtr(self.address(dst)), DevicePtr(self.address(src)), len, None))
+            }
+            Op::MemInfo(a) => rt.mem_info(DevicePtr(self.address(a))).map_or_else(err, |_| (Outcome::Ok, None)),
             Op::QueueCreate(d) => made(rt.queue_create(Device::from_raw(self.raw(d))).map(Queue::to_raw)),
+            Op::QueueQuery(q) => rt.queue_query(Queue::from_raw(self.raw(q))).map_or_else(err, |_| (Outcome::Ok, None)),
+            Op::QueueWaitEvent { queue, event } => {
+                unit(rt.queue_wait_event(Queue::from_raw(self.raw(queue)), Event::from_raw(self.raw(event))))
+            }
+            Op::EventSynchronize(e) => unit(rt.event_synchronize(Event::from_raw(self.raw(e)))),
+            Op::EventQuery(e) => rt.event_query(Event::from_raw(self.raw(e))).map_or_else(err, |_| (Outcome::Ok, None)),
+            Op::EventElapsed { start, end } => rt
+                .event_elapsed_ms(Event::from_raw(self.raw(start)), Event::from_raw(self.raw(end)))
+                .map_or_else(err, |_| (Outcome::Ok, None)),
+            Op::KernelProgram(k) => {
+                rt.kernel_program(ordo_core::Kernel::from_raw(self.raw(k))).map_or_else(err, |_| (Outcome::Ok, None))
+            }
             Op::QueueDestroy(q) => unit(rt.queue_destroy(Queue::from_raw(self.raw(q)))),
             Op::QueueSynchronize(q) => unit(rt.queue_synchronize(Queue::from_raw(self.raw(q)))),
             Op::EventCreate(d) => made(rt.event_create(Device::from_raw(self.raw(d))).map(Event::to_raw)),
