@@ -75,11 +75,22 @@ const WRITER: u32 = 1;
 const PHASE_SHIFT: u32 = 1;
 const PHASE_MASK: u32 = 0b11 << PHASE_SHIFT;
 const REFS_SHIFT: u32 = 3;
-/// The largest number of init references (29 bits).
-pub const MAX_REFS: u32 = (1 << 29) - 1;
+const REFS_MASK: u32 = u32::MAX >> REFS_SHIFT;
+/// One init reference, as an amount to add to the word.
+const ONE_REF: u32 = 1 << REFS_SHIFT;
+/// The largest number of init references (2^28 − 1; the field has 29 bits, see `Word`).
+pub const MAX_REFS: u32 = (1 << 28) - 1;
 
 /// A decoded lifecycle word: bit 0 the writer flag, bits 1-2 the phase, bits 3-31 the init
 /// references. 32 bits, so the core needs only 32-bit atomics (Cortex-M, RISC-V 32).
+///
+/// The nested init and shutdown fast paths are one atomic add or subtract each: they change the
+/// reference field first and take the change back when the old word shows it was not theirs to
+/// make (not `Ready`, the last reference, the limit). So the field is the references held plus
+/// the fast-path attempts not yet taken back, and every other change of the word adjusts the
+/// field by a difference, never writing an absolute count. Attempts are taken back at once, so
+/// a `Ready` field of 0 or above `MAX_REFS` (an attempt below zero, wrapped) is momentary: the
+/// final-shutdown decision waits it out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Word(u32);
 
@@ -104,8 +115,7 @@ impl Word {
     /// The same writer flag with a new phase and reference count.
     #[inline]
     fn with(self, phase: Phase, refs: u32) -> Self {
-        debug_assert!(refs <= MAX_REFS);
-        Self((self.0 & WRITER) | ((phase as u32) << PHASE_SHIFT) | (refs << REFS_SHIFT))
+        Self((self.0 & WRITER) | ((phase as u32) << PHASE_SHIFT) | ((refs & REFS_MASK) << REFS_SHIFT))
     }
 }
 
@@ -159,30 +169,44 @@ impl Gate {
     }
 
     pub(crate) fn state(&self) -> State {
-        let w = self.load();
-        match w.phase() {
-            Phase::Uninit => State::Uninit,
-            Phase::Initializing => State::Initializing,
-            Phase::Ready => State::Ready(w.refs()),
-            Phase::ShuttingDown => State::ShuttingDown,
+        loop {
+            let w = self.load();
+            return match w.phase() {
+                Phase::Uninit => State::Uninit,
+                Phase::Initializing => State::Initializing,
+                // A fast-path attempt is being taken back (a few instructions): read again.
+                Phase::Ready if w.refs() == 0 || w.refs() > MAX_REFS => {
+                    core::hint::spin_loop();
+                    continue;
+                }
+                Phase::Ready => State::Ready(w.refs()),
+                Phase::ShuttingDown => State::ShuttingDown,
+            };
         }
     }
 
-    /// Takes another reference when already `Ready` (the nested-init fast path); `false` when the
-    /// caller must take the general path.
+    /// Takes another reference when already `Ready` (the nested-init fast path: one atomic add);
+    /// `false` when the caller must take the general path (the add was taken back).
     #[inline]
     pub(crate) fn try_add_reference(&self) -> bool {
-        let w = self.load();
-        w.phase() == Phase::Ready && w.refs() < MAX_REFS && self.cas(w, w.with(Phase::Ready, w.refs() + 1))
+        let old = Word(self.word.fetch_add(ONE_REF, Ordering::SeqCst));
+        if old.phase() == Phase::Ready && old.refs() != 0 && old.refs() < MAX_REFS {
+            return true;
+        }
+        self.word.fetch_sub(ONE_REF, Ordering::SeqCst);
+        false
     }
 
-    /// Drops a reference that is not the last one (the nested-shutdown fast path); `None` when
-    /// the caller must take the general path.
+    /// Drops a reference that is not the last one (the nested-shutdown fast path: one atomic
+    /// subtract); `None` when the caller must take the general path (the subtract was taken back).
     #[inline]
     pub(crate) fn try_drop_reference(&self) -> Option<u32> {
-        let w = self.load();
-        (w.phase() == Phase::Ready && w.refs() > 1 && self.cas(w, w.with(Phase::Ready, w.refs() - 1)))
-            .then(|| w.refs() - 1)
+        let old = Word(self.word.fetch_sub(ONE_REF, Ordering::SeqCst));
+        if old.phase() == Phase::Ready && old.refs() > 1 && old.refs() <= MAX_REFS {
+            return Some(old.refs() - 1);
+        }
+        self.word.fetch_add(ONE_REF, Ordering::SeqCst);
+        None
     }
 
     /// Takes an init reference, or moves `Uninit` → `Initializing` for the caller to initialise.
@@ -196,7 +220,7 @@ impl Gate {
                 // A writer in `Uninit` is a `fork` in progress (see `fork_prepare`).
                 Phase::Uninit if w.writer() => relax(),
                 Phase::Uninit => {
-                    if self.cas(w, w.with(Phase::Initializing, 0)) {
+                    if self.cas(w, w.with(Phase::Initializing, w.refs())) {
                         return Ok(InitStep::MustInitialize);
                     }
                 }
@@ -216,13 +240,13 @@ impl Gate {
 
     /// Ends an initialisation begun by `begin_init`: `Ready(1)` on success, `Uninit` on failure.
     pub(crate) fn finish_init(&self, ok: bool) {
-        let (phase, refs) = if ok { (Phase::Ready, 1) } else { (Phase::Uninit, 0) };
-        self.set_phase(phase, refs);
+        if ok { self.set_phase(Phase::Ready, 1) } else { self.set_phase(Phase::Uninit, 0) }
     }
 
-    fn set_phase(&self, phase: Phase, refs: u32) {
+    /// Moves to `phase`, adding `add_refs` references (the field keeps attempts in progress).
+    fn set_phase(&self, phase: Phase, add_refs: u32) {
         let mut w = self.load();
-        while !self.cas(w, w.with(phase, refs)) {
+        while !self.cas(w, w.with(phase, w.refs().wrapping_add(add_refs))) {
             w = self.load();
         }
     }
@@ -239,6 +263,8 @@ impl Gate {
             let w = self.load();
             match w.phase() {
                 Phase::Uninit => return Err(Error::UNINITIALIZED),
+                // Another thread's attempt is being taken back: only then is the count right.
+                Phase::Ready if w.refs() == 0 || w.refs() > MAX_REFS => relax(),
                 Phase::Ready if w.refs() > 1 => {
                     if self.cas(w, w.with(Phase::Ready, w.refs() - 1)) {
                         return Ok(ShutdownStep::Released(w.refs() - 1));
@@ -246,7 +272,7 @@ impl Gate {
                 }
                 Phase::Ready if in_callback() => return Err(Error::REENTRANT),
                 Phase::Ready => {
-                    if self.cas(w, w.with(Phase::ShuttingDown, 0)) {
+                    if self.cas(w, w.with(Phase::ShuttingDown, w.refs() - 1)) {
                         while self.load().writer() || self.calls_in_flight() {
                             if !patience() {
                                 self.set_phase(Phase::Ready, 1);

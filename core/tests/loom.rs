@@ -6,7 +6,8 @@
 //! - a call, an init and a final shutdown on three threads,
 //! - a destroy (an exclusive call) racing a call on the same queue,
 //! - an exclusive call (a create) racing the final shutdown,
-//! - two exclusive calls (two destroys of one queue) racing.
+//! - two exclusive calls (two destroys of one queue) racing,
+//! - a nested init + shutdown pair (the one-add / one-subtract fast paths) racing the last shutdown.
 //!
 //! The backend here asserts, with loom-visible atomics, that no call reaches it outside init and
 //! no call uses a destroyed queue ("no call observes a torn-down object"); each model checks the
@@ -329,5 +330,30 @@ fn two_exclusive_calls_racing() {
         }
         assert!(!b.queue_live.load(Ordering::SeqCst));
         assert!(matches!(rt.shutdown().unwrap(), Shutdown::TornDown(ref r) if r.is_clean()));
+    });
+}
+
+#[test]
+fn nested_pairs_racing_the_last_shutdown() {
+    loom::model(|| {
+        let (b, rt) = setup();
+        rt.init().unwrap();
+        rt.init().unwrap(); // one reference for each thread
+        let rt2 = rt.clone();
+        // The other thread: a nested init + shutdown pair (the one-add / one-subtract fast paths),
+        // then it drops its own reference.
+        let other = loom::thread::spawn(move || {
+            rt2.init().unwrap();
+            let nested = rt2.shutdown().unwrap();
+            (nested, rt2.shutdown().unwrap())
+        });
+        let mine = rt.shutdown().unwrap();
+        let (nested, theirs) = other.join().unwrap();
+        assert!(matches!(nested, Shutdown::Released { .. }), "the nested pair never tears down: {nested:?}");
+        let torn = [&mine, &theirs].iter().filter(|s| matches!(s, Shutdown::TornDown(_))).count();
+        assert_eq!(torn, 1, "exactly one final shutdown: {mine:?} / {theirs:?}");
+        assert_eq!(rt.state(), State::Uninit);
+        assert_eq!((b.inits.load(Ordering::SeqCst), b.deinits.load(Ordering::SeqCst)), (1, 1));
+        assert!(rt.shutdown().is_err(), "no reference left");
     });
 }
