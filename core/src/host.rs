@@ -184,12 +184,15 @@ const EVENT_RECORDED_BASE: u64 = 2;
 
 struct HostState {
     up: bool,
-    /// The arena's region as it was at `init` (used until `deinit`).
+    /// The arena as it was at `init` (used until `deinit`): its first `HOST_ALIGN`-aligned byte,
+    /// and the region's length.
     base: *mut u8,
     len: usize,
-    /// Free ranges `(offset, len)` of the arena, sorted and coalesced. Free ranges are never more
-    /// than live allocations plus one, so this cannot overflow.
-    free: heapless::Vec<(usize, usize), { MAX_ALLOCATIONS + 1 }>,
+    /// Free ranges `(offset, len)` of the arena in blocks of `HOST_ALIGN` bytes from `base`,
+    /// sorted and coalesced (`u32` blocks: up to 1 TiB of arena, in half the memory of `usize`
+    /// byte ranges). Free ranges are never more than live allocations plus one, so this cannot
+    /// overflow.
+    free: heapless::Vec<(u32, u32), { MAX_ALLOCATIONS + 1 }>,
     events: [u64; MAX_EVENTS],
     next_queue: u64,
 }
@@ -241,7 +244,7 @@ impl HostBackend {
 
     /// Bytes of the arena not allocated right now (0 when the backend is not initialised).
     pub fn free_bytes(&self) -> usize {
-        self.state.lock().free.iter().map(|&(_, len)| len).sum()
+        self.state.lock().free.iter().map(|&(_, blocks)| blocks as usize * HOST_ALIGN).sum()
     }
 
     fn program_index(&self, image: &[u8]) -> Option<usize> {
@@ -299,10 +302,11 @@ impl Backend for HostBackend {
         if len - skip < HOST_ALIGN {
             return Err(BackendError::not_present("no host arena was provided (or it is smaller than 256 bytes)"));
         }
-        (s.base, s.len) = (start, len);
+        (s.base, s.len) = (start.wrapping_add(skip), len);
         s.free.clear();
+        let blocks = ((len - skip) / HOST_ALIGN).min(u32::MAX as usize) as u32;
         // Cannot fail: the list is empty.
-        let _ = s.free.push((skip, (len - skip) / HOST_ALIGN * HOST_ALIGN));
+        let _ = s.free.push((0, blocks));
         s.events = [EVENT_FREE; MAX_EVENTS];
         s.up = true;
         Ok(1)
@@ -354,7 +358,7 @@ impl Backend for HostBackend {
 
     fn mem_alloc(&self, device: u32, _kind: MemKind, size: usize) -> BackendResult<u64> {
         let exhausted = || err(ErrorCode::OutOfResources, "host arena exhausted");
-        let need = size.max(1).checked_next_multiple_of(HOST_ALIGN).ok_or_else(exhausted)?;
+        let need = u32::try_from(size.max(1).div_ceil(HOST_ALIGN)).map_err(|_| exhausted())?;
         let mut s = self.checked_state(device)?;
         let i = s.free.iter().position(|&(_, len)| len >= need).ok_or_else(exhausted)?;
         let (offset, len) = s.free[i];
@@ -365,13 +369,14 @@ impl Backend for HostBackend {
         }
         // The address leaves as an integer; exposing the arena's provenance lets the copies,
         // fills and kernels that get it back turn it into a pointer again.
-        Ok(s.base.wrapping_add(offset).expose_provenance() as u64)
+        Ok(s.base.wrapping_add(offset as usize * HOST_ALIGN).expose_provenance() as u64)
     }
 
     unsafe fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
         let mut s = self.state.lock();
-        let offset = (addr - s.base as u64) as usize;
-        let len = size.next_multiple_of(HOST_ALIGN);
+        // A live allocation of this arena (the contract): its block offset and length fit in u32.
+        let offset = ((addr - s.base as u64) as usize / HOST_ALIGN) as u32;
+        let len = size.div_ceil(HOST_ALIGN) as u32;
         let i = s.free.partition_point(|&(o, _)| o < offset);
         let joins_prev = i > 0 && s.free[i - 1].0 + s.free[i - 1].1 == offset;
         let joins_next = i < s.free.len() && offset + len == s.free[i].0;
