@@ -296,6 +296,21 @@ impl<const N: usize> Model<N> {
         }
     }
 
+    /// The allocation holding `len > 0` bytes at `offset` from the base of `alloc` (a non-null
+    /// reference), or the error the runtime gives for that range.
+    fn range(&self, alloc: Ref, offset: usize, len: usize) -> Check<ObjId> {
+        let a = self.resolve_address(alloc)?;
+        if offset >= self.info(a).size {
+            // Past the end: an address no allocation contains (allocations are 256-byte aligned
+            // and offsets stay below that, so it never reaches the next one).
+            return Err(ErrorCode::NotFound);
+        }
+        if offset + len > self.info(a).size {
+            return Err(ErrorCode::InvalidSize);
+        }
+        Ok(a)
+    }
+
     fn info(&self, id: ObjId) -> ObjInfo {
         self.objects[id.0 as usize]
     }
@@ -435,41 +450,18 @@ impl<const N: usize> Model<N> {
                 self.backend_call(BackendOp::MemFree)?;
                 Outcome::Ok
             }
-            Op::CopyToDevice { alloc, offset, len } => {
+            Op::CopyToDevice { alloc, offset, len }
+            | Op::CopyFromDevice { alloc, offset, len }
+            | Op::Fill { alloc, offset, count: len } => {
                 if len == 0 {
-                    // A zero-byte copy succeeds and does nothing, whatever its addresses.
+                    // A zero-byte copy or fill succeeds and does nothing, whatever its address.
                     return Ok(Outcome::Ok);
                 }
                 if alloc == Ref::Null {
                     return Err(ErrorCode::NullPointer);
                 }
-                let a = self.resolve_address(alloc)?;
-                if offset >= self.info(a).size {
-                    // Past the end: an address no allocation contains (allocations are 256-byte
-                    // aligned and offsets stay below that, so it never reaches the next one).
-                    return Err(ErrorCode::NotFound);
-                }
-                if offset + len > self.info(a).size {
-                    return Err(ErrorCode::InvalidSize);
-                }
-                self.backend_call(BackendOp::Memcpy)?;
-                Outcome::Ok
-            }
-            Op::CopyFromDevice { alloc, offset, len } | Op::Fill { alloc, offset, count: len } => {
+                self.range(alloc, offset, len)?;
                 let call = if matches!(op, Op::Fill { .. }) { BackendOp::Fill } else { BackendOp::Memcpy };
-                if len == 0 {
-                    return Ok(Outcome::Ok);
-                }
-                if alloc == Ref::Null {
-                    return Err(ErrorCode::NullPointer);
-                }
-                let a = self.resolve_address(alloc)?;
-                if offset >= self.info(a).size {
-                    return Err(ErrorCode::NotFound);
-                }
-                if offset + len > self.info(a).size {
-                    return Err(ErrorCode::InvalidSize);
-                }
                 self.backend_call(call)?;
                 Outcome::Ok
             }
@@ -480,14 +472,8 @@ impl<const N: usize> Model<N> {
                 if dst == Ref::Null || src == Ref::Null {
                     return Err(ErrorCode::NullPointer);
                 }
-                let s = self.resolve_address(src)?;
-                if len > self.info(s).size {
-                    return Err(ErrorCode::InvalidSize);
-                }
-                let d = self.resolve_address(dst)?;
-                if len > self.info(d).size {
-                    return Err(ErrorCode::InvalidSize);
-                }
+                let s = self.range(src, 0, len)?;
+                let d = self.range(dst, 0, len)?;
                 if self.info(s).device != self.info(d).device {
                     return Err(ErrorCode::Unsupported);
                 }
