@@ -348,7 +348,7 @@ impl Runtime {
     }
 
     fn roll_back(&self, t: &mut Tables) {
-        let report = teardown::tear_down(self.backends, t, &mut |_| {});
+        let report = teardown::tear_down(self.backends, t, None);
         if !report.is_clean() {
             log::warn!("ordo: roll-back after a failed init: {report}");
         }
@@ -361,7 +361,7 @@ impl Runtime {
     pub fn shutdown(&self) -> Result<Shutdown> {
         match self.state.gate.try_drop_reference() {
             Some(remaining) => Ok(Shutdown::Released { remaining }),
-            None => self.shutdown_observed(&mut |_| {}),
+            None => self.shutdown_with(None, &mut || true),
         }
     }
 
@@ -369,7 +369,7 @@ impl Runtime {
     /// that panics (std builds) is not called again, and the panic is recorded in the report
     /// as a failure of the step it observed; the teardown completes either way.
     pub fn shutdown_observed(&self, observer: &mut dyn FnMut(&TeardownEvent)) -> Result<Shutdown> {
-        self.shutdown_with(observer, &mut || true)
+        self.shutdown_with(Some(observer), &mut || true)
     }
 
     /// Drops every init reference this process holds; the last one tears down, waiting for calls
@@ -379,7 +379,7 @@ impl Runtime {
     /// at-exit hook), where a thread stuck inside a call must not keep the process from exiting.
     pub fn shutdown_all(&self, patience: &mut dyn FnMut() -> bool) -> Result<Option<TeardownSummary>> {
         loop {
-            match self.shutdown_with(&mut |_| {}, patience) {
+            match self.shutdown_with(None, patience) {
                 Ok(Shutdown::Released { .. }) => continue,
                 Ok(Shutdown::TornDown(summary)) => return Ok(Some(summary)),
                 Err(e) if e.code == ErrorCode::Uninitialized => return Ok(None),
@@ -390,7 +390,7 @@ impl Runtime {
 
     fn shutdown_with(
         &self,
-        observer: &mut dyn FnMut(&TeardownEvent),
+        observer: Option<&mut dyn FnMut(&TeardownEvent)>,
         patience: &mut dyn FnMut() -> bool,
     ) -> Result<Shutdown> {
         match self.state.gate.begin_shutdown(patience)? {
