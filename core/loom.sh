@@ -2,21 +2,38 @@
 # Runs the loom models of the lifecycle (core/tests/loom.rs) with small table capacities, in
 # their own target directory. LOOM_MAX_PREEMPTIONS bounds the search (default 3).
 #
-# What loom checks is the code that ships, with one difference, and why it is equivalent:
-# the shared entry is "fetch_add(shard, SeqCst); load(word, SeqCst)" and every change of the
-# word is "CAS(word, SeqCst); load(shards, SeqCst)" — a store-buffering (Dekker) handshake. In
-# the C++20 model that Rust uses, all SeqCst operations form one total order S, and a SeqCst load
-# cannot read a value older than the last SeqCst store before it in S; so whichever of the two
-# writes comes first in S is seen by the other side's load: the call backs off, or the shutdown
-# (or writer) waits for it. loom models SeqCst accesses as AcqRel (a documented limitation) and
-# would then explore the store-buffering outcome that the shipping code cannot have. Under
-# cfg(loom) only, `handshake_fence()` puts a SeqCst fence between each write and the following
-# load: the fence form of the same handshake, which forbids exactly that outcome and which loom
-# models exactly. Every other instruction is the shipping code. (Shipping the fences would add
-# an `mfence` to every call on x86, where the locked read-modify-write is already a full barrier.)
+# What loom checks is the code that ships, with two differences, and why each is equivalent.
+#
+# 1. Hashed shards (builds without std; threads beyond the per-thread slots): the shared entry is
+#    "fetch_add(shard, SeqCst); load(word, SeqCst)" and a writer does "CAS(word, SeqCst);
+#    load(shards, SeqCst)" — a store-buffering (Dekker) handshake. In the C++20 model that Rust
+#    uses, all SeqCst operations form one total order S, and a SeqCst load cannot read a value
+#    older than the last SeqCst store before it in S; so whichever write comes first in S is seen
+#    by the other side's load. loom models SeqCst accesses as AcqRel (a documented limitation)
+#    and would explore the outcome the shipping code cannot have, so under cfg(loom) only,
+#    `handshake_fence()` puts a SeqCst fence after the reader's increment: the fence form of the
+#    same handshake, which loom models exactly. (The writer's side already ends in a SeqCst fence
+#    in shipping builds with std; without std it gets the same loom-only fence.)
+# 2. Per-thread slots (std builds): the reader does "store(slot, Relaxed); compiler fence;
+#    load(word)" and the writer "CAS(word); membarrier(PRIVATE_EXPEDITED); SeqCst fence; load
+#    (slots)". membarrier runs a full barrier on every CPU running a thread of the process, which
+#    is the reader-side fence the compiler fence leaves out, placed at a point between the
+#    writer's CAS and its loads; loom cannot run a system call, so it checks the mode that ships
+#    where membarrier is missing: a SeqCst fence on both sides (`slots::light(false)`). The
+#    barrier's semantics are the kernel's contract (membarrier(2)); the rest is the same code.
+#
+# Planting the bug back is caught: dropping the reader's fence (slots), the writer's fence, or
+# the hashed entry's fence each fails three models. The models run three times: every thread on
+# its own slot, none (hashed shards only), and mixed (ORDO_LOOM_COUNTERS, read at build time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3}
 export ORDO_MAX_PLATFORMS=2 ORDO_MAX_DEVICES=2 ORDO_MAX_QUEUES=2 ORDO_MAX_EVENTS=2 ORDO_MAX_PROGRAMS=2
 export ORDO_MAX_KERNELS=2 ORDO_MAX_ALLOCATIONS=2 ORDO_MAX_REPORT_FAILURES=4
-cargo test -p ordo-core --test loom --release --target-dir target/loom -- --test-threads=1 "$@"
+# Calls in flight are counted per thread (std builds) or in hashed shards (no std, and threads
+# beyond the slots); the models run with every thread on its own counter, with none, and mixed.
+for counters in slots hashed mixed; do
+    echo "loom: calls in flight counted in: $counters"
+    ORDO_LOOM_COUNTERS=$counters cargo test -p ordo-core --test loom --release --target-dir target/loom \
+        -- --test-threads=1 "$@"
+done

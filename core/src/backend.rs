@@ -252,12 +252,14 @@ impl LaunchDims {
     }
 
     /// Threads per block, or `None` when the product overflows a `u64`.
+    #[inline]
     pub fn threads_per_block(&self) -> Option<u64> {
         let [x, y, z] = self.block.map(u64::from);
         x.checked_mul(y)?.checked_mul(z)
     }
 
     /// Threads in the whole launch, or `None` when the product overflows a `u64`.
+    #[inline]
     pub fn threads_per_launch(&self) -> Option<u64> {
         let [x, y, z] = self.grid.map(u64::from);
         self.threads_per_block()?.checked_mul(x)?.checked_mul(y)?.checked_mul(z)

@@ -14,7 +14,7 @@
 #![cfg_attr(not(test), no_std)]
 #![deny(missing_docs)]
 
-#[cfg(feature = "std")]
+#[cfg(any(feature = "std", loom))]
 extern crate std;
 
 /// Table capacities, fixed at build time. Override with environment variables when building:
@@ -37,6 +37,8 @@ mod report;
 mod runtime;
 #[cfg(feature = "testing")]
 pub mod scripted;
+#[cfg(any(feature = "std", loom))]
+mod slots;
 mod sync;
 mod table;
 

@@ -1,17 +1,21 @@
 //! The lifecycle state machine, kept in one atomic word (as `spin::Once` keeps its states).
 //!
 //! The word holds the phase, the init reference count and a writer flag. Calls in flight are
-//! counted apart from it, in `SHARDS` cache-line-sized counters picked by a hash of the caller's
-//! stack address, so that threads calling at once do not all write one cache line.
+//! counted apart from it: with `std`, in a counter per thread (`slots.rs`: each thread writes only
+//! its own, with a plain store); otherwise, and for threads beyond the slots, in `SHARDS`
+//! cache-line-sized counters picked by a hash of the caller's stack address.
 //!
-//! A call that only reads the tables enters *shared*: it increments its shard, then loads the
+//! A call that only reads the tables enters *shared*: it increments its counter, then loads the
 //! word, and goes on only if the phase is `Ready` with no writer (else it decrements and fails
 //! or waits). A call that creates or destroys objects enters *exclusive*: it sets the writer flag,
-//! then waits until every shard is zero. The final shutdown switches the phase to `ShuttingDown`,
-//! then waits the same way. All of these are `SeqCst`, which makes the pair "increment, then
-//! load the word" / "change the word, then load the shards" safe (the Dekker argument): in the
-//! single total order, either the call sees the new word and backs off, or the shutdown (writer)
-//! sees the call's increment and waits for it. Depends on `sync` and `error`.
+//! then waits until every counter is zero. The final shutdown switches the phase to
+//! `ShuttingDown`, then waits the same way. "Increment, then load the word" against "change the
+//! word, then load the counters" is a Dekker handshake: either the call sees the new word and
+//! backs off, or the writer sees the call's increment and waits for it. For the hashed shards it
+//! holds because every access is `SeqCst` (one total order); for the per-thread counters the
+//! reader's side is a compiler fence and the writer's a process-wide barrier (`membarrier`), or
+//! `SeqCst` fences on both sides where that is missing (`slots.rs` gives the argument). Depends on
+//! `sync`, `slots`, `reentry` and `error`.
 
 use crate::error::{Error, ErrorCode, Result, fail};
 use crate::reentry::in_callback;
@@ -28,7 +32,7 @@ fn handshake_fence() {
     loom::sync::atomic::fence(Ordering::SeqCst);
 }
 
-/// Counters of calls in flight; a power of two.
+/// Hashed counters of calls in flight; a power of two.
 const SHARDS: usize = 16;
 
 /// One shard of the in-flight count, alone on its cache line.
@@ -140,16 +144,28 @@ pub(crate) enum ShutdownStep {
 pub(crate) struct Gate {
     word: AtomicU32,
     shards: [Shard; SHARDS],
+    /// One counter per thread slot (`slots::mine`), written by its owner only.
+    #[cfg(any(feature = "std", loom))]
+    slots: [Shard; crate::slots::SLOTS],
 }
 
 impl Gate {
     #[cfg(not(loom))]
     pub(crate) const fn new() -> Self {
-        Self { word: AtomicU32::new(0), shards: [const { Shard(AtomicU32::new(0)) }; SHARDS] }
+        Self {
+            word: AtomicU32::new(0),
+            shards: [const { Shard(AtomicU32::new(0)) }; SHARDS],
+            #[cfg(feature = "std")]
+            slots: [const { Shard(AtomicU32::new(0)) }; crate::slots::SLOTS],
+        }
     }
     #[cfg(loom)]
     pub(crate) fn new() -> Self {
-        Self { word: AtomicU32::new(0), shards: core::array::from_fn(|_| Shard(AtomicU32::new(0))) }
+        Self {
+            word: AtomicU32::new(0),
+            shards: core::array::from_fn(|_| Shard(AtomicU32::new(0))),
+            slots: core::array::from_fn(|_| Shard(AtomicU32::new(0))),
+        }
     }
 
     #[inline]
@@ -162,10 +178,28 @@ impl Gate {
         self.word.compare_exchange_weak(old.0, new.0, Ordering::SeqCst, Ordering::SeqCst).is_ok()
     }
 
-    /// Whether any call is in flight (after a change of the word: see the module docs).
+    /// The counters of calls in flight: the hashed shards and the per-thread slots.
+    fn counters(&self) -> impl Iterator<Item = &AtomicU32> {
+        let shards = self.shards.iter();
+        #[cfg(any(feature = "std", loom))]
+        let shards = shards.chain(self.slots.iter());
+        shards.map(|s| &s.0)
+    }
+
+    /// Whether any call is in flight. The first look after a change of the word must follow
+    /// `slots::heavy()` (see the module docs); later looks only wait for counts to drop.
     fn calls_in_flight(&self) -> bool {
+        self.counters().any(|c| c.load(Ordering::SeqCst) != 0)
+    }
+
+    /// The writer's side of the handshake, after it changed the word: with per-thread counters
+    /// the asymmetric barrier (`slots::heavy`, which ends with a `SeqCst` fence); without them
+    /// the hashed shards' `SeqCst` accesses need no more, except under loom (`handshake_fence`).
+    fn writer_barrier(&self) {
+        #[cfg(any(feature = "std", loom))]
+        crate::slots::heavy();
+        #[cfg(not(any(feature = "std", loom)))]
         handshake_fence();
-        self.shards.iter().any(|s| s.0.load(Ordering::SeqCst) != 0)
     }
 
     pub(crate) fn state(&self) -> State {
@@ -273,6 +307,7 @@ impl Gate {
                 Phase::Ready if in_callback() => return Err(Error::REENTRANT),
                 Phase::Ready => {
                     if self.cas(w, w.with(Phase::ShuttingDown, w.refs() - 1)) {
+                        self.writer_barrier();
                         while self.load().writer() || self.calls_in_flight() {
                             if !patience() {
                                 self.set_phase(Phase::Ready, 1);
@@ -298,15 +333,59 @@ impl Gate {
     }
 
     /// Enters a call that reads the tables. Waits while a writer holds the gate.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn enter_shared(&self) -> Result<SharedGuard<'_>> {
+        #[cfg(any(feature = "std", loom))]
+        if let Some(index) = crate::slots::mine() {
+            // The calling thread's own counter: a plain load and store (no other thread writes
+            // it), then the reader's side of the asymmetric barrier.
+            let count = &self.slots[index].0;
+            let n = count.load(Ordering::Relaxed);
+            count.store(n.wrapping_add(1), Ordering::Relaxed);
+            crate::slots::light(crate::slots::asymmetric());
+            let w = self.load();
+            if w.phase() == Phase::Ready && !w.writer() {
+                return Ok(SharedGuard { count, owned: true });
+            }
+            count.store(n, Ordering::Release);
+            return self.enter_shared_owned_slow(count, w);
+        }
+        self.enter_shared_hashed()
+    }
+
+    /// The owned-counter entry after a first attempt found `w` (not `Ready`, or a writer).
+    #[cfg(any(feature = "std", loom))]
+    #[cold]
+    #[inline(never)]
+    fn enter_shared_owned_slow<'a>(&'a self, count: &'a AtomicU32, mut w: Word) -> Result<SharedGuard<'a>> {
+        loop {
+            if w.phase() != Phase::Ready {
+                return Err(Error::UNINITIALIZED);
+            }
+            while self.load().writer() {
+                relax();
+            }
+            let n = count.load(Ordering::Relaxed);
+            count.store(n.wrapping_add(1), Ordering::Relaxed);
+            crate::slots::light(crate::slots::asymmetric());
+            w = self.load();
+            if w.phase() == Phase::Ready && !w.writer() {
+                return Ok(SharedGuard { count, owned: true });
+            }
+            count.store(n, Ordering::Release);
+        }
+    }
+
+    /// The shared entry through a hashed shard (a read-modify-write each way).
+    #[inline(never)]
+    fn enter_shared_hashed(&self) -> Result<SharedGuard<'_>> {
         let shard = &self.shards[shard_index()].0;
         loop {
             shard.fetch_add(1, Ordering::SeqCst);
             handshake_fence();
             let w = self.load();
             if w.phase() == Phase::Ready && !w.writer() {
-                return Ok(SharedGuard(shard));
+                return Ok(SharedGuard { count: shard, owned: false });
             }
             shard.fetch_sub(1, Ordering::SeqCst);
             if w.phase() != Phase::Ready {
@@ -334,6 +413,7 @@ impl Gate {
                 continue;
             }
             if self.cas(w, Word(w.0 | WRITER)) {
+                self.writer_barrier();
                 while self.calls_in_flight() {
                     relax();
                 }
@@ -378,19 +458,29 @@ impl Gate {
     #[cfg(all(feature = "std", unix, not(loom)))]
     pub(crate) fn fork_child(&self) {
         self.word.store(0, Ordering::SeqCst);
-        for s in &self.shards {
-            s.0.store(0, Ordering::SeqCst);
+        for c in self.counters() {
+            c.store(0, Ordering::SeqCst);
         }
     }
 }
 
-/// A call in flight with shared access to the tables (holds its shard's count).
-pub(crate) struct SharedGuard<'a>(&'a AtomicU32);
+/// A call in flight with shared access to the tables (holds one count of its counter).
+pub(crate) struct SharedGuard<'a> {
+    count: &'a AtomicU32,
+    /// The counter is the calling thread's own slot (written by this thread only).
+    owned: bool,
+}
 
 impl Drop for SharedGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Release);
+        if self.owned {
+            // Only this thread writes its slot: a plain store; `Release` hands the writer that
+            // waits for it everything this call did.
+            self.count.store(self.count.load(Ordering::Relaxed).wrapping_sub(1), Ordering::Release);
+        } else {
+            self.count.fetch_sub(1, Ordering::Release);
+        }
     }
 }
 

@@ -4,9 +4,9 @@
 //! Waiting uses a relax strategy: spin on bare metal, yield to the scheduler with feature `std`.
 
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU32, Ordering};
+pub(crate) use core::sync::atomic::{AtomicU32, Ordering, fence};
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU32, Ordering, fence};
 
 #[cfg(not(loom))]
 use spin::relax::RelaxStrategy;

@@ -62,16 +62,19 @@ impl Runtime {
         Dev { backend: d.driver, ordinal: d.ordinal, slot }
     }
 
+    #[inline]
     fn dev(&self, t: &Tables, device: Device) -> Result<Dev> {
         let slot = t.devices.resolve(device.0)?;
         Ok(self.dev_at(t, slot))
     }
 
+    #[inline]
     fn queue(&self, t: &Tables, queue: Queue) -> Result<(Dev, u64)> {
         let q = t.queues.get(queue.0)?;
         Ok((self.dev_at(t, q.device), q.raw))
     }
 
+    #[inline]
     fn event(&self, t: &Tables, event: Event) -> Result<(Dev, u64)> {
         let e = t.events.get(event.0)?;
         Ok((self.dev_at(t, e.device), e.raw))

@@ -1,0 +1,257 @@
+//! Per-thread counters of calls in flight, and the asymmetric barrier that orders them (builds
+//! with `std`, and loom).
+//!
+//! A thread claims one of `SLOTS` indices on its first shared call and keeps it until it exits.
+//! In every gate the counter at that index is written by that thread alone, so entering and
+//! leaving a shared call is a plain load and store of a cache line no other thread writes: no
+//! read-modify-write, no line bouncing between cores. Threads beyond `SLOTS`, and builds without
+//! `std`, use the gate's hashed shards (a read-modify-write each way), as before.
+//!
+//! The entry is "store my count, then load the word"; a writer (an exclusive call, the final
+//! shutdown) does "change the word, then load every count". Each side must see the other's write
+//! (the Dekker handshake of `lifecycle.rs`). The reader's side is made cheap and the writer's
+//! expensive: the reader puts only a compiler fence between its store and its load, and the
+//! writer calls `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (Linux 4.14+) between its change
+//! and its loads. That system call runs a full memory barrier on every CPU that is running a
+//! thread of this process, and a thread that is not running passed through a full barrier when it
+//! was switched out. So for each reader either its store was globally visible before the writer's
+//! barrier returned (the writer sees the count and waits), or its load runs after the barrier,
+//! when the writer's change is visible (the reader backs off). This is how liburcu, folly's
+//! `asymmetricHeavyBarrier` and the Linux kernel's `percpu-rwsem` order their fast paths.
+//!
+//! Where `membarrier` is missing (other systems, old kernels, seccomp filters, Miri), or under
+//! loom, both sides use a `SeqCst` fence instead: the fence form of the same handshake, which
+//! loom checks exactly (`core/loom.sh`). The mode is decided once per process, before any thread
+//! relies on it, and never changes.
+
+use crate::sync::{Ordering, fence};
+
+/// Per-thread counters per gate.
+#[cfg(not(loom))]
+pub(crate) const SLOTS: usize = 64;
+/// Per-thread counters per gate (loom models run at most four threads).
+#[cfg(loom)]
+pub(crate) const SLOTS: usize = 4;
+
+#[cfg(not(loom))]
+mod claim {
+    use core::cell::Cell;
+    use core::sync::atomic::{AtomicBool, Ordering};
+
+    use super::SLOTS;
+
+    /// The thread has not asked yet.
+    const UNCLAIMED: u32 = u32::MAX;
+    /// The thread has no slot (all taken, or it is exiting).
+    const NONE: u32 = u32::MAX - 1;
+
+    static CLAIMED: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
+
+    std::thread_local! {
+        /// This thread's slot, `UNCLAIMED` or `NONE` (no destructor, so it is readable while the
+        /// thread's other thread-locals are destroyed).
+        static MINE: Cell<u32> = const { Cell::new(UNCLAIMED) };
+        /// Gives the slot back when the thread exits.
+        static RELEASER: Releaser = const { Releaser };
+    }
+
+    struct Releaser;
+
+    impl Drop for Releaser {
+        fn drop(&mut self) {
+            // No call is in flight on an exiting thread's slot (calls are scoped), so every
+            // gate's counter at this index is 0; the release store hands that on to the next owner.
+            let index = MINE.with(|m| m.replace(NONE));
+            if let Some(flag) = CLAIMED.get(index as usize) {
+                flag.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    /// The calling thread's slot, claiming one on first use.
+    #[inline]
+    pub(crate) fn mine() -> Option<usize> {
+        let index = MINE.with(Cell::get);
+        if (index as usize) < SLOTS {
+            return Some(index as usize);
+        }
+        if index == UNCLAIMED { claim() } else { None }
+    }
+
+    #[cold]
+    fn claim() -> Option<usize> {
+        // Register the releaser first: a thread whose thread-locals are being destroyed gets none.
+        if RELEASER.try_with(|_| ()).is_err() {
+            MINE.with(|m| m.set(NONE));
+            return None;
+        }
+        for (index, flag) in CLAIMED.iter().enumerate() {
+            if !flag.load(Ordering::Relaxed)
+                && flag.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            {
+                MINE.with(|m| m.set(index as u32));
+                return Some(index);
+            }
+        }
+        MINE.with(|m| m.set(NONE));
+        None
+    }
+}
+
+#[cfg(loom)]
+mod claim {
+    use core::cell::Cell;
+
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+
+    loom::lazy_static! {
+        static ref NEXT: AtomicUsize = AtomicUsize::new(0);
+    }
+    loom::thread_local! {
+        static MINE: Cell<Option<usize>> = Cell::new(None);
+    }
+
+    /// Which threads get a slot, chosen when the models are built (`core/loom.sh` runs them
+    /// under each): `ORDO_LOOM_COUNTERS=slots` (default) all, `hashed` none, `mixed` every
+    /// other thread in the order they first enter.
+    const COUNTERS: &str = match option_env!("ORDO_LOOM_COUNTERS") {
+        Some(mode) => mode,
+        None => "slots",
+    };
+
+    /// The calling thread's slot, by `COUNTERS`.
+    pub(crate) fn mine() -> Option<usize> {
+        MINE.with(|m| {
+            let number = m.get().unwrap_or_else(|| NEXT.fetch_add(1, Ordering::Relaxed));
+            m.set(Some(number));
+            let slot = match COUNTERS.as_bytes() {
+                b"hashed" => return None,
+                b"mixed" if number % 2 == 1 => return None,
+                b"mixed" => number / 2,
+                _ => number,
+            };
+            (slot < super::SLOTS).then_some(slot)
+        })
+    }
+}
+
+pub(crate) use claim::mine;
+
+/// `membarrier(2)` where the platform has it.
+#[cfg(all(
+    not(loom),
+    not(miri),
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64",
+        target_arch = "x86",
+        target_arch = "arm"
+    )
+))]
+mod membarrier {
+    use core::ffi::c_long;
+    use core::sync::atomic::{AtomicU8, Ordering};
+
+    #[cfg(target_arch = "x86_64")]
+    const SYS_MEMBARRIER: c_long = 324;
+    #[cfg(any(target_arch = "aarch64", target_arch = "riscv64"))]
+    const SYS_MEMBARRIER: c_long = 283;
+    #[cfg(target_arch = "x86")]
+    const SYS_MEMBARRIER: c_long = 375;
+    #[cfg(target_arch = "arm")]
+    const SYS_MEMBARRIER: c_long = 389;
+
+    const CMD_QUERY: c_long = 0;
+    const CMD_PRIVATE_EXPEDITED: c_long = 1 << 3;
+    const CMD_REGISTER_PRIVATE_EXPEDITED: c_long = 1 << 4;
+
+    unsafe extern "C" {
+        fn syscall(number: c_long, ...) -> c_long;
+    }
+
+    /// 0: not decided yet; 1: registered; 2: not available.
+    static MODE: AtomicU8 = AtomicU8::new(0);
+    static DECISION: spin::Once<bool> = spin::Once::new();
+
+    /// Whether the process is registered for expedited private barriers (decided, and
+    /// registered, once; every thread sees the same answer).
+    #[inline(always)]
+    pub(super) fn available() -> bool {
+        match MODE.load(Ordering::Acquire) {
+            1 => true,
+            2 => false,
+            _ => decide(),
+        }
+    }
+
+    #[cold]
+    fn decide() -> bool {
+        let yes = *DECISION.call_once(|| {
+            // SAFETY: membarrier takes three integer arguments and touches no memory of ours.
+            unsafe {
+                let commands = syscall(SYS_MEMBARRIER, CMD_QUERY, 0 as c_long, 0 as c_long);
+                let wanted = CMD_PRIVATE_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED;
+                commands >= 0
+                    && commands & wanted == wanted
+                    && syscall(SYS_MEMBARRIER, CMD_REGISTER_PRIVATE_EXPEDITED, 0 as c_long, 0 as c_long) == 0
+            }
+        });
+        MODE.store(if yes { 1 } else { 2 }, Ordering::Release);
+        yes
+    }
+
+    /// A full barrier on every CPU running a thread of this process. Only called once
+    /// `available()` said yes; after registration the kernel documents no failure for it.
+    pub(super) fn run() {
+        // SAFETY: as above.
+        let status = unsafe { syscall(SYS_MEMBARRIER, CMD_PRIVATE_EXPEDITED, 0 as c_long, 0 as c_long) };
+        debug_assert_eq!(status, 0, "membarrier failed after registration");
+    }
+}
+
+#[cfg(not(all(
+    not(loom),
+    not(miri),
+    target_os = "linux",
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64",
+        target_arch = "x86",
+        target_arch = "arm"
+    )
+)))]
+mod membarrier {
+    #[inline]
+    pub(super) fn available() -> bool {
+        false
+    }
+    pub(super) fn run() {}
+}
+
+/// Whether readers may use the light side (`light(true)`): decided once per process.
+#[inline]
+pub(crate) fn asymmetric() -> bool {
+    membarrier::available()
+}
+
+/// The reader's side, between its store and its load: a compiler fence when `asymmetric`, else
+/// a `SeqCst` fence.
+#[inline(always)]
+pub(crate) fn light(asymmetric: bool) {
+    if asymmetric {
+        core::sync::atomic::compiler_fence(Ordering::SeqCst);
+    } else {
+        fence(Ordering::SeqCst);
+    }
+}
+
+/// The writer's side, between its change of the word and its first load of the counters.
+pub(crate) fn heavy() {
+    if membarrier::available() {
+        membarrier::run();
+    }
+    fence(Ordering::SeqCst);
+}
