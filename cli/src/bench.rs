@@ -165,6 +165,8 @@ struct Row {
     unit: &'static str,
     ordo: f64,
     baseline: Option<(&'static str, f64)>,
+    /// 25th and 75th percentiles of per-round ratios, where the ratio is a median of those.
+    quartiles: Option<(f64, f64)>,
     target: &'static str,
 }
 
@@ -207,6 +209,7 @@ fn call_overhead(rows: &mut Vec<Row>) {
         unit: "ns/call",
         ordo: oq - dq,
         baseline: Some(("direct backend call (ns/call)", dq)),
+        quartiles: None,
         target: "<= 10 ns over the direct call",
     });
     rows.push(Row {
@@ -214,6 +217,7 @@ fn call_overhead(rows: &mut Vec<Row>) {
         unit: "ns/call",
         ordo: ol - dl,
         baseline: Some(("direct backend call (ns/call)", dl)),
+        quartiles: None,
         target: "<= 10 ns over the direct call",
     });
     rt.shutdown().unwrap();
@@ -247,6 +251,7 @@ fn c_abi_overhead(rows: &mut Vec<Row>) {
         unit: "ns/call",
         ordo: c[2] - rust[2],
         baseline: Some(("Runtime::queue_query (ns/call)", rust[2])),
+        quartiles: None,
         target: "(informational)",
     });
     rt.shutdown().unwrap();
@@ -300,46 +305,142 @@ fn nested_init(rows: &mut Vec<Row>) {
         unit: "ns/pair",
         ordo: o[2],
         baseline: Some(("same protocol on std::sync::Mutex (ns/pair)", b[2])),
+        quartiles: None,
         target: "<= 20 ns and <= 0.5x the mutex",
     });
     rt.shutdown().unwrap();
+}
+
+/// Throughput of `threads` threads calling `queue_query`, each on its own queue, started together
+/// (calls per second over all threads): through ordo, or (`direct`) straight to the backend, the
+/// hardware's own scaling for the same loop.
+fn throughput(rt: &'static Runtime, queues: &[ordo_core::Queue], threads: usize, direct: bool) -> f64 {
+    const N: u64 = 1_000_000;
+    let start = std::sync::Barrier::new(threads + 1);
+    let backend: &dyn Backend = &NOOP;
+    let elapsed = std::thread::scope(|s| {
+        for &queue in &queues[..threads] {
+            let start = &start;
+            s.spawn(move || {
+                start.wait();
+                if direct {
+                    for _ in 0..N {
+                        // SAFETY: the no-op backend takes any value.
+                        black_box(unsafe { black_box(backend).queue_query(0, black_box(queue.0.0)) }.unwrap());
+                    }
+                } else {
+                    for _ in 0..N {
+                        black_box(rt.queue_query(black_box(queue)).unwrap());
+                    }
+                }
+            });
+        }
+        start.wait();
+        Instant::now()
+    })
+    .elapsed();
+    (threads as u64 * N) as f64 / elapsed.as_secs_f64()
+}
+
+/// Median and quartiles of `v`.
+fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.25), at(0.75))
 }
 
 fn concurrent(rows: &mut Vec<Row>) {
     let rt = &NOOP_RUNTIME;
     rt.init().unwrap();
     let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
-    let queue = rt.queue_create(device).unwrap();
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut single = 0.0;
-    for (name, threads) in [
-        ("concurrent queue_query, 1 thread", 1),
-        ("concurrent queue_query, 2 threads", 2),
-        ("concurrent queue_query, N threads", cores.max(3)),
-    ] {
-        const N: u64 = 1_000_000;
-        let t = Instant::now();
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|| {
-                    for _ in 0..N {
-                        black_box(rt.queue_query(black_box(queue)).unwrap());
-                    }
-                });
-            }
-        });
-        let mcalls = (threads as u64 * N) as f64 / t.elapsed().as_secs_f64() / 1e6;
-        if threads == 1 {
-            single = mcalls;
-        }
-        rows.push(Row {
-            name,
-            unit: "Mcalls/s",
-            ordo: mcalls,
-            baseline: (threads > 1).then_some(("1 thread (Mcalls/s)", single)),
-            target: "(scaling; N = max(cores, 3))",
-        });
+    let mut counts: Vec<usize> = [2, 4, 8, 16].into_iter().filter(|&n| n <= cores).collect();
+    if counts.len() < 2 {
+        counts.push(cores.max(3)); // oversubscribed: what contention costs
     }
+    let queues: Vec<_> = (0..*counts.iter().max().unwrap()).map(|_| rt.queue_create(device).unwrap()).collect();
+    for threads in counts {
+        for direct in [false, true] {
+            // ABBA rounds of 1 thread against `threads`; the ratio is per round.
+            let (mut ratios, mut single, mut many) = (vec![], vec![], vec![]);
+            for _ in 0..5 {
+                let a1 = throughput(rt, &queues, 1, direct);
+                let b1 = throughput(rt, &queues, threads, direct);
+                let b2 = throughput(rt, &queues, threads, direct);
+                let a2 = throughput(rt, &queues, 1, direct);
+                ratios.push((b1 + b2) / (a1 + a2));
+                single.extend([a1, a2]);
+                many.extend([b1, b2]);
+            }
+            let (ratio, q1, q3) = quartiles(ratios);
+            let (one, _, _) = quartiles(single);
+            let over = if threads > cores { ", oversubscribed" } else { "" };
+            let name = if direct {
+                format!("  the same loop on the backend directly (the hardware's scaling), {threads} threads{over}")
+            } else {
+                format!("concurrent queue_query, {threads} threads (own queues){over}")
+            };
+            let target = match (direct, threads <= cores) {
+                (false, true) => ">= 0.8 x N (per-round ratio)",
+                _ => "(informational)",
+            };
+            let _ = quartiles(many);
+            rows.push(Row {
+                name: Box::leak(name.into_boxed_str()),
+                unit: "Mcalls/s",
+                // The printed ratio is the median of per-round ratios, not a ratio of medians.
+                ordo: ratio * one / 1e6,
+                baseline: Some(("1 thread (Mcalls/s)", one / 1e6)),
+                quartiles: Some((q1, q3)),
+                target,
+            });
+        }
+    }
+    for q in queues {
+        rt.queue_destroy(q).unwrap();
+    }
+    rt.shutdown().unwrap();
+}
+
+/// Object creation and destruction are exclusive calls: they wait for calls in flight, and with
+/// per-thread counters they pay the writer's side of the asymmetric barrier (a `membarrier`).
+fn exclusive(rows: &mut Vec<Row>) {
+    let rt = &NOOP_RUNTIME;
+    rt.init().unwrap();
+    let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    let backend: &dyn Backend = black_box(&NOOP);
+    const N: u64 = 20_000;
+    let (mut o, mut b) = (vec![], vec![]);
+    for _ in 0..5 {
+        b.push(ns_per(1, N, || {
+            let q = backend.queue_create(0).unwrap();
+            // SAFETY: the no-op backend takes any value.
+            unsafe { backend.queue_destroy(0, black_box(q)) }.unwrap();
+        }));
+        o.push(ns_per(1, N, || {
+            let q = rt.queue_create(device).unwrap();
+            rt.queue_destroy(q).unwrap();
+        }));
+        o.push(ns_per(1, N, || {
+            let q = rt.queue_create(device).unwrap();
+            rt.queue_destroy(q).unwrap();
+        }));
+        b.push(ns_per(1, N, || {
+            let q = backend.queue_create(0).unwrap();
+            // SAFETY: as above.
+            unsafe { backend.queue_destroy(0, black_box(q)) }.unwrap();
+        }));
+    }
+    let ratios: Vec<f64> = o.chunks(2).zip(b.chunks(2)).map(|(o, b)| (o[0] + o[1]) / (b[0] + b[1])).collect();
+    let (_, q1, q3) = quartiles(ratios);
+    rows.push(Row {
+        name: "exclusive calls: queue_create + queue_destroy pair",
+        unit: "ns/pair",
+        ordo: quartiles(o).0,
+        baseline: Some(("direct backend calls (ns/pair)", quartiles(b).0)),
+        quartiles: Some((q1, q3)),
+        target: "(informational: two writer barriers per pair)",
+    });
     rt.shutdown().unwrap();
 }
 
@@ -366,6 +467,7 @@ fn full_table_lookup(rows: &mut Vec<Row>) {
         unit: "ns/lookup",
         ordo: lookup,
         baseline: Some(("with 1 allocation (ns/lookup)", one)),
+        quartiles: None,
         target: "(binary search: log2 of the capacity)",
     });
     rt.shutdown().unwrap();
@@ -377,6 +479,7 @@ fn memory(rows: &mut Vec<Row>) {
         unit: "bytes",
         ordo: std::mem::size_of::<ordo_core::RuntimeState>() as f64,
         baseline: None,
+        quartiles: None,
         target: "static memory, all zeros (.bss); no heap",
     });
     // Every core operation, many times, with the allocation counter read around it.
@@ -406,6 +509,7 @@ fn memory(rows: &mut Vec<Row>) {
         unit: "allocations",
         ordo: allocations as f64,
         baseline: None,
+        quartiles: None,
         target: "0",
     });
 }
@@ -416,6 +520,7 @@ pub fn run(as_json: bool) -> Result<(), String> {
     c_abi_overhead(&mut rows);
     nested_init(&mut rows);
     concurrent(&mut rows);
+    exclusive(&mut rows);
     full_table_lookup(&mut rows);
     memory(&mut rows);
     if as_json {
@@ -426,6 +531,7 @@ pub fn run(as_json: bool) -> Result<(), String> {
                     "name": r.name, "unit": r.unit, "value": r.ordo,
                     "baseline_name": r.baseline.map(|b| b.0), "baseline": r.baseline.map(|b| b.1),
                     "ratio": r.baseline.map(|b| r.ordo / b.1), "target": r.target,
+                    "ratio_q1": r.quartiles.map(|q| q.0), "ratio_q3": r.quartiles.map(|q| q.1),
                 })
             })
             .collect();
@@ -436,7 +542,14 @@ pub fn run(as_json: bool) -> Result<(), String> {
     println!("|---|---|---|---|---|---|---|");
     for r in &rows {
         let (bn, bv, ratio) = match r.baseline {
-            Some((n, v)) => (n, format!("{v:.2}"), format!("{:.3}", r.ordo / v)),
+            Some((n, v)) => (
+                n,
+                format!("{v:.2}"),
+                match r.quartiles {
+                    Some((q1, q3)) => format!("{:.3} [{q1:.3}, {q3:.3}]", r.ordo / v),
+                    None => format!("{:.3}", r.ordo / v),
+                },
+            ),
             None => ("", String::new(), String::new()),
         };
         println!("| {} | {:.2} | {} | {bn} | {bv} | {ratio} | {} |", r.name, r.ordo, r.unit, r.target);

@@ -534,15 +534,16 @@ impl Runtime {
     #[inline]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
         self.with_shared(|t| {
-            let (d, q) = self.queue(t, queue)?;
+            let q = t.queues.get(queue.0)?;
             let k = t.kernels.get(kernel.0)?;
-            if k.device != d.slot {
+            if k.device != q.device {
                 return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
             }
-            dims.validate(&t.devices.at(d.slot).limits)?;
+            let d = t.devices.at(q.device);
+            dims.validate(&d.limits)?;
             // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
             // argument contract is the caller's.
-            Ok(unsafe { d.backend.launch(d.ordinal, q, k.raw, dims, args) }?)
+            Ok(unsafe { d.driver.launch(d.ordinal, q.raw, k.raw, dims, args) }?)
         })
     }
 }
