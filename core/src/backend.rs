@@ -632,7 +632,7 @@ mod tests {
     fn reference(d: &LaunchDims, l: &LaunchLimits) -> bool {
         let all = d.grid.iter().chain(&d.block);
         let per_block: u128 = d.block.iter().map(|&v| u128::from(v)).product();
-        let per_launch = d.grid.iter().fold(Some(per_block), |n, &v| n?.checked_mul(u128::from(v)));
+        let per_launch = d.grid.iter().try_fold(per_block, |n, &v| n.checked_mul(u128::from(v)));
         all.clone().all(|&v| v >= 1)
             && d.block.iter().zip(l.block).all(|(&v, max)| v <= max)
             && d.grid.iter().zip(l.grid).all(|(&v, max)| v <= max)
