@@ -14,7 +14,13 @@
 //! backs off, or the writer sees the call's increment and waits for it. For the hashed shards it
 //! holds because every access is `SeqCst` (one total order); for the per-thread counters the
 //! reader's side is a compiler fence and the writer's a process-wide barrier (`membarrier`), or
-//! `SeqCst` fences on both sides where that is missing (`slots.rs` gives the argument). Depends on
+//! `SeqCst` fences on both sides where that is missing (`slots.rs` gives the argument).
+//!
+//! Init references are counted in the word and, with `std`, in each thread's slot (see `Word`):
+//! a nested `init` or `shutdown` changes only the calling thread's slot, inside a *reference
+//! section* entered by the same handshake against a separate counting flag. A shutdown that cannot
+//! tell whether it drops the last reference sets that flag, waits out the reference sections
+//! (never a call), and counts everything; only it can take the word's count to zero. Depends on
 //! `sync`, `slots`, `reentry` and `error`.
 
 use crate::error::{Error, ErrorCode, Result, fail};
@@ -38,6 +44,22 @@ const SHARDS: usize = 16;
 /// One shard of the in-flight count, alone on its cache line.
 #[repr(align(64))]
 struct Shard(AtomicU32);
+
+/// One thread's counters (`slots::mine`), alone on a cache line that only that thread writes
+/// (and a writer holding the gate, while the thread is kept out).
+#[cfg(any(feature = "std", loom))]
+#[repr(align(64))]
+struct Slot {
+    /// Calls in flight on this thread.
+    calls: AtomicU32,
+    /// 1 while this thread changes `refs` (its reference section).
+    busy: AtomicU32,
+    /// Init references counted here instead of in the word.
+    refs: AtomicU32,
+}
+
+#[cfg(any(feature = "std", loom))]
+const MASK_WORDS: usize = crate::slots::SLOTS.div_ceil(32);
 
 /// The shard of the calling thread: a hash of an address on its stack. Threads have distinct
 /// stacks, so they mostly land on distinct shards; a collision only shares a counter.
@@ -78,23 +100,23 @@ pub enum State {
 const WRITER: u32 = 1;
 const PHASE_SHIFT: u32 = 1;
 const PHASE_MASK: u32 = 0b11 << PHASE_SHIFT;
-const REFS_SHIFT: u32 = 3;
+/// A shutdown is counting the references (word and slots) to tell whether it drops the last.
+const COUNTING: u32 = 1 << 3;
+const REFS_SHIFT: u32 = 4;
 const REFS_MASK: u32 = u32::MAX >> REFS_SHIFT;
-/// One init reference, as an amount to add to the word.
-const ONE_REF: u32 = 1 << REFS_SHIFT;
-/// The largest number of init references (2^28 − 1; the field has 29 bits, see `Word`).
+/// The largest number of init references (2^28 − 1: the word's field has 28 bits, see `Word`).
 pub const MAX_REFS: u32 = (1 << 28) - 1;
 
-/// A decoded lifecycle word: bit 0 the writer flag, bits 1-2 the phase, bits 3-31 the init
-/// references. 32 bits, so the core needs only 32-bit atomics (Cortex-M, RISC-V 32).
+/// A decoded lifecycle word: bit 0 the writer flag, bits 1-2 the phase, bit 3 the counting flag,
+/// bits 4-31 the init references it holds. 32 bits, so the core needs only 32-bit atomics (Cortex-M, RISC-V 32).
 ///
-/// The nested init and shutdown fast paths are one atomic add or subtract each: they change the
-/// reference field first and take the change back when the old word shows it was not theirs to
-/// make (not `Ready`, the last reference, the limit). So the field is the references held plus
-/// the fast-path attempts not yet taken back, and every other change of the word adjusts the
-/// field by a difference, never writing an absolute count. Attempts are taken back at once, so
-/// a `Ready` field of 0 or above `MAX_REFS` (an attempt below zero, wrapped) is momentary: the
-/// final-shutdown decision waits it out.
+/// With per-thread slots (`std`), a thread's nested references are counted in its own slot
+/// instead (`Slot::refs`): the references held are the word's plus every slot's. A slot changes
+/// only inside its thread's reference section (`Slot::busy`, entered like a shared call but
+/// against the counting flag instead of the writer flag), and the word only by compare-and-swap
+/// (so it never holds a value that is taken back later). The word's count drops to 0 only under
+/// the counting flag, after every reference section has left and every slot was read: the one
+/// place that can tell the last reference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Word(u32);
 
@@ -116,10 +138,14 @@ impl Word {
     fn writer(self) -> bool {
         self.0 & WRITER != 0
     }
-    /// The same writer flag with a new phase and reference count.
+    #[inline]
+    fn counting(self) -> bool {
+        self.0 & COUNTING != 0
+    }
+    /// The same flags with a new phase and reference count.
     #[inline]
     fn with(self, phase: Phase, refs: u32) -> Self {
-        Self((self.0 & WRITER) | ((phase as u32) << PHASE_SHIFT) | ((refs & REFS_MASK) << REFS_SHIFT))
+        Self((self.0 & (WRITER | COUNTING)) | ((phase as u32) << PHASE_SHIFT) | ((refs & REFS_MASK) << REFS_SHIFT))
     }
 }
 
@@ -144,9 +170,13 @@ pub(crate) enum ShutdownStep {
 pub(crate) struct Gate {
     word: AtomicU32,
     shards: [Shard; SHARDS],
-    /// One counter per thread slot (`slots::mine`), written by its owner only.
+    /// One pair of counters per thread slot (`slots::mine`), written by its owner only.
     #[cfg(any(feature = "std", loom))]
-    slots: [Shard; crate::slots::SLOTS],
+    slots: [Slot; crate::slots::SLOTS],
+    /// Slots whose `refs` may be non-zero (a bit is set before a slot's first reference and
+    /// cleared only by a writer that zeroed it), so that a count reads only those.
+    #[cfg(any(feature = "std", loom))]
+    ref_mask: [AtomicU32; MASK_WORDS],
 }
 
 impl Gate {
@@ -156,7 +186,10 @@ impl Gate {
             word: AtomicU32::new(0),
             shards: [const { Shard(AtomicU32::new(0)) }; SHARDS],
             #[cfg(feature = "std")]
-            slots: [const { Shard(AtomicU32::new(0)) }; crate::slots::SLOTS],
+            slots: [const { Slot { calls: AtomicU32::new(0), busy: AtomicU32::new(0), refs: AtomicU32::new(0) } };
+                crate::slots::SLOTS],
+            #[cfg(feature = "std")]
+            ref_mask: [const { AtomicU32::new(0) }; MASK_WORDS],
         }
     }
     #[cfg(loom)]
@@ -164,7 +197,12 @@ impl Gate {
         Self {
             word: AtomicU32::new(0),
             shards: core::array::from_fn(|_| Shard(AtomicU32::new(0))),
-            slots: core::array::from_fn(|_| Shard(AtomicU32::new(0))),
+            slots: core::array::from_fn(|_| Slot {
+                calls: AtomicU32::new(0),
+                busy: AtomicU32::new(0),
+                refs: AtomicU32::new(0),
+            }),
+            ref_mask: core::array::from_fn(|_| AtomicU32::new(0)),
         }
     }
 
@@ -175,19 +213,19 @@ impl Gate {
 
     #[inline]
     fn cas(&self, old: Word, new: Word) -> bool {
-        self.word.compare_exchange_weak(old.0, new.0, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+        self.word.compare_exchange(old.0, new.0, Ordering::SeqCst, Ordering::SeqCst).is_ok()
     }
 
     /// The counters of calls in flight: the hashed shards and the per-thread slots.
     fn counters(&self) -> impl Iterator<Item = &AtomicU32> {
-        let shards = self.shards.iter();
+        let shards = self.shards.iter().map(|s| &s.0);
         #[cfg(any(feature = "std", loom))]
-        let shards = shards.chain(self.slots.iter());
-        shards.map(|s| &s.0)
+        let shards = shards.chain(self.slots.iter().map(|s| &s.calls));
+        shards
     }
 
     /// Whether any call is in flight. The first look after a change of the word must follow
-    /// `slots::heavy()` (see the module docs); later looks only wait for counts to drop.
+    /// `writer_barrier()` (see the module docs); later looks only wait for counts to drop.
     fn calls_in_flight(&self) -> bool {
         self.counters().any(|c| c.load(Ordering::SeqCst) != 0)
     }
@@ -202,50 +240,147 @@ impl Gate {
         handshake_fence();
     }
 
-    pub(crate) fn state(&self) -> State {
-        loop {
-            let w = self.load();
-            return match w.phase() {
-                Phase::Uninit => State::Uninit,
-                Phase::Initializing => State::Initializing,
-                // A fast-path attempt is being taken back (a few instructions): read again.
-                Phase::Ready if w.refs() == 0 || w.refs() > MAX_REFS => {
-                    core::hint::spin_loop();
-                    continue;
+    /// The references counted in thread slots right now (0 without slots). Exact under the
+    /// writer flag with no call in flight; otherwise a snapshot of counts other threads may be
+    /// changing.
+    #[inline]
+    fn slot_refs(&self) -> u32 {
+        #[cfg(any(feature = "std", loom))]
+        {
+            let mut sum = 0u32;
+            for (w, bits) in self.ref_mask.iter().enumerate() {
+                let mut bits = bits.load(Ordering::Acquire);
+                while bits != 0 {
+                    let index = w * 32 + bits.trailing_zeros() as usize;
+                    sum = sum.saturating_add(self.slots[index].refs.load(Ordering::Relaxed));
+                    bits &= bits - 1;
                 }
-                Phase::Ready => State::Ready(w.refs()),
-                Phase::ShuttingDown => State::ShuttingDown,
-            };
+            }
+            sum
+        }
+        #[cfg(not(any(feature = "std", loom)))]
+        0
+    }
+
+    pub(crate) fn state(&self) -> State {
+        let w = self.load();
+        match w.phase() {
+            Phase::Uninit => State::Uninit,
+            Phase::Initializing => State::Initializing,
+            // A writer moving references between the slots and the word may be seen half-way
+            // (the word first, so the count is never too low); `Ready` holds at least one.
+            Phase::Ready => State::Ready(w.refs().saturating_add(self.slot_refs()).max(1)),
+            Phase::ShuttingDown => State::ShuttingDown,
         }
     }
 
-    /// Takes another reference when already `Ready` (the nested-init fast path: one atomic add);
-    /// `false` when the caller must take the general path (the add was taken back).
+    /// Enters the calling thread's reference section (`Some`, with the word it saw), or `None`
+    /// when the gate is not `Ready` or a shutdown is counting references (nothing changed then).
+    /// The slot's `refs` may be changed until `leave_refs`. The same handshake as a shared call,
+    /// against the counting flag.
+    #[cfg(any(feature = "std", loom))]
+    #[inline(always)]
+    fn enter_refs(&self, slot: &Slot) -> Option<Word> {
+        slot.busy.store(1, Ordering::Relaxed);
+        crate::slots::light(crate::slots::asymmetric());
+        let w = self.load();
+        if w.phase() == Phase::Ready && !w.counting() {
+            return Some(w);
+        }
+        slot.busy.store(0, Ordering::Release);
+        None
+    }
+
+    #[cfg(any(feature = "std", loom))]
+    #[inline(always)]
+    fn leave_refs(slot: &Slot) {
+        slot.busy.store(0, Ordering::Release);
+    }
+
+    /// Whether a thread is inside its reference section.
+    #[cfg(any(feature = "std", loom))]
+    fn counting_in_flight(&self) -> bool {
+        self.slots.iter().any(|s| s.busy.load(Ordering::SeqCst) != 0)
+    }
+
+    /// Takes another reference when already `Ready` (the nested-init fast path): in the calling
+    /// thread's slot (no read-modify-write), or with one compare-and-swap on the word; `false`
+    /// when the caller must take the general path (nothing changed).
     #[inline]
     pub(crate) fn try_add_reference(&self) -> bool {
-        let old = Word(self.word.fetch_add(ONE_REF, Ordering::SeqCst));
-        if old.phase() == Phase::Ready && old.refs() != 0 && old.refs() < MAX_REFS {
-            return true;
+        #[cfg(any(feature = "std", loom))]
+        if let Some(index) = crate::slots::mine() {
+            let slot = &self.slots[index];
+            let Some(w) = self.enter_refs(slot) else { return false };
+            let r = slot.refs.load(Ordering::Relaxed);
+            let ok = w.refs().saturating_add(self.slot_refs()) < MAX_REFS;
+            if ok {
+                if r == 0 {
+                    self.mark_slot_referenced(index);
+                }
+                slot.refs.store(r + 1, Ordering::Relaxed);
+            }
+            Self::leave_refs(slot);
+            return ok;
         }
-        self.word.fetch_sub(ONE_REF, Ordering::SeqCst);
-        false
+        let w = self.load();
+        w.phase() == Phase::Ready
+            && !w.counting()
+            && w.refs().saturating_add(self.slot_refs()) < MAX_REFS
+            && self.cas(w, w.with(Phase::Ready, w.refs() + 1))
     }
 
-    /// Drops a reference that is not the last one (the nested-shutdown fast path: one atomic
-    /// subtract); `None` when the caller must take the general path (the subtract was taken back).
+    /// Sets slot `index`'s bit in the reference mask (before its first reference is stored).
+    #[cfg(any(feature = "std", loom))]
+    #[inline]
+    fn mark_slot_referenced(&self, index: usize) {
+        let (word, bit) = (&self.ref_mask[index / 32], 1u32 << (index % 32));
+        if word.load(Ordering::Relaxed) & bit == 0 {
+            word.fetch_or(bit, Ordering::Release);
+        }
+    }
+
+    /// Drops a reference that is certainly not the last one (the nested-shutdown fast path):
+    /// from the calling thread's slot when it holds one there and another reference is known
+    /// to stay (a second one in the slot, or one in the word, which drops to 0 only under the
+    /// counting flag), or by compare-and-swap on a word holding two or more. Returns the count
+    /// left (a snapshot while other threads change theirs); `None` when the caller must take
+    /// the general path (nothing changed).
     #[inline]
     pub(crate) fn try_drop_reference(&self) -> Option<u32> {
-        let old = Word(self.word.fetch_sub(ONE_REF, Ordering::SeqCst));
-        if old.phase() == Phase::Ready && old.refs() > 1 && old.refs() <= MAX_REFS {
-            return Some(old.refs() - 1);
+        #[cfg(any(feature = "std", loom))]
+        if let Some(index) = crate::slots::mine() {
+            let slot = &self.slots[index];
+            // Only a counting shutdown changes another thread's slot, and only to move its
+            // references to the word: re-read inside the section.
+            if slot.refs.load(Ordering::Relaxed) > 0 {
+                let w = self.enter_refs(slot)?;
+                let r = slot.refs.load(Ordering::Relaxed);
+                let ok = r >= 2 || (r == 1 && w.refs() >= 1);
+                let left = ok.then(|| {
+                    slot.refs.store(r - 1, Ordering::Relaxed);
+                    w.refs().saturating_add(self.slot_refs())
+                });
+                Self::leave_refs(slot);
+                if left.is_some() || r > 0 {
+                    return left;
+                }
+            }
         }
-        self.word.fetch_add(ONE_REF, Ordering::SeqCst);
+        let w = self.load();
+        if w.phase() == Phase::Ready
+            && !w.counting()
+            && w.refs() >= 2
+            && self.cas(w, w.with(Phase::Ready, w.refs() - 1))
+        {
+            return Some((w.refs() - 1).saturating_add(self.slot_refs()));
+        }
         None
     }
 
     /// Takes an init reference, or moves `Uninit` → `Initializing` for the caller to initialise.
-    /// Waits while another thread initialises or shuts down.
-    /// From inside a host kernel or teardown observer, a wait (for the transition that runs the
+    /// Waits while another thread initialises, shuts down or counts references. From inside a
+    /// host kernel or teardown observer, a wait for a transition (which may be waiting for the
     /// callback) fails with `Busy` instead.
     pub(crate) fn begin_init(&self) -> Result<InitStep> {
         loop {
@@ -254,12 +389,14 @@ impl Gate {
                 // A writer in `Uninit` is a `fork` in progress (see `fork_prepare`).
                 Phase::Uninit if w.writer() => relax(),
                 Phase::Uninit => {
-                    if self.cas(w, w.with(Phase::Initializing, w.refs())) {
+                    if self.cas(w, w.with(Phase::Initializing, 0)) {
                         return Ok(InitStep::MustInitialize);
                     }
                 }
+                // Counting waits only for reference sections, which never wait: a short wait.
+                Phase::Ready if w.counting() => relax(),
                 Phase::Ready => {
-                    if w.refs() >= MAX_REFS {
+                    if w.refs().saturating_add(self.slot_refs()) >= MAX_REFS {
                         return fail(ErrorCode::OutOfResources, "init reference count would overflow");
                     }
                     if self.cas(w, w.with(Phase::Ready, w.refs() + 1)) {
@@ -277,52 +414,116 @@ impl Gate {
         if ok { self.set_phase(Phase::Ready, 1) } else { self.set_phase(Phase::Uninit, 0) }
     }
 
-    /// Moves to `phase`, adding `add_refs` references (the field keeps attempts in progress).
-    fn set_phase(&self, phase: Phase, add_refs: u32) {
+    /// Moves to `phase` with `refs` references in the word (the flags are kept).
+    fn set_phase(&self, phase: Phase, refs: u32) {
         let mut w = self.load();
-        while !self.cas(w, w.with(phase, w.refs().wrapping_add(add_refs))) {
+        while !self.cas(w, w.with(phase, refs)) {
             w = self.load();
         }
     }
 
-    /// Drops an init reference; for the last one, moves to `ShuttingDown` and waits until every
-    /// call in flight has returned. `Uninitialized` when there is no reference to drop.
+    /// Drops an init reference (`all`: every one) in the general path: sets the counting flag,
+    /// waits until no thread is inside its reference section, and counts the references, word
+    /// and slots. Unless it is the last one (or `all`), it drops one, moving every slot's
+    /// references into the word while they fit (so later shutdowns take the fast path). For the
+    /// last one it moves to `ShuttingDown` and waits until no call is in flight and no writer
+    /// holds the gate, for the caller to tear down. `Uninitialized` when there is no reference.
     ///
     /// While it waits for calls in flight it asks `patience` before each wait; when that says
-    /// `false`, the reference is given back (`Ready(1)` again, nothing torn down) and the result
+    /// `false`, every reference is given back (`Ready` again, nothing torn down) and the result
     /// is `Busy`. From inside a host kernel or teardown observer, the final shutdown (which would
-    /// wait for the callback's own call) and any wait fail with `Busy`.
-    pub(crate) fn begin_shutdown(&self, patience: &mut dyn FnMut() -> bool) -> Result<ShutdownStep> {
+    /// wait for the callback's own call) and any wait for a transition fail with `Busy`.
+    pub(crate) fn begin_shutdown(&self, patience: &mut dyn FnMut() -> bool, all: bool) -> Result<ShutdownStep> {
         loop {
             let w = self.load();
             match w.phase() {
                 Phase::Uninit => return Err(Error::UNINITIALIZED),
-                // Another thread's attempt is being taken back: only then is the count right.
-                Phase::Ready if w.refs() == 0 || w.refs() > MAX_REFS => relax(),
-                Phase::Ready if w.refs() > 1 => {
-                    if self.cas(w, w.with(Phase::Ready, w.refs() - 1)) {
-                        return Ok(ShutdownStep::Released(w.refs() - 1));
-                    }
-                }
-                Phase::Ready if in_callback() => return Err(Error::REENTRANT),
+                Phase::Ready if w.counting() => relax(),
                 Phase::Ready => {
-                    if self.cas(w, w.with(Phase::ShuttingDown, w.refs() - 1)) {
+                    if !self.cas(w, Word(w.0 | COUNTING)) {
+                        continue;
+                    }
+                    #[cfg(any(feature = "std", loom))]
+                    {
                         self.writer_barrier();
-                        while self.load().writer() || self.calls_in_flight() {
-                            if !patience() {
-                                self.set_phase(Phase::Ready, 1);
-                                return fail(
-                                    ErrorCode::Busy,
-                                    "calls in flight did not return in time; nothing was torn down",
-                                );
-                            }
+                        while self.counting_in_flight() {
                             relax();
                         }
-                        return Ok(ShutdownStep::MustTearDown);
                     }
+                    // Every count is still now, and only this thread changes the word.
+                    let w = self.load();
+                    let total = w.refs().saturating_add(self.slot_refs());
+                    if !all && total > 1 {
+                        return Ok(ShutdownStep::Released(self.drop_one_of_many(w, total)));
+                    }
+                    if in_callback() {
+                        self.word.fetch_and(!COUNTING, Ordering::Release);
+                        return Err(Error::REENTRANT);
+                    }
+                    self.clear_slot_refs();
+                    self.set_phase_clearing_counting(Phase::ShuttingDown, 0);
+                    self.writer_barrier();
+                    while self.load().writer() || self.calls_in_flight() {
+                        if !patience() {
+                            // Every reference back, in the word.
+                            self.set_phase(Phase::Ready, total.min(MAX_REFS));
+                            return fail(
+                                ErrorCode::Busy,
+                                "calls in flight did not return in time; nothing was torn down",
+                            );
+                        }
+                        relax();
+                    }
+                    return Ok(ShutdownStep::MustTearDown);
                 }
                 Phase::Initializing | Phase::ShuttingDown if in_callback() => return Err(Error::REENTRANT),
                 Phase::Initializing | Phase::ShuttingDown => relax(),
+            }
+        }
+    }
+
+    /// Moves to `phase` with `refs` references and the counting flag cleared (the writer flag
+    /// is kept: an exclusive call may hold it).
+    fn set_phase_clearing_counting(&self, phase: Phase, refs: u32) {
+        let mut w = self.load();
+        while !self.cas(w, Word(w.with(phase, refs).0 & !COUNTING)) {
+            w = self.load();
+        }
+    }
+
+    /// Drops one of `total` (at least 2) references while counting (no reference section in
+    /// flight; `w` is the word, which only this thread changes but for the writer flag), then
+    /// clears the counting flag. Returns how many are left.
+    fn drop_one_of_many(&self, w: Word, total: u32) -> u32 {
+        let left = total - 1;
+        if left <= MAX_REFS {
+            // Every reference into the word (so that later shutdowns take a fast path), written
+            // before the slots are cleared, so that a count seen half-way is never too low.
+            self.set_phase(Phase::Ready, left);
+            self.clear_slot_refs();
+        } else if w.refs() > 0 {
+            self.set_phase(Phase::Ready, w.refs() - 1);
+        } else {
+            // More than `MAX_REFS` references, all in slots (threads racing past the limit).
+            #[cfg(any(feature = "std", loom))]
+            if let Some(slot) = self.slots.iter().find(|s| s.refs.load(Ordering::Relaxed) > 0) {
+                slot.refs.store(slot.refs.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
+            }
+        }
+        self.word.fetch_and(!COUNTING, Ordering::Release);
+        left
+    }
+
+    /// Zeroes every slot's references and the mask (while counting with no reference section
+    /// in flight, or in a forked child).
+    fn clear_slot_refs(&self) {
+        #[cfg(any(feature = "std", loom))]
+        {
+            for slot in &self.slots {
+                slot.refs.store(0, Ordering::Relaxed);
+            }
+            for bits in &self.ref_mask {
+                bits.store(0, Ordering::Relaxed);
             }
         }
     }
@@ -339,7 +540,7 @@ impl Gate {
         if let Some(index) = crate::slots::mine() {
             // The calling thread's own counter: a plain load and store (no other thread writes
             // it), then the reader's side of the asymmetric barrier.
-            let count = &self.slots[index].0;
+            let count = &self.slots[index].calls;
             let n = count.load(Ordering::Relaxed);
             count.store(n.wrapping_add(1), Ordering::Relaxed);
             crate::slots::light(crate::slots::asymmetric());
@@ -461,6 +662,11 @@ impl Gate {
         for c in self.counters() {
             c.store(0, Ordering::SeqCst);
         }
+        #[cfg(any(feature = "std", loom))]
+        for slot in &self.slots {
+            slot.busy.store(0, Ordering::SeqCst);
+        }
+        self.clear_slot_refs();
     }
 }
 

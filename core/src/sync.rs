@@ -3,8 +3,10 @@
 //!
 //! Waiting uses a relax strategy: spin on bare metal, yield to the scheduler with feature `std`.
 
+#[cfg(all(not(loom), feature = "std"))]
+pub(crate) use core::sync::atomic::fence;
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU32, Ordering, fence};
+pub(crate) use core::sync::atomic::{AtomicU32, Ordering};
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicU32, Ordering, fence};
 

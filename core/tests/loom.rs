@@ -357,3 +357,43 @@ fn nested_pairs_racing_the_last_shutdown() {
         assert!(rt.shutdown().is_err(), "no reference left");
     });
 }
+
+/// References taken on one thread and dropped on another, while the taking thread keeps nested
+/// ones in its own slot: the main thread's first reference sits in the word, the other thread's
+/// two in its slot; the main thread drops one of the other thread's (the counting path moves the
+/// slot's references into the word), the other drops two. Exactly one shutdown tears down, and
+/// never while a reference is held: the other thread's call between its drops must succeed.
+#[test]
+fn references_dropped_on_another_thread_than_they_were_taken() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(|| {
+        let (b, rt) = setup();
+        rt.init().unwrap();
+        let q = queue(&rt);
+        let rt2 = rt.clone();
+        let taken = std::sync::Arc::new(loom::sync::atomic::AtomicBool::new(false));
+        let taken2 = taken.clone();
+        let other = loom::thread::spawn(move || {
+            rt2.init().unwrap();
+            rt2.init().unwrap();
+            taken2.store(true, Ordering::SeqCst);
+            let first = rt2.shutdown().unwrap();
+            // Still one reference between the two threads' drops, or this one: the call works.
+            let call = rt2.queue_query(q);
+            (first, call, rt2.shutdown().unwrap())
+        });
+        while !taken.load(Ordering::SeqCst) {
+            loom::thread::yield_now();
+        }
+        let mine = rt.shutdown().unwrap();
+        let (first, call, last) = other.join().unwrap();
+        assert!(call.is_ok(), "a call made while a reference was held failed: {call:?}");
+        let outcomes = [&mine, &first, &last];
+        let torn = outcomes.iter().filter(|s| matches!(s, Shutdown::TornDown(_))).count();
+        assert_eq!(torn, 1, "exactly one final shutdown: {outcomes:?}");
+        assert!(matches!(last, Shutdown::TornDown(_)) || matches!(mine, Shutdown::TornDown(_)));
+        assert_eq!(rt.state(), State::Uninit);
+        assert_eq!((b.inits.load(Ordering::SeqCst), b.deinits.load(Ordering::SeqCst)), (1, 1));
+    });
+}

@@ -361,7 +361,7 @@ impl Runtime {
     pub fn shutdown(&self) -> Result<Shutdown> {
         match self.state.gate.try_drop_reference() {
             Some(remaining) => Ok(Shutdown::Released { remaining }),
-            None => self.shutdown_with(None, &mut || true),
+            None => self.shutdown_with(None, &mut || true, false),
         }
     }
 
@@ -369,22 +369,21 @@ impl Runtime {
     /// that panics (std builds) is not called again, and the panic is recorded in the report
     /// as a failure of the step it observed; the teardown completes either way.
     pub fn shutdown_observed(&self, observer: &mut dyn FnMut(&TeardownEvent)) -> Result<Shutdown> {
-        self.shutdown_with(Some(observer), &mut || true)
+        self.shutdown_with(Some(observer), &mut || true, false)
     }
 
-    /// Drops every init reference this process holds; the last one tears down, waiting for calls
-    /// in flight only while `patience` returns `true` (asked before each wait). When patience
-    /// runs out, the runtime stays `Ready(1)` with nothing torn down and the result is `Busy`.
-    /// `Ok(None)` when the runtime was not initialised. Meant for exit paths (the C library's
-    /// at-exit hook), where a thread stuck inside a call must not keep the process from exiting.
+    /// Drops every init reference this process holds and tears down, waiting for calls in
+    /// flight only while `patience` returns `true` (asked before each wait). When patience runs
+    /// out, nothing changes (every reference is still held, nothing is torn down) and the result
+    /// is `Busy`. `Ok(None)` when the runtime was not initialised. Meant for exit paths (the C
+    /// library's at-exit hook), where a thread stuck inside a call must not keep the process from
+    /// exiting.
     pub fn shutdown_all(&self, patience: &mut dyn FnMut() -> bool) -> Result<Option<TeardownSummary>> {
-        loop {
-            match self.shutdown_with(None, patience) {
-                Ok(Shutdown::Released { .. }) => continue,
-                Ok(Shutdown::TornDown(summary)) => return Ok(Some(summary)),
-                Err(e) if e.code == ErrorCode::Uninitialized => return Ok(None),
-                Err(e) => return Err(e),
-            }
+        match self.shutdown_with(None, patience, true) {
+            Ok(Shutdown::TornDown(summary)) => Ok(Some(summary)),
+            Ok(Shutdown::Released { .. }) => fail(ErrorCode::Internal, "shutdown_all released a reference only"),
+            Err(e) if e.code == ErrorCode::Uninitialized => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -392,8 +391,9 @@ impl Runtime {
         &self,
         observer: Option<&mut dyn FnMut(&TeardownEvent)>,
         patience: &mut dyn FnMut() -> bool,
+        all: bool,
     ) -> Result<Shutdown> {
-        match self.state.gate.begin_shutdown(patience)? {
+        match self.state.gate.begin_shutdown(patience, all)? {
             ShutdownStep::Released(remaining) => Ok(Shutdown::Released { remaining }),
             ShutdownStep::MustTearDown => {
                 // Forgets what is left and reopens the gate if a panic unwinds out of the teardown.
