@@ -52,6 +52,8 @@ pub use handle::{Device, DevicePtr, Event, Kernel, ObjectKind, Platform, Program
 pub use lifecycle::{MAX_REFS, Phase, State};
 pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep, TeardownSummary};
 pub use runtime::{LiveObjects, PlatformInfo, Runtime, RuntimeState, Shutdown};
+#[cfg(feature = "std")]
+pub use runtime::OwnedRuntime;
 #[cfg(not(loom))]
 pub use sync::{Relax, set_wait_strategy};
 

@@ -10,6 +10,11 @@ mod ops;
 mod teardown;
 
 mod fork;
+#[cfg(feature = "std")]
+mod owned;
+
+#[cfg(feature = "std")]
+pub use owned::OwnedRuntime;
 
 use core::cell::UnsafeCell;
 
@@ -218,8 +223,9 @@ impl Runtime {
         Self { backends, state }
     }
 
-    /// The registered backends.
-    pub fn backends(&self) -> &'static [&'static dyn Backend] {
+    /// The registered backends (borrowed from the runtime: an `OwnedRuntime` lends its
+    /// backends only for as long as it lives).
+    pub fn backends(&self) -> &[&dyn Backend] {
         self.backends
     }
 
