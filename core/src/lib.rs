@@ -51,9 +51,9 @@ pub use guard::InitGuard;
 pub use handle::{Device, DevicePtr, Event, Kernel, ObjectKind, Platform, Program, Queue, RawHandle};
 pub use lifecycle::{MAX_REFS, Phase, State};
 pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep, TeardownSummary};
-pub use runtime::{LiveObjects, PlatformInfo, Runtime, RuntimeState, Shutdown};
 #[cfg(feature = "std")]
 pub use runtime::OwnedRuntime;
+pub use runtime::{LiveObjects, PlatformInfo, Runtime, RuntimeState, Shutdown};
 #[cfg(not(loom))]
 pub use sync::{Relax, set_wait_strategy};
 

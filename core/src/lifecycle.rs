@@ -61,6 +61,13 @@ struct Slot {
 #[cfg(any(feature = "std", loom))]
 const MASK_WORDS: usize = crate::slots::SLOTS.div_ceil(32);
 
+/// References one slot holds before its thread's nested inits take the general path.
+#[cfg(any(feature = "std", loom))]
+const LOCAL_REFS: u32 = 1 << 20;
+/// What all slots together can hold.
+#[cfg(any(feature = "std", loom))]
+const SLOT_REFS_BOUND: u32 = LOCAL_REFS * crate::slots::SLOTS as u32;
+
 /// The shard of the calling thread: a hash of an address on its stack. Threads have distinct
 /// stacks, so they mostly land on distinct shards; a collision only shares a counter.
 #[inline]
@@ -306,14 +313,16 @@ impl Gate {
     /// Takes another reference when already `Ready` (the nested-init fast path): in the calling
     /// thread's slot (no read-modify-write), or with one compare-and-swap on the word; `false`
     /// when the caller must take the general path (nothing changed).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn try_add_reference(&self) -> bool {
         #[cfg(any(feature = "std", loom))]
         if let Some(index) = crate::slots::mine() {
             let slot = &self.slots[index];
             let Some(w) = self.enter_refs(slot) else { return false };
             let r = slot.refs.load(Ordering::Relaxed);
-            let ok = w.refs().saturating_add(self.slot_refs()) < MAX_REFS;
+            // Without adding the slots up: below these bounds the total stays within MAX_REFS
+            // whatever the other slots hold; past them the general path counts exactly.
+            let ok = r < LOCAL_REFS && w.refs() < MAX_REFS - SLOT_REFS_BOUND;
             if ok {
                 if r == 0 {
                     self.mark_slot_referenced(index);
@@ -346,7 +355,7 @@ impl Gate {
     /// counting flag), or by compare-and-swap on a word holding two or more. Returns the count
     /// left (a snapshot while other threads change theirs); `None` when the caller must take
     /// the general path (nothing changed).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn try_drop_reference(&self) -> Option<u32> {
         #[cfg(any(feature = "std", loom))]
         if let Some(index) = crate::slots::mine() {
