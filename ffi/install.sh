@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs libordo.a, libordo.so, ordo.h and ordo.pc under PREFIX (lib/, include/,
-# lib/pkgconfig/). Build first: cargo build --release -p ordo-ffi.
+# lib/pkgconfig/). Build first: cargo build --release -p ordo-clib.
 # Usage: ffi/install.sh PREFIX [LIBDIR]   (LIBDIR defaults to target/release)
 set -euo pipefail
 prefix=${1:?usage: install.sh PREFIX [LIBDIR]}

@@ -3,9 +3,10 @@
 //! The model knows nothing of real handles: objects are numbered (`ObjId`) in creation order and
 //! never reused, and a test harness maps them to the runtime's handles. For each operation the
 //! model predicts the outcome the runtime must give: the new object, or the specific error code.
-//! It covers one platform with `devices` devices, every object operation but the platform
-//! queries, and the faults a scripted backend injects ("fail the next call of op X"). Users can
-//! drive it against their own runtime configurations.
+//! It covers several platforms (present with their devices, absent, or unavailable because their
+//! backend's init failed), every platform, device and object operation, and the faults a scripted
+//! backend per platform injects ("fail the next call of op X"). Users can drive it against their
+//! own runtime configurations (`OwnedRuntime` gives a fresh runtime per test case).
 //!
 //! The order of checks is part of the contract it models: first the lifecycle (`Uninitialized`
 //! outside `Ready`), then null pointers, then sizes and values, then handles and addresses in
@@ -40,9 +41,27 @@ pub enum Op {
     Init,
     /// `shutdown`.
     Shutdown,
-    /// Arms the scripted backend to fail the next call of `op` with `code` (or "released by the
-    /// driver" when `released`). Not a runtime call.
+    /// `platform_count()`.
+    PlatformCount,
+    /// `platform(index)`.
+    PlatformAt(u32),
+    /// `platform_info(platform)`.
+    PlatformInfo(Ref),
+    /// `device(platform, index)`.
+    DeviceAt {
+        /// The platform.
+        platform: Ref,
+        /// The device's index on it.
+        index: u32,
+    },
+    /// `device_platform(device)`.
+    DevicePlatform(Ref),
+    /// Arms the scripted backend of platform `platform` (an index in registration order) to fail
+    /// its next call of `op` with `code` (or "released by the driver" when `released`). Not a
+    /// runtime call.
     ArmFault {
+        /// The platform whose backend fails.
+        platform: u8,
         /// The backend call to fail.
         op: BackendOp,
         /// The error code it fails with.
@@ -168,17 +187,29 @@ pub enum Op {
 pub enum Outcome {
     /// Success with nothing new.
     Ok,
-    /// `init` initialised: devices are new objects `first .. first + count`.
+    /// `init` initialised: new objects `first .. first + count`, for each platform in
+    /// registration order the platform and then its devices.
     Initialized {
-        /// The first device object.
+        /// The first new object (platform 0).
         first: ObjId,
-        /// How many devices.
+        /// How many objects (platforms and devices).
         count: u32,
     },
     /// A new object.
     Created(ObjId),
-    /// An existing object was returned (kernel lookup by a name already looked up).
+    /// An existing object was returned (a platform or device lookup, a kernel lookup by a name
+    /// already looked up).
     Existing(ObjId),
+    /// A count (`platform_count`).
+    Count(u32),
+    /// `platform_info`: the devices of the platform, and whether it is available (present, and
+    /// its backend initialised).
+    PlatformInfo {
+        /// Devices.
+        devices: u32,
+        /// Present and initialised.
+        available: bool,
+    },
     /// `shutdown` dropped a reference; this many remain.
     Released(u32),
     /// The final `shutdown` tore down, with this many failures and released-by-driver steps.
@@ -194,11 +225,23 @@ pub enum Outcome {
     ModelFull,
 }
 
+/// The most platforms a model covers.
+pub const MAX_MODEL_PLATFORMS: usize = 4;
+
+/// One registered platform, as the model sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlatformModel {
+    /// Whether its driver is present (`false`: its backend's init answers `NotPresent`).
+    pub present: bool,
+    /// Its devices when present and initialised.
+    pub devices: u32,
+}
+
 /// The configuration the model predicts for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModelConfig {
-    /// Devices of the one platform.
-    pub devices: u32,
+    /// The registered platforms in registration order (at most `MAX_MODEL_PLATFORMS`).
+    pub platforms: &'static [PlatformModel],
     /// Allocations larger than this fail with `OutOfResources` in the backend.
     pub alloc_limit: usize,
     /// `event_elapsed_ms` of two events of one device succeeds (a backend with a clock that
@@ -212,13 +255,14 @@ pub struct ModelConfig {
 pub struct ObjInfo {
     /// Its kind.
     pub kind: ObjectKind,
-    /// Its device (an object id), or itself for a device.
+    /// Its device (an object id), or itself for a device or a platform.
     pub device: ObjId,
     /// Whether it is live.
     pub live: bool,
-    /// For a kernel, its program; for a kernel, its name index in `size`.
+    /// For a kernel, its program; for a device, its platform.
     pub parent: Option<ObjId>,
-    /// For an allocation, its size; for a kernel, its name index.
+    /// For an allocation, its size; for a kernel, its name index; for a platform, its index in
+    /// registration order; for a device, its index on its platform.
     pub size: usize,
 }
 
@@ -234,18 +278,43 @@ struct Fault {
 pub struct Model<const N: usize = 4096> {
     config: ModelConfig,
     refs: u32,
-    /// The platform's backend initialised (it is deinitialised at the final teardown).
-    present: bool,
+    /// Per platform: its backend initialised (it is deinitialised at the final teardown).
+    up: [bool; MAX_MODEL_PLATFORMS],
+    /// Per platform: the armed fault of its backend.
+    faults: [Option<Fault>; MAX_MODEL_PLATFORMS],
+    /// The platform objects of the current (or last) init, in registration order.
+    platforms: heapless::Vec<ObjId, MAX_MODEL_PLATFORMS>,
     objects: heapless::Vec<ObjInfo, N>,
-    fault: Option<Fault>,
 }
 
 type Check<T> = core::result::Result<T, ErrorCode>;
 
 impl<const N: usize> Model<N> {
-    /// A model of an uninitialised runtime.
+    /// A model of an uninitialised runtime. Platforms beyond `MAX_MODEL_PLATFORMS` are ignored.
     pub const fn new(config: ModelConfig) -> Self {
-        Self { config, refs: 0, present: false, objects: heapless::Vec::new(), fault: None }
+        Self {
+            config,
+            refs: 0,
+            up: [false; MAX_MODEL_PLATFORMS],
+            faults: [None; MAX_MODEL_PLATFORMS],
+            platforms: heapless::Vec::new(),
+            objects: heapless::Vec::new(),
+        }
+    }
+
+    fn platform_configs(&self) -> &'static [PlatformModel] {
+        let all = self.config.platforms;
+        &all[..all.len().min(MAX_MODEL_PLATFORMS)]
+    }
+
+    /// The platform index of an object (of a platform, device, or anything on a device).
+    fn platform_of(&self, id: ObjId) -> usize {
+        let o = self.info(id);
+        match o.kind {
+            ObjectKind::Platform => o.size,
+            ObjectKind::Device => self.info(o.parent.expect("a device has a platform")).size,
+            _ => self.platform_of(o.device),
+        }
     }
 
     /// Init references held.
@@ -268,9 +337,9 @@ impl<const N: usize> Model<N> {
         self.objects.iter().filter(|o| o.live && o.kind == kind).count()
     }
 
-    /// Whether a fault is armed and not yet fired.
+    /// Whether a fault is armed and not yet fired, on any platform.
     pub fn fault_armed(&self) -> bool {
-        self.fault.is_some()
+        self.faults.iter().any(Option::is_some)
     }
 
     fn resolve(&self, r: Ref, kind: ObjectKind) -> Check<ObjId> {
@@ -315,15 +384,21 @@ impl<const N: usize> Model<N> {
         self.objects[id.0 as usize]
     }
 
-    /// Fires the armed fault if it is for `op`.
-    fn backend_call(&mut self, op: BackendOp) -> Check<()> {
-        match self.fault {
+    /// A call of `op` to the backend of platform `platform`: fires its armed fault if it is for
+    /// `op`.
+    fn backend_call(&mut self, platform: usize, op: BackendOp) -> Check<()> {
+        match self.faults[platform] {
             Some(f) if f.op == op => {
-                self.fault = None;
+                self.faults[platform] = None;
                 Err(f.code)
             }
             _ => Ok(()),
         }
+    }
+
+    /// `backend_call` to the platform of object `id`.
+    fn call_on(&mut self, id: ObjId, op: BackendOp) -> Check<()> {
+        self.backend_call(self.platform_of(id), op)
     }
 
     fn create(&mut self, info: ObjInfo) -> Outcome {
@@ -352,8 +427,10 @@ impl<const N: usize> Model<N> {
         match op {
             Op::Init => return self.init(),
             Op::Shutdown => return self.shutdown(),
-            Op::ArmFault { op, code, released } => {
-                self.fault = Some(Fault { op, code, released });
+            Op::ArmFault { platform, op, code, released } => {
+                if let Some(slot) = self.faults.get_mut(usize::from(platform)) {
+                    *slot = Some(Fault { op, code, released });
+                }
                 return Outcome::Ok;
             }
             _ if self.refs == 0 => return Outcome::Err(ErrorCode::Uninitialized),
@@ -374,19 +451,34 @@ impl<const N: usize> Model<N> {
             return Outcome::Ok;
         }
         let first = ObjId(self.objects.len() as u32);
-        // A backend whose init fails is an unavailable (or, with `NotPresent`, absent) platform:
-        // init succeeds without its devices.
-        self.present = self.backend_call(BackendOp::Init).is_ok();
-        let devices = if self.present { self.config.devices } else { 0 };
-        for i in 0..devices {
-            let info =
-                ObjInfo { kind: ObjectKind::Device, device: ObjId(first.0 + i), live: true, parent: None, size: 0 };
-            if self.objects.push(info).is_err() {
+        self.platforms.clear();
+        // Every backend is initialised in order. One whose init fails (absent: `NotPresent`;
+        // an armed fault: unavailable) is a platform without devices; init succeeds anyway.
+        for (index, config) in self.platform_configs().iter().enumerate() {
+            let fault = self.backend_call(index, BackendOp::Init);
+            self.up[index] = fault.is_ok() && config.present;
+            let platform = ObjId(self.objects.len() as u32);
+            let info = ObjInfo { kind: ObjectKind::Platform, device: platform, live: true, parent: None, size: index };
+            if self.objects.push(info).is_err() || self.platforms.push(platform).is_err() {
                 return Outcome::ModelFull;
+            }
+            let devices = if self.up[index] { config.devices } else { 0 };
+            for i in 0..devices {
+                let id = ObjId(self.objects.len() as u32);
+                let info = ObjInfo {
+                    kind: ObjectKind::Device,
+                    device: id,
+                    live: true,
+                    parent: Some(platform),
+                    size: i as usize,
+                };
+                if self.objects.push(info).is_err() {
+                    return Outcome::ModelFull;
+                }
             }
         }
         self.refs = 1;
-        Outcome::Initialized { first, count: devices }
+        Outcome::Initialized { first, count: self.objects.len() as u32 - first.0 }
     }
 
     fn shutdown(&mut self) -> Outcome {
@@ -399,23 +491,26 @@ impl<const N: usize> Model<N> {
             }
         }
         self.refs = 0;
-        let any = |kind| self.live(kind) > 0;
-        let fires = match self.fault {
-            Some(f) => match f.op {
-                BackendOp::QueueSynchronize | BackendOp::QueueDestroy => any(ObjectKind::Queue),
-                BackendOp::EventDestroy => any(ObjectKind::Event),
-                BackendOp::ProgramUnload => any(ObjectKind::Program),
-                BackendOp::MemFree => any(ObjectKind::Allocation),
-                BackendOp::DeviceRelease => any(ObjectKind::Device),
-                BackendOp::Deinit => self.present,
-                _ => false,
-            },
-            None => false,
-        };
         let (mut failures, mut released_by_driver) = (0, 0);
-        if fires {
-            let f = self.fault.take().expect("fault is armed");
-            if f.released { released_by_driver = 1 } else { failures = 1 }
+        for p in 0..self.platform_configs().len() {
+            let any = |kind| self.objects.iter().any(|o| o.live && o.kind == kind && self.platform_of_info(o) == p);
+            let fires = match self.faults[p] {
+                Some(f) => match f.op {
+                    BackendOp::QueueSynchronize | BackendOp::QueueDestroy => any(ObjectKind::Queue),
+                    BackendOp::EventDestroy => any(ObjectKind::Event),
+                    BackendOp::ProgramUnload => any(ObjectKind::Program),
+                    BackendOp::MemFree => any(ObjectKind::Allocation),
+                    BackendOp::DeviceRelease => any(ObjectKind::Device),
+                    BackendOp::Deinit => self.up[p],
+                    _ => false,
+                },
+                None => false,
+            };
+            if fires {
+                let f = self.faults[p].take().expect("fault is armed");
+                if f.released { released_by_driver += 1 } else { failures += 1 }
+            }
+            self.up[p] = false;
         }
         for o in self.objects.iter_mut() {
             o.live = false;
@@ -423,13 +518,44 @@ impl<const N: usize> Model<N> {
         Outcome::TornDown { failures, released_by_driver }
     }
 
+    fn platform_of_info(&self, o: &ObjInfo) -> usize {
+        match o.kind {
+            ObjectKind::Platform => o.size,
+            ObjectKind::Device => self.info(o.parent.expect("a device has a platform")).size,
+            _ => self.platform_of(o.device),
+        }
+    }
+
     fn object_op(&mut self, op: Op) -> Check<Outcome> {
         use ObjectKind as K;
         let obj = |kind, device: ObjId| ObjInfo { kind, device, live: true, parent: None, size: 0 };
         Ok(match op {
+            Op::PlatformCount => Outcome::Count(self.platforms.len() as u32),
+            Op::PlatformAt(index) => match self.platforms.get(index as usize) {
+                Some(&p) => Outcome::Existing(p),
+                None => return Err(ErrorCode::InvalidValue),
+            },
+            Op::PlatformInfo(p) => {
+                let p = self.resolve(p, K::Platform)?;
+                let index = self.info(p).size;
+                let devices = if self.up[index] { self.platform_configs()[index].devices } else { 0 };
+                Outcome::PlatformInfo { devices, available: self.up[index] }
+            }
+            Op::DeviceAt { platform, index } => {
+                let p = self.resolve(platform, K::Platform)?;
+                let device = |o: &ObjInfo| o.kind == K::Device && o.parent == Some(p) && o.size == index as usize;
+                match self.objects.iter().position(device) {
+                    Some(i) => Outcome::Existing(ObjId(i as u32)),
+                    None => return Err(ErrorCode::InvalidValue),
+                }
+            }
+            Op::DevicePlatform(d) => {
+                let d = self.resolve(d, K::Device)?;
+                Outcome::Existing(self.info(d).parent.expect("a device has a platform"))
+            }
             Op::DeviceInfo(d) => {
-                self.resolve(d, K::Device)?;
-                self.backend_call(BackendOp::DeviceInfo)?;
+                let d = self.resolve(d, K::Device)?;
+                self.call_on(d, BackendOp::DeviceInfo)?;
                 Outcome::Ok
             }
             Op::MemAlloc { device, size } => {
@@ -438,7 +564,7 @@ impl<const N: usize> Model<N> {
                 }
                 let d = self.resolve(device, K::Device)?;
                 self.full(K::Allocation, MAX_ALLOCATIONS)?;
-                self.backend_call(BackendOp::MemAlloc)?;
+                self.call_on(d, BackendOp::MemAlloc)?;
                 if size > self.config.alloc_limit {
                     return Err(ErrorCode::OutOfResources);
                 }
@@ -447,7 +573,7 @@ impl<const N: usize> Model<N> {
             Op::MemFree(a) => {
                 let a = self.resolve_address(a)?;
                 self.kill(a);
-                self.backend_call(BackendOp::MemFree)?;
+                self.call_on(a, BackendOp::MemFree)?;
                 Outcome::Ok
             }
             Op::CopyToDevice { alloc, offset, len }
@@ -460,9 +586,9 @@ impl<const N: usize> Model<N> {
                 if alloc == Ref::Null {
                     return Err(ErrorCode::NullPointer);
                 }
-                self.range(alloc, offset, len)?;
+                let a = self.range(alloc, offset, len)?;
                 let call = if matches!(op, Op::Fill { .. }) { BackendOp::Fill } else { BackendOp::Memcpy };
-                self.backend_call(call)?;
+                self.call_on(a, call)?;
                 Outcome::Ok
             }
             Op::CopyDevice { dst, src, len } => {
@@ -474,10 +600,13 @@ impl<const N: usize> Model<N> {
                 }
                 let s = self.range(src, 0, len)?;
                 let d = self.range(dst, 0, len)?;
+                if self.platform_of(s) != self.platform_of(d) {
+                    return Err(ErrorCode::InvalidArgument);
+                }
                 if self.info(s).device != self.info(d).device {
                     return Err(ErrorCode::Unsupported);
                 }
-                self.backend_call(BackendOp::Memcpy)?;
+                self.call_on(d, BackendOp::Memcpy)?;
                 Outcome::Ok
             }
             Op::MemInfo(a) => {
@@ -485,21 +614,24 @@ impl<const N: usize> Model<N> {
                 Outcome::Ok
             }
             Op::QueueQuery(q) => {
-                self.resolve(q, K::Queue)?;
-                self.backend_call(BackendOp::QueueQuery)?;
+                let q = self.resolve(q, K::Queue)?;
+                self.call_on(q, BackendOp::QueueQuery)?;
                 Outcome::Ok
             }
             Op::QueueWaitEvent { queue, event } => {
-                self.resolve(queue, K::Queue)?;
-                self.resolve(event, K::Event)?;
-                self.backend_call(BackendOp::QueueWaitEvent)?;
+                let q = self.resolve(queue, K::Queue)?;
+                let e = self.resolve(event, K::Event)?;
+                if self.platform_of(q) != self.platform_of(e) {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                self.call_on(q, BackendOp::QueueWaitEvent)?;
                 Outcome::Ok
             }
             Op::EventSynchronize(e) | Op::EventQuery(e) => {
-                self.resolve(e, K::Event)?;
+                let e = self.resolve(e, K::Event)?;
                 let call =
                     if matches!(op, Op::EventQuery(_)) { BackendOp::EventQuery } else { BackendOp::EventSynchronize };
-                self.backend_call(call)?;
+                self.call_on(e, call)?;
                 Outcome::Ok
             }
             Op::EventElapsed { start, end } => {
@@ -508,7 +640,7 @@ impl<const N: usize> Model<N> {
                 if self.info(s).device != self.info(e).device {
                     return Err(ErrorCode::InvalidArgument);
                 }
-                self.backend_call(BackendOp::EventElapsed)?;
+                self.call_on(s, BackendOp::EventElapsed)?;
                 if !self.config.event_timing {
                     return Err(ErrorCode::Unsupported);
                 }
@@ -525,7 +657,7 @@ impl<const N: usize> Model<N> {
                 };
                 let d = self.resolve(d, K::Device)?;
                 self.full(kind, cap)?;
-                self.backend_call(call)?;
+                self.call_on(d, call)?;
                 self.create(obj(kind, d))
             }
             Op::QueueDestroy(x) | Op::EventDestroy(x) | Op::ProgramUnload(x) => {
@@ -536,12 +668,12 @@ impl<const N: usize> Model<N> {
                 };
                 let x = self.resolve(x, kind)?;
                 self.kill(x);
-                self.backend_call(call)?;
+                self.call_on(x, call)?;
                 Outcome::Ok
             }
             Op::QueueSynchronize(q) => {
-                self.resolve(q, K::Queue)?;
-                self.backend_call(BackendOp::QueueSynchronize)?;
+                let q = self.resolve(q, K::Queue)?;
+                self.call_on(q, BackendOp::QueueSynchronize)?;
                 Outcome::Ok
             }
             Op::EventRecord { event, queue } => {
@@ -550,13 +682,13 @@ impl<const N: usize> Model<N> {
                 if self.info(e).device != self.info(q).device {
                     return Err(ErrorCode::InvalidArgument);
                 }
-                self.backend_call(BackendOp::EventRecord)?;
+                self.call_on(e, BackendOp::EventRecord)?;
                 Outcome::Ok
             }
             Op::ProgramLoad { device, valid } => {
                 let d = self.resolve(device, K::Device)?;
                 self.full(K::Program, MAX_PROGRAMS)?;
-                self.backend_call(BackendOp::ProgramLoad)?;
+                self.call_on(d, BackendOp::ProgramLoad)?;
                 if !valid {
                     return Err(ErrorCode::InvalidBinary);
                 }
@@ -564,7 +696,7 @@ impl<const N: usize> Model<N> {
             }
             Op::KernelGet { program, name } => {
                 let p = self.resolve(program, K::Program)?;
-                self.backend_call(BackendOp::KernelGet)?;
+                self.call_on(p, BackendOp::KernelGet)?;
                 if name >= 2 {
                     return Err(ErrorCode::NotFound);
                 }
@@ -582,7 +714,7 @@ impl<const N: usize> Model<N> {
                 if self.info(q).device != self.info(k).device {
                     return Err(ErrorCode::InvalidArgument);
                 }
-                self.backend_call(BackendOp::Launch)?;
+                self.call_on(q, BackendOp::Launch)?;
                 Outcome::Ok
             }
             Op::Init | Op::Shutdown | Op::ArmFault { .. } => Outcome::Ok,
@@ -594,42 +726,104 @@ impl<const N: usize> Model<N> {
 mod tests {
     use super::*;
 
-    const CFG: ModelConfig = ModelConfig { devices: 2, alloc_limit: 1 << 20, event_timing: true };
+    const ONE: &[PlatformModel] = &[PlatformModel { present: true, devices: 2 }];
+    const CFG: ModelConfig = ModelConfig { platforms: ONE, alloc_limit: 1 << 20, event_timing: true };
+
+    fn fault(platform: u8, op: BackendOp, code: ErrorCode, released: bool) -> Op {
+        Op::ArmFault { platform, op, code, released }
+    }
 
     #[test]
     fn lifecycle_rows() {
         let mut m: Model<64> = Model::new(CFG);
         assert_eq!(m.apply(Op::Shutdown), Outcome::Err(ErrorCode::Uninitialized));
         assert_eq!(m.apply(Op::QueueCreate(Ref::Obj(ObjId(0)))), Outcome::Err(ErrorCode::Uninitialized));
-        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(0), count: 2 });
+        assert_eq!(m.apply(Op::PlatformCount), Outcome::Err(ErrorCode::Uninitialized));
+        // Platform 0 is object 0, its devices 1 and 2.
+        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(0), count: 3 });
         assert_eq!(m.apply(Op::Init), Outcome::Ok);
         assert_eq!(m.apply(Op::Shutdown), Outcome::Released(1));
         let q = m.apply(Op::QueueCreate(Ref::Obj(ObjId(1))));
-        assert_eq!(q, Outcome::Created(ObjId(2)));
-        assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 0, released_by_driver: 0 });
-        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(3), count: 2 });
-        assert_eq!(m.apply(Op::QueueSynchronize(Ref::Obj(ObjId(2)))), Outcome::Err(ErrorCode::InvalidHandle));
+        assert_eq!(q, Outcome::Created(ObjId(3)));
         assert_eq!(m.apply(Op::QueueCreate(Ref::Obj(ObjId(0)))), Outcome::Err(ErrorCode::InvalidHandle));
+        assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 0, released_by_driver: 0 });
+        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(4), count: 3 });
+        assert_eq!(m.apply(Op::QueueSynchronize(Ref::Obj(ObjId(3)))), Outcome::Err(ErrorCode::InvalidHandle));
+        assert_eq!(m.apply(Op::QueueCreate(Ref::Obj(ObjId(1)))), Outcome::Err(ErrorCode::InvalidHandle));
     }
 
     #[test]
     fn faults_fire_once_at_their_call() {
         let mut m: Model<64> = Model::new(CFG);
-        m.apply(Op::ArmFault { op: BackendOp::Init, code: ErrorCode::DeviceLost, released: false });
-        // The platform is unavailable; init succeeds without its devices.
-        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(0), count: 0 });
+        m.apply(fault(0, BackendOp::Init, ErrorCode::DeviceLost, false));
+        // The platform is unavailable; init succeeds with it but without its devices.
+        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(0), count: 1 });
+        assert_eq!(
+            m.apply(Op::PlatformInfo(Ref::Obj(ObjId(0)))),
+            Outcome::PlatformInfo { devices: 0, available: false }
+        );
         assert_eq!(m.refs(), 1);
-        m.apply(Op::ArmFault { op: BackendOp::Deinit, code: ErrorCode::BackendFailure, released: false });
+        m.apply(fault(0, BackendOp::Deinit, ErrorCode::BackendFailure, false));
         assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 0, released_by_driver: 0 });
         assert!(m.fault_armed(), "an unavailable platform is not deinitialised");
-        m.apply(Op::ArmFault { op: BackendOp::ProgramLoad, code: ErrorCode::BackendFailure, released: false });
+        m.apply(fault(0, BackendOp::ProgramLoad, ErrorCode::BackendFailure, false));
         assert!(matches!(m.apply(Op::Init), Outcome::Initialized { .. }));
-        m.apply(Op::ArmFault { op: BackendOp::MemFree, code: ErrorCode::BackendFailure, released: true });
+        m.apply(fault(0, BackendOp::MemFree, ErrorCode::BackendFailure, true));
         assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 0, released_by_driver: 0 });
         assert!(m.fault_armed());
-        assert!(matches!(m.apply(Op::Init), Outcome::Initialized { .. }));
-        let d = Ref::Obj(ObjId(2));
+        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(4), count: 3 });
+        let d = Ref::Obj(ObjId(5));
         assert!(matches!(m.apply(Op::MemAlloc { device: d, size: 8 }), Outcome::Created(_)));
         assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 0, released_by_driver: 1 });
+    }
+
+    /// Three platforms: present with two devices, absent, present with one device. Lookups,
+    /// cross-platform rules, and a fault that fires only on its own platform's backend.
+    #[test]
+    fn several_platforms() {
+        const THREE: &[PlatformModel] = &[
+            PlatformModel { present: true, devices: 2 },
+            PlatformModel { present: false, devices: 4 },
+            PlatformModel { present: true, devices: 1 },
+        ];
+        let mut m: Model<64> = Model::new(ModelConfig { platforms: THREE, ..CFG });
+        // Objects: p0 = 0 (devices 1, 2), p1 = 3 (absent), p2 = 4 (device 5).
+        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(0), count: 6 });
+        assert_eq!(m.apply(Op::PlatformCount), Outcome::Count(3));
+        assert_eq!(m.apply(Op::PlatformAt(1)), Outcome::Existing(ObjId(3)));
+        assert_eq!(m.apply(Op::PlatformAt(3)), Outcome::Err(ErrorCode::InvalidValue));
+        assert_eq!(
+            m.apply(Op::PlatformInfo(Ref::Obj(ObjId(3)))),
+            Outcome::PlatformInfo { devices: 0, available: false }
+        );
+        assert_eq!(
+            m.apply(Op::PlatformInfo(Ref::Obj(ObjId(4)))),
+            Outcome::PlatformInfo { devices: 1, available: true }
+        );
+        assert_eq!(m.apply(Op::PlatformInfo(Ref::Obj(ObjId(5)))), Outcome::Err(ErrorCode::InvalidHandle));
+        assert_eq!(m.apply(Op::DeviceAt { platform: Ref::Obj(ObjId(0)), index: 1 }), Outcome::Existing(ObjId(2)));
+        assert_eq!(
+            m.apply(Op::DeviceAt { platform: Ref::Obj(ObjId(3)), index: 0 }),
+            Outcome::Err(ErrorCode::InvalidValue)
+        );
+        assert_eq!(m.apply(Op::DevicePlatform(Ref::Obj(ObjId(5)))), Outcome::Existing(ObjId(4)));
+        let Outcome::Created(a) = m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(1)), size: 64 }) else { panic!() };
+        let Outcome::Created(b) = m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(2)), size: 64 }) else { panic!() };
+        let Outcome::Created(c) = m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(5)), size: 64 }) else { panic!() };
+        let copy = |dst, src| Op::CopyDevice { dst: Ref::Obj(dst), src: Ref::Obj(src), len: 8 };
+        assert_eq!(m.apply(copy(a, c)), Outcome::Err(ErrorCode::InvalidArgument), "two platforms");
+        assert_eq!(m.apply(copy(a, b)), Outcome::Err(ErrorCode::Unsupported), "two devices of one platform");
+        // A fault armed on platform 2 does not fire on platform 0's backend.
+        m.apply(fault(2, BackendOp::MemAlloc, ErrorCode::OutOfResources, false));
+        assert!(matches!(m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(1)), size: 8 }), Outcome::Created(_)));
+        assert_eq!(
+            m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(5)), size: 8 }),
+            Outcome::Err(ErrorCode::OutOfResources)
+        );
+        // Teardown: a deinit fault on the absent platform never fires; on platform 2 it does.
+        m.apply(fault(1, BackendOp::Deinit, ErrorCode::BackendFailure, false));
+        m.apply(fault(2, BackendOp::Deinit, ErrorCode::BackendFailure, false));
+        assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 1, released_by_driver: 0 });
+        assert!(m.fault_armed());
     }
 }

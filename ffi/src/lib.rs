@@ -1,12 +1,14 @@
-//! `ordo-ffi`: the C ABI of ordo (`libordo.a`, `libordo.so`, `include/ordo.h`), and the
-//! process-wide default runtime that the C library and the `ordo` command use: the host backend,
-//! plus CUDA (feature `cuda`, on by default) when its driver is present.
+//! `ordo-ffi`: the C ABI of ordo (the `ordo_*` functions and `include/ordo.h`; `ordo-clib` builds
+//! them into `libordo.a` and `libordo.so`), and the process-wide default runtime that the C
+//! library and the `ordo` command use: the host backend, plus CUDA (feature `cuda`, on by
+//! default) when its driver is present.
 //!
 //! Every exported function validates its pointers, converts C enumerations with a specific error
 //! for unknown values, writes out-parameters only on success, records a detail message for the
 //! calling thread on failure, and (with `std`) catches any panic as `ORDO_ERROR_INTERNAL`.
-//! Without default features the crate is `no_std` (host backend only, one shared detail buffer,
-//! a panic handler that aborts) for static linking into firmware-like hosts.
+//! Without default features the crate is `no_std` (host backend only, one shared detail buffer)
+//! for static linking into firmware-like hosts. It defines no panic handler: a Rust firmware
+//! that links this rlib keeps its own, and `ordo-clib`'s no-std C library brings one that aborts.
 #![cfg_attr(not(feature = "std"), no_std)]
 #![allow(non_camel_case_types)] // C type names (`ordo_queue_t`) are the ABI.
 
@@ -97,12 +99,6 @@ pub fn runtime() -> &'static Runtime {
     &RUNTIME
 }
 
-/// The prebuilt `libcore` (compiled with unwinding) references this symbol; a `no_std` build of
-/// the C library uses `panic = "abort"`, so nothing unwinds and it is never called.
-#[cfg(all(not(feature = "std"), not(test)))]
-#[unsafe(no_mangle)]
-pub extern "C" fn rust_eh_personality() {}
-
 /// The image of ordo's built-in program for a platform kind, to pass to `program_load`: the
 /// host backend's `ordo.builtin`, or (feature `cuda`) the built-in PTX. Both hold
 /// `vector_add_f32` and `reduce_sum_f32`. `None` for kinds without one.
@@ -113,17 +109,4 @@ pub fn builtin_program_image(kind: ordo_core::BackendKind) -> Option<&'static [u
         ordo_core::BackendKind::Cuda => Some(ordo_cuda::BUILTIN_PTX.as_bytes()),
         _ => None,
     }
-}
-
-/// Without std, a panic (a bug in ordo: input never panics) aborts the process. (It cannot move
-/// behind a feature yet: cargo builds the staticlib and cdylib of a dependency too, and those need
-/// a handler; the C artifacts first need a package of their own.)
-#[cfg(all(not(feature = "std"), not(test)))]
-#[panic_handler]
-fn panic(_: &core::panic::PanicInfo) -> ! {
-    unsafe extern "C" {
-        fn abort() -> !;
-    }
-    // SAFETY: `abort` takes nothing and never returns.
-    unsafe { abort() }
 }

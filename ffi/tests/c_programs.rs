@@ -13,8 +13,9 @@ fn ffi_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `target/<profile>/` with a fresh `libordo.a`. `cargo test` builds only the rlib that tests
-/// link, so the static library is built here, once per test run, in the same profile.
+/// `target/<profile>/` with a fresh `libordo.a` and `libordo.so`. They are `ordo-clib`'s, which
+/// `cargo test -p ordo-ffi` does not build, so they are built here, once per test run, in the
+/// same profile.
 fn lib_dir() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
@@ -23,7 +24,7 @@ fn lib_dir() -> PathBuf {
             let dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>").to_path_buf();
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let mut cmd = Command::new(cargo);
-            cmd.args(["build", "-p", "ordo-ffi", "--lib"]);
+            cmd.args(["build", "-p", "ordo-clib", "--lib"]);
             if dir.file_name().is_some_and(|n| n == "release") {
                 cmd.arg("--release");
             }

@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release -p ordo-cli -p ordo-cuda --examples --bins
-cargo build --release -p ordo-ffi --lib --examples
+cargo build --release -p ordo-ffi --examples
+cargo build --release -p ordo-clib
 test_bin=$(cargo test --release -p ordo-cuda --test gpu --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:

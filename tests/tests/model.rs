@@ -4,23 +4,35 @@
 //! the lifecycle state and the live-object counts agree; after every full teardown the scripted
 //! backend holds zero live objects and saw no double release.
 //!
+//! Every case runs on a fresh `OwnedRuntime` (created for the case, dropped after it). The
+//! scripted machine has three platforms (two devices; absent; one device), each its own scripted
+//! backend with its own faults; the host machine the host backend and an absent platform.
+//!
 //! Cases: 256 per run by default; `ORDO_PROPTEST_CASES` raises it for long runs.
 
 use std::sync::OnceLock;
 
 use ordo_core::host::{HostArena, HostBackend, HostKernel, HostProgram, HostThread};
-use ordo_core::model::{Model, ModelConfig, ObjId, Op, Outcome, Ref};
+use ordo_core::model::{Model, ModelConfig, ObjId, Op, Outcome, PlatformModel, Ref};
 use ordo_core::scripted::{ScriptedBackend, ScriptedObject};
 use ordo_core::{
     BackendError, BackendOp, Device, DevicePtr, ErrorCode, Event, FillValue, KernelArgs, LaunchDims, MemKind,
-    ObjectKind, Program, Queue, Runtime, Shutdown, State,
+    ObjectKind, OwnedRuntime, Platform, Program, Queue, Shutdown, State,
 };
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
 
 const ARENA: usize = 1 << 20;
-const DEVICES: u32 = 2;
+/// The scripted machine's platforms: each a scripted backend (the second set absent).
+const SCRIPTED_PLATFORMS: &[PlatformModel] = &[
+    PlatformModel { present: true, devices: 2 },
+    PlatformModel { present: false, devices: 1 },
+    PlatformModel { present: true, devices: 1 },
+];
+/// The host machine's: the host backend, and an absent scripted backend.
+const HOST_PLATFORMS: &[PlatformModel] =
+    &[PlatformModel { present: true, devices: 1 }, PlatformModel { present: false, devices: 1 }];
 /// A value that is no handle the runtime ever issued (unknown kind tag).
 const FORGED_HANDLE: u64 = u64::MAX >> 8;
 const FORGED_ADDRESS: u64 = 0xdead_0000;
@@ -47,8 +59,8 @@ struct RefState {
 }
 
 fn reference(scripted: bool) -> RefState {
-    let (devices, alloc_limit) = if scripted { (DEVICES, usize::MAX) } else { (1, ARENA) };
-    let config = ModelConfig { devices, alloc_limit, event_timing: scripted };
+    let (platforms, alloc_limit) = if scripted { (SCRIPTED_PLATFORMS, usize::MAX) } else { (HOST_PLATFORMS, ARENA) };
+    let config = ModelConfig { platforms, alloc_limit, event_timing: scripted };
     RefState { model: Model::new(config), scripted, last: Outcome::Ok }
 }
 
@@ -88,6 +100,22 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
             prop_oneof![1 => obj.clone(), 3 => prop::sample::select(devices.clone())].boxed()
         }
     };
+    // Objects of one kind (live or not), so that two-object operations reach their cross-device
+    // and cross-platform checks often.
+    let of_kind = |kind: ObjectKind| {
+        let ids: Vec<Ref> = (0..n)
+            .filter(|&i| state.model.object(ObjId(i)).is_some_and(|o| o.kind == kind))
+            .map(|i| Ref::Obj(ObjId(i)))
+            .collect();
+        if ids.is_empty() { obj.clone() } else { prop_oneof![1 => obj.clone(), 4 => prop::sample::select(ids)].boxed() }
+    };
+    let (queue, event, kernel, program) = (
+        || of_kind(ObjectKind::Queue),
+        || of_kind(ObjectKind::Event),
+        || of_kind(ObjectKind::Kernel),
+        || of_kind(ObjectKind::Program),
+    );
+    let platform = || of_kind(ObjectKind::Platform);
     let mem = || {
         if allocations.is_empty() {
             obj.clone()
@@ -98,6 +126,11 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
     let mut ops = vec![
         (3, Just(Op::Init).boxed()),
         (2, Just(Op::Shutdown).boxed()),
+        (1, Just(Op::PlatformCount).boxed()),
+        (1, (0u32..4).prop_map(Op::PlatformAt).boxed()),
+        (1, platform().prop_map(Op::PlatformInfo).boxed()),
+        (1, (platform(), 0u32..3).prop_map(|(platform, index)| Op::DeviceAt { platform, index }).boxed()),
+        (1, dev().prop_map(Op::DevicePlatform).boxed()),
         (1, o().prop_map(Op::DeviceInfo).boxed()),
         (4, (dev(), size).prop_map(|(device, size)| Op::MemAlloc { device, size }).boxed()),
         (2, mem().prop_map(Op::MemFree).boxed()),
@@ -117,24 +150,24 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
             1,
             (o(), 0usize..64, 0usize..128).prop_map(|(alloc, offset, count)| Op::Fill { alloc, offset, count }).boxed(),
         ),
-        (1, (o(), o(), 0usize..128).prop_map(|(dst, src, len)| Op::CopyDevice { dst, src, len }).boxed()),
+        (2, (mem(), mem(), 0usize..128).prop_map(|(dst, src, len)| Op::CopyDevice { dst, src, len }).boxed()),
         (1, o().prop_map(Op::MemInfo).boxed()),
-        (3, o().prop_map(Op::QueueCreate).boxed()),
+        (3, dev().prop_map(Op::QueueCreate).boxed()),
         (1, o().prop_map(Op::QueueQuery).boxed()),
-        (1, (o(), o()).prop_map(|(queue, event)| Op::QueueWaitEvent { queue, event }).boxed()),
+        (2, (queue(), event()).prop_map(|(queue, event)| Op::QueueWaitEvent { queue, event }).boxed()),
         (1, o().prop_map(Op::EventSynchronize).boxed()),
         (1, o().prop_map(Op::EventQuery).boxed()),
-        (1, (o(), o()).prop_map(|(start, end)| Op::EventElapsed { start, end }).boxed()),
+        (1, (event(), event()).prop_map(|(start, end)| Op::EventElapsed { start, end }).boxed()),
         (1, o().prop_map(Op::KernelProgram).boxed()),
         (1, o().prop_map(Op::QueueDestroy).boxed()),
         (1, o().prop_map(Op::QueueSynchronize).boxed()),
-        (2, o().prop_map(Op::EventCreate).boxed()),
+        (2, dev().prop_map(Op::EventCreate).boxed()),
         (1, o().prop_map(Op::EventDestroy).boxed()),
-        (2, (o(), o()).prop_map(|(event, queue)| Op::EventRecord { event, queue }).boxed()),
-        (3, (o(), prop::bool::weighted(0.8)).prop_map(|(device, valid)| Op::ProgramLoad { device, valid }).boxed()),
+        (2, (event(), queue()).prop_map(|(event, queue)| Op::EventRecord { event, queue }).boxed()),
+        (3, (dev(), prop::bool::weighted(0.8)).prop_map(|(device, valid)| Op::ProgramLoad { device, valid }).boxed()),
         (1, o().prop_map(Op::ProgramUnload).boxed()),
-        (3, (o(), 0u8..3).prop_map(|(program, name)| Op::KernelGet { program, name }).boxed()),
-        (3, (o(), o()).prop_map(|(queue, kernel)| Op::Launch { queue, kernel }).boxed()),
+        (3, (program(), 0u8..3).prop_map(|(program, name)| Op::KernelGet { program, name }).boxed()),
+        (3, (queue(), kernel()).prop_map(|(queue, kernel)| Op::Launch { queue, kernel }).boxed()),
     ];
     if state.scripted {
         let op = prop::sample::select(BackendOp::ALL.to_vec());
@@ -145,8 +178,9 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
             ErrorCode::InvalidValue,
             ErrorCode::Unknown,
         ]);
-        let fault =
-            (op, code, prop::bool::weighted(0.3)).prop_map(|(op, code, released)| Op::ArmFault { op, code, released });
+        let platforms = SCRIPTED_PLATFORMS.len() as u8;
+        let fault = (0..platforms, op, code, prop::bool::weighted(0.3))
+            .prop_map(|(platform, op, code, released)| Op::ArmFault { platform, op, code, released });
         ops.push((2, fault.boxed()));
     }
     proptest::strategy::Union::new_weighted(ops).boxed()
@@ -203,39 +237,54 @@ reference_machine!(ScriptedModel, true);
 // ---- system under test ----------------------------------------------------------------------
 
 struct Sut {
-    rt: &'static Runtime,
-    scripted: Option<&'static ScriptedBackend>,
+    /// A fresh runtime for this case (dropped with it: torn down, backends free for the next).
+    rt: OwnedRuntime<'static>,
+    /// The scripted backends, one per platform (scripted machine only).
+    scripted: Vec<&'static ScriptedBackend>,
     /// Model object id -> raw handle (or base address for allocations).
     handles: Vec<u64>,
 }
 
+/// A scripted backend per entry of `platforms`, each with its own address range, made once.
+fn scripted_backends() -> &'static [&'static ScriptedBackend] {
+    static BACKENDS: OnceLock<Vec<&'static ScriptedBackend>> = OnceLock::new();
+    BACKENDS.get_or_init(|| {
+        SCRIPTED_PLATFORMS
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let base = 0x7000_0000_0000 + ((i as u64) << 40);
+                let b: &'static ScriptedBackend =
+                    Box::leak(Box::new(ScriptedBackend::with_address_base(p.devices, base)));
+                b.set_present(p.present);
+                b
+            })
+            .collect()
+    })
+}
+
 fn host_sut() -> Sut {
-    static RT: OnceLock<&'static Runtime> = OnceLock::new();
-    let rt = *RT.get_or_init(|| {
-        let arena: &'static HostArena<ARENA> = Box::leak(Box::new(HostArena::new()));
-        let host: &'static HostBackend = Box::leak(Box::new(HostBackend::new(arena, HOST_PROGRAMS, None)));
-        ordo_tests::runtime(vec![host])
+    static ARENA_BYTES: HostArena<ARENA> = HostArena::new();
+    static HOST: HostBackend = HostBackend::new(&ARENA_BYTES, HOST_PROGRAMS, None);
+    static ABSENT: OnceLock<&'static ScriptedBackend> = OnceLock::new();
+    let absent = *ABSENT.get_or_init(|| {
+        let b: &'static ScriptedBackend = Box::leak(Box::new(ScriptedBackend::new(1)));
+        b.set_present(false);
+        b
     });
-    Sut { rt, scripted: None, handles: Vec::new() }
+    Sut { rt: OwnedRuntime::new(&[&HOST, absent]), scripted: Vec::new(), handles: Vec::new() }
 }
 
 fn scripted_sut() -> Sut {
-    static RT: OnceLock<(&'static ScriptedBackend, &'static Runtime)> = OnceLock::new();
-    let (b, rt) = *RT.get_or_init(|| ordo_tests::scripted_runtime(DEVICES));
-    Sut { rt, scripted: Some(b), handles: Vec::new() }
+    let backends = scripted_backends();
+    for b in backends {
+        b.reset();
+    }
+    let list: Vec<&'static dyn ordo_core::Backend> = backends.iter().map(|&b| b as &dyn ordo_core::Backend).collect();
+    Sut { rt: OwnedRuntime::new(&list), scripted: backends.to_vec(), handles: Vec::new() }
 }
 
 impl Sut {
-    /// Brings the shared runtime back to `Uninit` and a fresh backend before a case.
-    fn reset(self) -> Self {
-        while self.rt.shutdown().is_ok() {}
-        assert_eq!(self.rt.state(), State::Uninit);
-        if let Some(b) = self.scripted {
-            b.reset();
-        }
-        self
-    }
-
     fn raw(&self, r: Ref) -> u64 {
         match r {
             Ref::Null => 0,
@@ -254,7 +303,7 @@ impl Sut {
     /// Runs `op` on the runtime; returns the outcome in the model's terms, and the raw value of a
     /// created or returned object.
     fn run(&mut self, op: Op) -> (Outcome, Option<u64>) {
-        let rt = self.rt;
+        let rt: &ordo_core::Runtime = &self.rt;
         let err = |e: ordo_core::Error| (Outcome::Err(e.code), None);
         let unit = |r: ordo_core::Result<()>| r.map_or_else(err, |()| (Outcome::Ok, None));
         let made = |r: ordo_core::Result<u64>| r.map_or_else(err, |v| (Outcome::Created(ObjId(u32::MAX)), Some(v)));
@@ -267,11 +316,20 @@ impl Sut {
                 }
                 Err(e) => err(e),
             },
-            Op::ArmFault { op, code, released } => {
+            Op::ArmFault { platform, op, code, released } => {
                 let error = BackendError { code, native: -7, released_by_driver: released, message: "injected" };
-                self.scripted.expect("faults only on the scripted backend").fail_next(op, error);
+                self.scripted[usize::from(platform)].fail_next(op, error);
                 (Outcome::Ok, None)
             }
+            Op::PlatformCount => rt.platform_count().map_or_else(err, |n| (Outcome::Count(n), None)),
+            Op::PlatformAt(i) => made(rt.platform(i).map(Platform::to_raw)),
+            Op::PlatformInfo(p) => rt.platform_info(Platform::from_raw(self.raw(p))).map_or_else(err, |info| {
+                (Outcome::PlatformInfo { devices: info.device_count, available: info.absent.is_none() }, None)
+            }),
+            Op::DeviceAt { platform, index } => {
+                made(rt.device(Platform::from_raw(self.raw(platform)), index).map(Device::to_raw))
+            }
+            Op::DevicePlatform(d) => made(rt.device_platform(Device::from_raw(self.raw(d))).map(Platform::to_raw)),
             Op::DeviceInfo(d) => rt
                 .device_info(Device::from_raw(self.raw(d)), ordo_core::DeviceInfo::Name)
                 .map_or_else(err, |_| (Outcome::Ok, None)),
@@ -318,7 +376,7 @@ impl Sut {
                 unit(rt.event_record(Event::from_raw(self.raw(event)), Queue::from_raw(self.raw(queue))))
             }
             Op::ProgramLoad { device, valid } => {
-                let image: &[u8] = match (valid, self.scripted.is_some()) {
+                let image: &[u8] = match (valid, !self.scripted.is_empty()) {
                     (true, false) => b"test.prog",
                     (true, true) => b"some image",
                     (false, _) => b"bad image",
@@ -348,20 +406,25 @@ fn check_step(sut: &mut Sut, op: Op, expected: Outcome) {
             sut.handles.push(value.expect("created value"));
         }
         Outcome::Existing(id) => {
-            assert!(matches!(got, Outcome::Created(_)), "{op:?}: expected the existing kernel, got {got:?}");
-            assert_eq!(value, Some(sut.handles[id.0 as usize]), "{op:?}: same name gives the same handle");
+            assert!(matches!(got, Outcome::Created(_)), "{op:?}: expected an existing object, got {got:?}");
+            assert_eq!(value, Some(sut.handles[id.0 as usize]), "{op:?}: the same object's handle");
         }
         Outcome::Initialized { first, count } => {
             assert_eq!(got, Outcome::Ok, "{op:?}");
             assert_eq!(first.0 as usize, sut.handles.len());
-            let platform = sut.rt.platform(0).expect("platform 0");
-            for i in 0..count {
-                sut.handles.push(sut.rt.device(platform, i).expect("device").to_raw());
+            // Platforms in registration order, each followed by its devices: the model's order.
+            for p in 0..sut.rt.platform_count().expect("platform count") {
+                let platform = sut.rt.platform(p).expect("platform");
+                sut.handles.push(platform.to_raw());
+                for i in 0..sut.rt.platform_info(platform).expect("platform info").device_count {
+                    sut.handles.push(sut.rt.device(platform, i).expect("device").to_raw());
+                }
             }
+            assert_eq!(sut.handles.len(), (first.0 + count) as usize, "as many platforms and devices as the model");
         }
         Outcome::TornDown { .. } => {
             assert_eq!(got, expected, "{op:?}");
-            if let Some(b) = sut.scripted {
+            for b in &sut.scripted {
                 assert_eq!(b.live_total(), 0, "scripted backend holds no live object after teardown");
                 assert!(!b.is_up());
             }
@@ -369,7 +432,7 @@ fn check_step(sut: &mut Sut, op: Op, expected: Outcome) {
         Outcome::ModelFull => {}
         _ => assert_eq!(got, expected, "{op:?}"),
     }
-    if let Some(b) = sut.scripted {
+    for b in &sut.scripted {
         assert_eq!(b.double_releases(), 0, "{op:?}: an object was released twice");
         assert_eq!(b.calls_while_down(), 0, "{op:?}: a backend call outside init");
     }
@@ -385,6 +448,7 @@ fn check_counts(sut: &Sut, model: &Model<512>) {
         return;
     }
     let live = sut.rt.live_objects().expect("live objects");
+    assert_eq!(live.platforms, model.live(ObjectKind::Platform), "live platforms");
     let counts = [
         (live.devices, ObjectKind::Device, ScriptedObject::Device),
         (live.queues, ObjectKind::Queue, ScriptedObject::Queue),
@@ -394,8 +458,9 @@ fn check_counts(sut: &Sut, model: &Model<512>) {
     ];
     for (runtime, kind, scripted) in counts {
         assert_eq!(runtime, model.live(kind), "live {kind} in the runtime");
-        if let Some(b) = sut.scripted {
-            assert_eq!(b.live(scripted), model.live(kind), "live {kind} in the scripted backend");
+        if !sut.scripted.is_empty() {
+            let backends: usize = sut.scripted.iter().map(|b| b.live(scripted)).sum();
+            assert_eq!(backends, model.live(kind), "live {kind} in the scripted backends");
         }
     }
     assert_eq!(live.kernels, model.live(ObjectKind::Kernel), "live kernels");
@@ -408,7 +473,9 @@ macro_rules! machine_test {
             type Reference = $reference;
 
             fn init_test(_: &RefState) -> Sut {
-                $make.reset()
+                let sut = $make;
+                assert_eq!(sut.rt.state(), State::Uninit);
+                sut
             }
 
             fn apply(mut sut: Sut, state: &RefState, op: Op) -> Sut {

@@ -28,27 +28,56 @@ fn no_std_binary_builds_and_runs() {
     assert!(stdout.contains("init, alloc, copy, launch, verify, shutdown: ok"), "{stdout}");
 }
 
-/// Builds `tests/ffi_no_std_proof` (the C library without std: a `no_std` staticlib of `ordo-ffi`
-/// with the host backend only and its own panic handler) and runs a C program linked against it.
-#[test]
-fn no_std_c_library_builds_links_and_runs() {
-    let root = build_proof("ffi_no_std_proof");
-    let exe = root.join("target/proof");
+/// Links `tests/ffi_no_std_proof/main.c` against `library` and runs it.
+fn link_and_run_c_proof(library: &Path, exe: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("ffi_no_std_proof");
     let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ffi/include");
     let link = Command::new("cc")
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-I"])
         .arg(include)
         .arg(root.join("main.c"))
-        .arg(root.join("target/release/libordo_ffi_no_std_proof.a"))
+        .arg(library)
         .args(["-lc", "-o"])
-        .arg(&exe)
+        .arg(exe)
         .output()
         .expect("cc runs");
     assert!(link.status.success(), "linking failed:\n{}", String::from_utf8_lossy(&link.stderr));
-    let run = Command::new(&exe).output().expect("the proof program runs");
+    let run = Command::new(exe).output().expect("the proof program runs");
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert_eq!(run.status.code(), Some(0), "stdout: {stdout} stderr: {}", String::from_utf8_lossy(&run.stderr));
     assert!(stdout.contains("no_std C library: init, alloc, copy, launch, verify, shutdown: ok"), "{stdout}");
+}
+
+/// Builds `tests/ffi_no_std_proof` (a Rust firmware's staticlib over the `ordo-ffi` rlib without
+/// std, with its own panic handler: `ordo-ffi` must bring none) and runs a C program linked
+/// against it.
+#[test]
+fn no_std_c_abi_in_a_firmware_staticlib_builds_links_and_runs() {
+    let root = build_proof("ffi_no_std_proof");
+    link_and_run_c_proof(&root.join("target/release/libordo_ffi_no_std_proof.a"), &root.join("target/proof"));
+}
+
+/// The shipped C library without std: `ordo-clib --no-default-features` (panic = "abort", its
+/// own aborting panic handler), linked into the same C program.
+#[test]
+fn shipped_no_std_c_library_builds_links_and_runs() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let target_dir = workspace.join("target/clib-nostd");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let build = Command::new(cargo)
+        .args(["build", "--release", "-p", "ordo-clib", "--no-default-features", "--target-dir"])
+        .arg(&target_dir)
+        .current_dir(&workspace)
+        .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo runs");
+    assert!(
+        build.status.success(),
+        "ordo-clib without std failed to build:\n{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    link_and_run_c_proof(&target_dir.join("release/libordo.a"), &target_dir.join("proof"));
 }
 
 /// Whether an optional tool or target is there; with `CI=true` a missing one fails the test.
