@@ -23,17 +23,49 @@ pub const HOST_ALIGN: usize = 256;
 /// device (a larger grid would keep every other host call, and the final shutdown, waiting).
 pub const HOST_LAUNCH_LIMITS: LaunchLimits = LaunchLimits { threads_per_launch: 1 << 28, ..LaunchLimits::CUDA };
 
-/// A region of memory the host backend allocates from. The backend asks for it once per `init`
-/// and uses that region until its `deinit`.
+/// A region of memory the host backend allocates from, and the storage for the backend's
+/// bookkeeping of it. The backend asks for the region once per `init` and uses it until its
+/// `deinit`.
+///
+/// The bookkeeping (free ranges, events: about 140 KB at default capacities) lives with the
+/// arena rather than in the `HostBackend`, because a backend holds pointers and so sits in
+/// `.data`, while an arena is all zeros and sits in `.bss` (no file size, no flash).
 ///
 /// # Safety
 /// The region `region` returns is valid for reads and writes, initialised, and not accessed by
-/// anything but the one `HostBackend` built over it (and the code its allocations are handed to)
+/// anything but the `HostBackend` built over it (and the code its allocations are handed to)
 /// from that call until the backend's `deinit`. An empty region (length below `HOST_ALIGN`)
-/// makes the host platform absent.
+/// makes the host platform absent. `bookkeeping` returns the same object every time.
 pub unsafe trait ArenaRegion: Sync {
     /// Start and length of the region.
     fn region(&self) -> (*mut u8, usize);
+    /// The host backend's bookkeeping for this arena (a `HostBookkeeping::new()` kept beside
+    /// the region).
+    fn bookkeeping(&self) -> &HostBookkeeping;
+}
+
+/// The host backend's bookkeeping of one arena: its free ranges and events. All zeros when new,
+/// so a `static` arena holding one stays in `.bss`. Only `HostBackend` reads it.
+pub struct HostBookkeeping(spin::Mutex<HostState>);
+
+impl HostBookkeeping {
+    /// Fresh bookkeeping (nothing allocated; the backend is not initialised).
+    pub const fn new() -> Self {
+        Self(spin::Mutex::new(HostState {
+            up: false,
+            base: core::ptr::null_mut(),
+            len: 0,
+            free: heapless::Vec::new(),
+            events: [EVENT_FREE; MAX_EVENTS],
+            next_queue: 0,
+        }))
+    }
+}
+
+impl Default for HostBookkeeping {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// An arena the host program gives at run time (`provide`), for firmware hosts that place it
@@ -42,6 +74,7 @@ pub unsafe trait ArenaRegion: Sync {
 pub struct ProvidedArena {
     base: core::sync::atomic::AtomicPtr<u8>,
     len: core::sync::atomic::AtomicUsize,
+    bookkeeping: HostBookkeeping,
 }
 
 impl ProvidedArena {
@@ -50,6 +83,7 @@ impl ProvidedArena {
         Self {
             base: core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()),
             len: core::sync::atomic::AtomicUsize::new(0),
+            bookkeeping: HostBookkeeping::new(),
         }
     }
 
@@ -100,17 +134,23 @@ unsafe impl ArenaRegion for ProvidedArena {
             len => (self.base.load(Ordering::Acquire), len),
         }
     }
+    fn bookkeeping(&self) -> &HostBookkeeping {
+        &self.bookkeeping
+    }
 }
 
-/// A fixed arena of `N` bytes, meant to be a `static`. It starts zeroed (so it sits in `.bss`
-/// and a fresh allocation never exposes uninitialised bytes).
+/// A fixed arena of `N` bytes and its bookkeeping, meant to be a `static`. It starts zeroed (so
+/// it sits in `.bss` and a fresh allocation never exposes uninitialised bytes).
 #[repr(C, align(256))]
-pub struct HostArena<const N: usize>(UnsafeCell<[u8; N]>);
+pub struct HostArena<const N: usize> {
+    bytes: UnsafeCell<[u8; N]>,
+    bookkeeping: HostBookkeeping,
+}
 
 impl<const N: usize> HostArena<N> {
     /// A new, zeroed arena (place it in a `static`).
     pub const fn new() -> Self {
-        Self(UnsafeCell::new([0; N]))
+        Self { bytes: UnsafeCell::new([0; N]), bookkeeping: HostBookkeeping::new() }
     }
 }
 
@@ -129,7 +169,10 @@ unsafe impl<const N: usize> Sync for HostArena<N> {}
 // derived from the `UnsafeCell`, so writes through it are allowed.
 unsafe impl<const N: usize> ArenaRegion for HostArena<N> {
     fn region(&self) -> (*mut u8, usize) {
-        (self.0.get().cast::<u8>(), N)
+        (self.bytes.get().cast::<u8>(), N)
+    }
+    fn bookkeeping(&self) -> &HostBookkeeping {
+        &self.bookkeeping
     }
 }
 
@@ -182,7 +225,7 @@ const EVENT_UNRECORDED: u64 = 1;
 /// Recorded events hold their timestamp plus this offset.
 const EVENT_RECORDED_BASE: u64 = 2;
 
-struct HostState {
+pub(crate) struct HostState {
     up: bool,
     /// The arena as it was at `init` (used until `deinit`): its first `HOST_ALIGN`-aligned byte,
     /// and the region's length.
@@ -210,7 +253,6 @@ pub struct HostBackend {
     arena: &'static dyn ArenaRegion,
     programs: &'static [HostProgram],
     clock_ns: Option<fn() -> u64>,
-    state: spin::Mutex<HostState>,
     exec: spin::Mutex<()>,
 }
 
@@ -226,25 +268,17 @@ impl HostBackend {
         programs: &'static [HostProgram],
         clock_ns: Option<fn() -> u64>,
     ) -> Self {
-        Self {
-            arena,
-            programs,
-            clock_ns,
-            state: spin::Mutex::new(HostState {
-                up: false,
-                base: core::ptr::null_mut(),
-                len: 0,
-                free: heapless::Vec::new(),
-                events: [EVENT_FREE; MAX_EVENTS],
-                next_queue: 1,
-            }),
-            exec: spin::Mutex::new(()),
-        }
+        Self { arena, programs, clock_ns, exec: spin::Mutex::new(()) }
+    }
+
+    /// The bookkeeping of the arena (a backend over it is the only reader).
+    fn bookkeeping(&self) -> &spin::Mutex<HostState> {
+        &self.arena.bookkeeping().0
     }
 
     /// Bytes of the arena not allocated right now (0 when the backend is not initialised).
     pub fn free_bytes(&self) -> usize {
-        self.state.lock().free.iter().map(|&(_, blocks)| blocks as usize * HOST_ALIGN).sum()
+        self.bookkeeping().lock().free.iter().map(|&(_, blocks)| blocks as usize * HOST_ALIGN).sum()
     }
 
     fn program_index(&self, image: &[u8]) -> Option<usize> {
@@ -264,7 +298,7 @@ impl HostBackend {
         if device != 0 {
             return Err(err(ErrorCode::InvalidArgument, "the host platform has one device, 0"));
         }
-        let s = self.state.lock();
+        let s = self.bookkeeping().lock();
         if !s.up {
             return Err(err(ErrorCode::Uninitialized, "the host backend is not initialised"));
         }
@@ -293,7 +327,7 @@ impl Backend for HostBackend {
     }
 
     fn init(&self) -> BackendResult<u32> {
-        let mut s = self.state.lock();
+        let mut s = self.bookkeeping().lock();
         if s.up {
             return Err(err(ErrorCode::Busy, "the host backend is already initialised (by another runtime)"));
         }
@@ -313,7 +347,7 @@ impl Backend for HostBackend {
     }
 
     unsafe fn deinit(&self) -> BackendResult<()> {
-        let mut s = self.state.lock();
+        let mut s = self.bookkeeping().lock();
         s.up = false;
         s.free.clear();
         (s.base, s.len) = (core::ptr::null_mut(), 0);
@@ -327,8 +361,8 @@ impl Backend for HostBackend {
             if self.exec.is_locked() {
                 self.exec.force_unlock();
             }
-            if self.state.is_locked() {
-                self.state.force_unlock();
+            if self.bookkeeping().is_locked() {
+                self.bookkeeping().force_unlock();
             }
             self.deinit().ok();
         }
@@ -346,7 +380,7 @@ impl Backend for HostBackend {
         Ok(match key {
             DeviceInfo::Name => InfoValue::text("host CPU (calling thread)"),
             DeviceInfo::ComputeCapability => InfoValue::Version(0, 0),
-            DeviceInfo::TotalMemory => InfoValue::Int(self.state.lock().len as u64),
+            DeviceInfo::TotalMemory => InfoValue::Int(self.bookkeeping().lock().len as u64),
             DeviceInfo::MultiprocessorCount | DeviceInfo::WarpSize => InfoValue::Int(1),
             _ => InfoValue::Int(0), // shared memory: the host backend has none
         })
@@ -373,7 +407,7 @@ impl Backend for HostBackend {
     }
 
     unsafe fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
-        let mut s = self.state.lock();
+        let mut s = self.bookkeeping().lock();
         // A live allocation of this arena (the contract): its block offset and length fit in u32.
         let offset = ((addr - s.base as u64) as usize / HOST_ALIGN) as u32;
         let len = size.div_ceil(HOST_ALIGN) as u32;
@@ -463,13 +497,13 @@ impl Backend for HostBackend {
     }
 
     unsafe fn event_destroy(&self, _: u32, event: u64) -> BackendResult<()> {
-        *Self::event_slot(&mut self.state.lock(), event)? = EVENT_FREE;
+        *Self::event_slot(&mut self.bookkeeping().lock(), event)? = EVENT_FREE;
         Ok(())
     }
 
     unsafe fn event_record(&self, _: u32, event: u64, _: u64) -> BackendResult<()> {
         let now = self.clock_ns.map_or(0, |clock| clock());
-        *Self::event_slot(&mut self.state.lock(), event)? = EVENT_RECORDED_BASE.saturating_add(now);
+        *Self::event_slot(&mut self.bookkeeping().lock(), event)? = EVENT_RECORDED_BASE.saturating_add(now);
         Ok(())
     }
 
@@ -485,7 +519,7 @@ impl Backend for HostBackend {
         if self.clock_ns.is_none() {
             return Err(err(ErrorCode::Unsupported, "host backend was built without a clock"));
         }
-        let mut s = self.state.lock();
+        let mut s = self.bookkeeping().lock();
         let a = *Self::event_slot(&mut s, start)?;
         let b = *Self::event_slot(&mut s, end)?;
         if a < EVENT_RECORDED_BASE || b < EVENT_RECORDED_BASE {

@@ -62,6 +62,9 @@ unsafe impl ArenaRegion for DefaultArena {
         }
         self.0.region()
     }
+    fn bookkeeping(&self) -> &ordo_core::host::HostBookkeeping {
+        self.0.bookkeeping()
+    }
 }
 
 static ARENA: DefaultArena = DefaultArena(ProvidedArena::new());
