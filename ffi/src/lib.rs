@@ -15,6 +15,8 @@
 mod boundary;
 mod lifecycle;
 mod memory;
+#[cfg(feature = "mlir")]
+pub mod mlir;
 mod objects;
 mod program;
 mod queue;

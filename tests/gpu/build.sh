@@ -19,4 +19,14 @@ cp "$test_bin" gpu-bin/gpu_tests
 strip gpu-bin/*
 # The C library (for the C-ABI benchmark, compiled on the device from tests/gpu/c_launch_bench.c).
 cp target/release/libordo.a gpu-bin/ && strip --strip-debug gpu-bin/libordo.a
+# The MLIR programs of tests/mlir, compiled here (the GPU machine has no MLIR tools) against a
+# libordo.so with feature `mlir`, each with libordo.so.0 beside it.
+if [ -x /usr/lib/llvm-22/bin/mlir-opt ]; then
+  cargo build --release -p ordo-clib --features mlir --target-dir target/mlir
+  bash tests/mlir/build.sh gpu-bin/mlir target/mlir/release
+  rm -f gpu-bin/mlir/*.ll gpu-bin/mlir/*.llvm.mlir gpu-bin/mlir/*.o
+  strip gpu-bin/mlir/libordo.so.0
+else
+  echo "mlir-22-tools missing: gpu-bin/mlir not built" >&2
+fi
 ls -la gpu-bin

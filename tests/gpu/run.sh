@@ -66,6 +66,18 @@ if [ -n "$cc" ]; then
   quiet_exit atexit_hook_c /tmp/atexit_hook_c
 fi
 
+echo "== MLIR programs (tests/mlir, compiled ahead of time, libordo.so in place of the CUDA wrappers)"
+if [ -d gpu-bin/mlir ]; then
+  for prog in gpu-bin/mlir/*; do
+    [ -x "$prog" ] && [ -f "$prog" ] && [ "${prog##*.}" != "0" ] || continue
+    name=mlir_$(basename "$prog")
+    echo "--- $name output"
+    quiet_exit "$name" "$prog"
+  done
+else
+  echo "FAIL mlir (gpu-bin/mlir was not built: no mlir-22-tools where build.sh ran)"; status=1
+fi
+
 echo "== benchmarks"
 step bench gpu-bin/cuda_bench
 step ordo_bench gpu-bin/ordo bench

@@ -361,6 +361,14 @@ impl Runtime {
         })
     }
 
+    /// The device a queue belongs to.
+    pub fn queue_device(&self, queue: Queue) -> Result<Device> {
+        self.with_shared(|t| {
+            let q = t.queues.get(queue.0)?;
+            Ok(Device(t.devices.handle_at(q.device)))
+        })
+    }
+
     /// Makes later work on `queue` wait until `event` has completed.
     pub fn queue_wait_event(&self, queue: Queue, event: Event) -> Result<()> {
         self.with_shared(|t| {

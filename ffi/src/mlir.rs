@@ -1,0 +1,519 @@
+//! The MLIR CUDA runtime ABI (`mgpu*`, MLIR 22) on ordo's default runtime (feature `mlir`), so
+//! that `libordo.so` can stand in for `libmlir_cuda_runtime.so`.
+//!
+//! Every signature is the one `mlir-opt -gpu-lower-to-nvvm-pipeline | mlir-translate
+//! --mlir-to-llvmir` declares (checked against Debian's `mlir-22-tools`; see `tests/mlir/`).
+//! Modules, functions, streams and events handed to MLIR code are ordo handles cast to pointers,
+//! so a stale one (a module unloaded by a global destructor after ordo's at-exit teardown) is
+//! recognised and ignored, never passed to the driver. Device memory is named by its address,
+//! which ordo's allocation table checks the same way.
+//!
+//! The first call (usually `mgpuModuleLoadJIT` from a global constructor) initialises ordo and
+//! registers its at-exit teardown (`ordo_shutdown_at_exit`), after the driver is up, so it runs
+//! before the driver's own exit handlers. Without a CUDA device it prints one line saying so and
+//! exits with status 1 (an MLIR program cannot go on without one). Genuine errors print one line
+//! to stderr, as upstream does; calls on objects already released by the teardown print nothing.
+//!
+//! Faster than upstream on the path MLIR emits for a synchronous `gpu.launch_func`
+//! (get function, stream create, launch, stream synchronize, stream destroy): streams come from
+//! and go back to a per-device pool instead of the driver, and a function already looked up is
+//! found in a cache under a read lock.
+//!
+//! Not provided (absent from `libordo.so`; programs using them do not link): cluster launches,
+//! host-memory registration and its MemRef variants, tensor-map encoding, the cuSPARSE and
+//! cuSPARSELt helpers, and dynamic shared memory above the 48 KiB default.
+
+use core::ffi::{c_char, c_void};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::{Mutex, Once, RwLock};
+
+use ordo_core::{
+    BackendKind, CopyKind, Device, DevicePtr, ErrorCode, Event, FillValue, Kernel, KernelArgs, LaunchDims, MemKind,
+    Program, Queue,
+};
+
+use crate::runtime;
+
+/// Runs an exported function's body; a panic (a bug in ordo) prints one line and gives `fallback`.
+fn contain_or<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|_| {
+        eprintln!("ordo: mgpu: internal error (a panic in ordo, caught at the C boundary)");
+        fallback
+    })
+}
+
+std::thread_local! {
+    /// `mgpuSetDefaultDevice`: the CUDA device ordinal this thread's calls use.
+    static DEFAULT_DEVICE: Cell<u32> = const { Cell::new(0) };
+}
+
+/// One line on stderr for a genuine error (upstream prints one per failed driver call).
+fn report(what: &str, e: &ordo_core::Error) {
+    if matches!(e.code, ErrorCode::Uninitialized) {
+        return; // a late call after the at-exit teardown: benign
+    }
+    eprintln!("'{what}' failed with '{e}'");
+}
+
+/// Initialises ordo once (and registers its at-exit teardown after the driver is up). Without a
+/// CUDA device, says so and exits with status 1.
+fn ensure_init() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let rt = runtime();
+        if let Err(e) = rt.init() {
+            eprintln!("ordo: mgpu: initialisation failed: {e}");
+            std::process::exit(1);
+        }
+        crate::lifecycle::ordo_shutdown_at_exit();
+        if cuda_device_count() == 0 {
+            let reason = cuda_platform()
+                .and_then(|p| rt.platform_info(p).ok())
+                .and_then(|i| i.absent)
+                .map_or_else(|| "no device".to_string(), |e| e.message.to_string());
+            eprintln!("ordo: no CUDA device ({reason}); this MLIR program needs one");
+            std::process::exit(1);
+        }
+    });
+}
+
+fn cuda_platform() -> Option<ordo_core::Platform> {
+    let rt = runtime();
+    let count = rt.platform_count().ok()?;
+    (0..count)
+        .filter_map(|i| rt.platform(i).ok())
+        .find(|&p| rt.platform_info(p).is_ok_and(|i| i.kind == BackendKind::Cuda))
+}
+
+fn cuda_device_count() -> u32 {
+    cuda_platform().and_then(|p| runtime().platform_info(p).ok()).map_or(0, |i| i.device_count)
+}
+
+/// The calling thread's default CUDA device.
+fn device() -> Option<Device> {
+    ensure_init();
+    let p = cuda_platform()?;
+    runtime().device(p, DEFAULT_DEVICE.with(Cell::get)).ok()
+}
+
+fn to_ptr(raw: u64) -> *mut c_void {
+    raw as usize as *mut c_void
+}
+
+fn from_ptr(p: *mut c_void) -> u64 {
+    p as usize as u64
+}
+
+// ---- streams: a pool per device ---------------------------------------------------------------
+
+/// Idle queues by device handle (raw). A handle from before a teardown is stale and the device's
+/// entry is dropped when found so.
+static STREAM_POOL: Mutex<Vec<(u64, Vec<Queue>)>> = Mutex::new(Vec::new());
+
+/// The queue that stands for a null stream, per device (created on first use).
+static NULL_STREAMS: Mutex<Vec<(u64, Queue)>> = Mutex::new(Vec::new());
+
+fn pooled_queue(d: Device) -> Option<Queue> {
+    let rt = runtime();
+    let mut pool = STREAM_POOL.lock().unwrap_or_else(|p| p.into_inner());
+    pool.retain(|(dev, _)| rt.device_platform(Device::from_raw(*dev)).is_ok());
+    pool.iter_mut().find(|(dev, _)| *dev == d.to_raw()).and_then(|(_, q)| q.pop())
+}
+
+fn stream_or_null(stream: *mut c_void) -> Option<Queue> {
+    if !stream.is_null() {
+        return Some(Queue::from_raw(from_ptr(stream)));
+    }
+    let d = device()?;
+    let rt = runtime();
+    let mut nulls = NULL_STREAMS.lock().unwrap_or_else(|p| p.into_inner());
+    nulls.retain(|(dev, _)| rt.device_platform(Device::from_raw(*dev)).is_ok());
+    if let Some((_, q)) = nulls.iter().find(|(dev, _)| *dev == d.to_raw()) {
+        return Some(*q);
+    }
+    match rt.queue_create(d) {
+        Ok(q) => {
+            nulls.push((d.to_raw(), q));
+            Some(q)
+        }
+        Err(e) => {
+            report("cuStreamCreate", &e);
+            None
+        }
+    }
+}
+
+/// `mgpuStreamCreate() -> ptr`: a stream of the default device, from the pool when one is idle.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuStreamCreate() -> *mut c_void {
+    contain_or(core::ptr::null_mut(), || {
+        let Some(d) = device() else { return core::ptr::null_mut() };
+        if let Some(q) = pooled_queue(d) {
+            return to_ptr(q.to_raw());
+        }
+        match runtime().queue_create(d) {
+            Ok(q) => to_ptr(q.to_raw()),
+            Err(e) => {
+                report("cuStreamCreate", &e);
+                core::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// `mgpuStreamDestroy(ptr)`: the stream goes back to its device's pool (its queued work keeps
+/// running, as after `cuStreamDestroy`). A stale stream is ignored.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuStreamDestroy(stream: *mut c_void) {
+    contain_or((), || {
+        let q = Queue::from_raw(from_ptr(stream));
+        let rt = runtime();
+        let Ok(d) = rt.queue_device(q) else { return };
+        let mut pool = STREAM_POOL.lock().unwrap_or_else(|p| p.into_inner());
+        match pool.iter_mut().find(|(dev, _)| *dev == d.to_raw()) {
+            Some((_, queues)) => queues.push(q),
+            None => pool.push((d.to_raw(), vec![q])),
+        }
+    })
+}
+
+/// `mgpuStreamSynchronize(ptr)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuStreamSynchronize(stream: *mut c_void) {
+    contain_or((), || {
+        let Some(q) = stream_or_null(stream) else { return };
+        if let Err(e) = runtime().queue_synchronize(q) {
+            report("cuStreamSynchronize", &e);
+        }
+    })
+}
+
+/// `mgpuStreamWaitEvent(ptr stream, ptr event)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuStreamWaitEvent(stream: *mut c_void, event: *mut c_void) {
+    contain_or((), || {
+        let Some(q) = stream_or_null(stream) else { return };
+        if let Err(e) = runtime().queue_wait_event(q, Event::from_raw(from_ptr(event))) {
+            report("cuStreamWaitEvent", &e);
+        }
+    })
+}
+
+// ---- events -----------------------------------------------------------------------------------
+
+/// `mgpuEventCreate() -> ptr`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuEventCreate() -> *mut c_void {
+    contain_or(core::ptr::null_mut(), || {
+        let Some(d) = device() else { return core::ptr::null_mut() };
+        match runtime().event_create(d) {
+            Ok(e) => to_ptr(e.to_raw()),
+            Err(e) => {
+                report("cuEventCreate", &e);
+                core::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// `mgpuEventDestroy(ptr)`. A stale event is ignored.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuEventDestroy(event: *mut c_void) {
+    contain_or((), || {
+        if let Err(e) = runtime().event_destroy(Event::from_raw(from_ptr(event))) {
+            if e.code != ErrorCode::InvalidHandle {
+                report("cuEventDestroy", &e);
+            }
+        }
+    })
+}
+
+/// `mgpuEventSynchronize(ptr)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuEventSynchronize(event: *mut c_void) {
+    contain_or((), || {
+        if let Err(e) = runtime().event_synchronize(Event::from_raw(from_ptr(event))) {
+            report("cuEventSynchronize", &e);
+        }
+    })
+}
+
+/// `mgpuEventRecord(ptr event, ptr stream)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuEventRecord(event: *mut c_void, stream: *mut c_void) {
+    contain_or((), || {
+        let Some(q) = stream_or_null(stream) else { return };
+        if let Err(e) = runtime().event_record(Event::from_raw(from_ptr(event)), q) {
+            report("cuEventRecord", &e);
+        }
+    })
+}
+
+// ---- modules and functions --------------------------------------------------------------------
+
+/// (module handle, function name) -> kernel handle.
+type FunctionCache = HashMap<(u64, Vec<u8>), u64>;
+
+/// Functions already looked up. Read under a shared lock.
+static FUNCTIONS: RwLock<Option<FunctionCache>> = RwLock::new(None);
+
+fn load(image: &[u8]) -> *mut c_void {
+    let Some(d) = device() else { return core::ptr::null_mut() };
+    match runtime().program_load(d, image) {
+        Ok(p) => to_ptr(p.to_raw()),
+        Err(e) => {
+            report("cuModuleLoadData", &e);
+            core::ptr::null_mut()
+        }
+    }
+}
+
+/// `mgpuModuleLoad(ptr data, i64 size) -> ptr`: a cubin, fatbin or PTX image of `size` bytes.
+///
+/// # Safety
+/// `data` is valid for reads of `size` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mgpuModuleLoad(data: *const c_void, size: i64) -> *mut c_void {
+    contain_or(core::ptr::null_mut(), || {
+        if data.is_null() || size <= 0 {
+            report("cuModuleLoadData", &ordo_core::Error::new(ErrorCode::InvalidBinary, "empty or null module image"));
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's contract.
+        load(unsafe { core::slice::from_raw_parts(data.cast::<u8>(), size as usize) })
+    })
+}
+
+/// `mgpuModuleLoadJIT(ptr data, i32 optLevel) -> ptr`: a NUL-terminated PTX image (ordo's loader
+/// JIT-compiles PTX with the driver's default optimisation level).
+///
+/// # Safety
+/// `data` is a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mgpuModuleLoadJIT(data: *const c_void, _opt_level: i32) -> *mut c_void {
+    contain_or(core::ptr::null_mut(), || {
+        if data.is_null() {
+            report("cuModuleLoadDataEx", &ordo_core::Error::new(ErrorCode::NullPointer, "null PTX image"));
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's contract (NUL-terminated).
+        let ptx = unsafe { core::ffi::CStr::from_ptr(data.cast::<c_char>()) };
+        load(ptx.to_bytes_with_nul())
+    })
+}
+
+/// `mgpuModuleUnload(ptr)`: a module already released (by ordo's at-exit teardown, before the
+/// global destructor that calls this) is ignored silently.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuModuleUnload(module: *mut c_void) {
+    contain_or((), || {
+        let raw = from_ptr(module);
+        if let Ok(mut cache) = FUNCTIONS.write() {
+            if let Some(map) = cache.as_mut() {
+                map.retain(|(m, _), _| *m != raw);
+            }
+        }
+        match runtime().program_unload(Program::from_raw(raw)) {
+            Ok(()) => {}
+            Err(e) if matches!(e.code, ErrorCode::InvalidHandle | ErrorCode::Uninitialized) => {}
+            Err(e) => report("cuModuleUnload", &e),
+        }
+    })
+}
+
+/// `mgpuModuleGetFunction(ptr module, ptr name) -> ptr`. A name already looked up in this
+/// module is answered from a cache under a shared lock (no exclusive runtime call).
+///
+/// # Safety
+/// `name` is a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mgpuModuleGetFunction(module: *mut c_void, name: *const c_char) -> *mut c_void {
+    contain_or(core::ptr::null_mut(), || {
+        if name.is_null() {
+            report("cuModuleGetFunction", &ordo_core::Error::new(ErrorCode::NullPointer, "null function name"));
+            return core::ptr::null_mut();
+        }
+        // SAFETY: the caller's contract.
+        let name = unsafe { core::ffi::CStr::from_ptr(name) };
+        let key = (from_ptr(module), name.to_bytes().to_vec());
+        if let Ok(cache) = FUNCTIONS.read() {
+            if let Some(&k) = cache.as_ref().and_then(|m| m.get(&key)) {
+                return to_ptr(k);
+            }
+        }
+        let Ok(text) = name.to_str() else {
+            report("cuModuleGetFunction", &ordo_core::Error::new(ErrorCode::InvalidArgument, "name is not UTF-8"));
+            return core::ptr::null_mut();
+        };
+        match runtime().kernel_get(Program::from_raw(key.0), text) {
+            Ok(k) => {
+                if let Ok(mut cache) = FUNCTIONS.write() {
+                    cache.get_or_insert_with(HashMap::new).insert(key, k.to_raw());
+                }
+                to_ptr(k.to_raw())
+            }
+            Err(e) => {
+                report("cuModuleGetFunction", &e);
+                core::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// `mgpuLaunchKernel(ptr function, i64 gridX, gridY, gridZ, blockX, blockY, blockZ,
+/// i32 smem, ptr stream, ptr params, ptr extra, i64 paramsCount)`.
+///
+/// # Safety
+/// `params` holds `params_count` pointers to the kernel's arguments, as `cuLaunchKernel` takes.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)] // the ABI's signature
+pub unsafe extern "C" fn mgpuLaunchKernel(
+    function: *mut c_void,
+    grid_x: i64,
+    grid_y: i64,
+    grid_z: i64,
+    block_x: i64,
+    block_y: i64,
+    block_z: i64,
+    smem: i32,
+    stream: *mut c_void,
+    params: *mut *mut c_void,
+    _extra: *mut *mut c_void,
+    params_count: i64,
+) {
+    contain_or((), || {
+        let dim = |v: i64| u32::try_from(v).unwrap_or(0);
+        let dims = LaunchDims {
+            grid: [dim(grid_x), dim(grid_y), dim(grid_z)],
+            block: [dim(block_x), dim(block_y), dim(block_z)],
+            shared_mem_bytes: u32::try_from(smem).unwrap_or(u32::MAX),
+        };
+        let count = usize::try_from(params_count).unwrap_or(0);
+        let list: &[*mut c_void] = if count == 0 || params.is_null() {
+            &[]
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { core::slice::from_raw_parts(params, count) }
+        };
+        let args = match KernelArgs::unsized_params(list) {
+            Ok(a) => a,
+            Err(e) => return report("cuLaunchKernel", &e),
+        };
+        let Some(q) = stream_or_null(stream) else { return };
+        // SAFETY: the argument pointers are the caller's contract (MLIR builds them from the
+        // kernel's signature).
+        if let Err(e) = unsafe { runtime().launch(q, Kernel::from_raw(from_ptr(function)), &dims, &args) } {
+            report("cuLaunchKernel", &e);
+        }
+    })
+}
+
+// ---- memory -----------------------------------------------------------------------------------
+
+/// `mgpuMemAlloc(i64 size, ptr stream, i8 isHostShared) -> ptr`: device memory, or managed
+/// memory when host-shared. Size 0 gives null.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuMemAlloc(size: u64, _stream: *mut c_void, is_host_shared: u8) -> *mut c_void {
+    let is_host_shared = is_host_shared != 0;
+    contain_or(core::ptr::null_mut(), || {
+        let Some(d) = device() else { return core::ptr::null_mut() };
+        if size == 0 {
+            return core::ptr::null_mut();
+        }
+        let kind = if is_host_shared { MemKind::Managed } else { MemKind::Device };
+        match runtime().mem_alloc(d, kind, usize::try_from(size).unwrap_or(usize::MAX)) {
+            Ok(p) => to_ptr(p.0),
+            Err(e) => {
+                report(if is_host_shared { "cuMemAllocManaged" } else { "cuMemAlloc" }, &e);
+                core::ptr::null_mut()
+            }
+        }
+    })
+}
+
+/// `mgpuMemFree(ptr, ptr stream)`: memory already released by the teardown is ignored.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuMemFree(ptr: *mut c_void, _stream: *mut c_void) {
+    contain_or((), || {
+        if ptr.is_null() {
+            return;
+        }
+        match runtime().mem_free(DevicePtr(from_ptr(ptr))) {
+            Ok(()) => {}
+            Err(e) if matches!(e.code, ErrorCode::NotFound | ErrorCode::Uninitialized) => {}
+            Err(e) => report("cuMemFree", &e),
+        }
+    })
+}
+
+/// `mgpuMemcpy(ptr dst, ptr src, i64 size, ptr stream)`: the direction is found from ordo's
+/// allocation table (as the driver finds it from unified addressing).
+///
+/// # Safety
+/// Host-side ranges are valid for `size` bytes until the stream has passed the copy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mgpuMemcpy(dst: *mut c_void, src: *mut c_void, size: i64, stream: *mut c_void) {
+    contain_or((), || {
+        let Ok(size) = usize::try_from(size) else { return };
+        if size == 0 {
+            return;
+        }
+        let rt = runtime();
+        let on_device = |p: *mut c_void| rt.mem_info(DevicePtr(from_ptr(p))).is_ok();
+        let kind = match (on_device(dst), on_device(src)) {
+            (true, true) => CopyKind::DeviceToDevice,
+            (true, false) => CopyKind::HostToDevice,
+            (false, true) => CopyKind::DeviceToHost,
+            (false, false) => {
+                // Host to host: after the stream's earlier work, as the driver would order it.
+                if let Some(q) = stream_or_null(stream) {
+                    let _ = rt.queue_synchronize(q);
+                }
+                // SAFETY: the caller's contract; MLIR never passes overlapping buffers here.
+                unsafe { core::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
+                return;
+            }
+        };
+        let Some(q) = stream_or_null(stream) else { return };
+        // SAFETY: device ranges are checked by ordo; host ranges are the caller's contract.
+        if let Err(e) = unsafe { rt.memcpy(kind, from_ptr(dst), from_ptr(src), size, Some(q)) } {
+            report("cuMemcpyAsync", &e);
+        }
+    })
+}
+
+fn memset(dst: *mut c_void, value: FillValue, count: i64, stream: *mut c_void, what: &str) {
+    let Ok(count) = usize::try_from(count) else { return };
+    let Some(q) = stream_or_null(stream) else { return };
+    if let Err(e) = runtime().fill(DevicePtr(from_ptr(dst)), value, count, Some(q)) {
+        report(what, &e);
+    }
+}
+
+/// `mgpuMemset32(ptr dst, i32 value, i64 count, ptr stream)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuMemset32(dst: *mut c_void, value: u32, count: i64, stream: *mut c_void) {
+    contain_or((), || memset(dst, FillValue::U32(value), count, stream, "cuMemsetD32Async"))
+}
+
+/// `mgpuMemset16(ptr dst, i16 value, i64 count, ptr stream)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuMemset16(dst: *mut c_void, value: u16, count: i64, stream: *mut c_void) {
+    contain_or((), || memset(dst, FillValue::U16(value), count, stream, "cuMemsetD16Async"))
+}
+
+/// `mgpuSetDefaultDevice(i32 device)`: the CUDA device this thread's later calls use.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuSetDefaultDevice(device: i32) {
+    contain_or((), || {
+        ensure_init();
+        match u32::try_from(device) {
+            Ok(d) if d < cuda_device_count() => DEFAULT_DEVICE.with(|c| c.set(d)),
+            _ => report(
+                "cuDeviceGet",
+                &ordo_core::Error::new(ErrorCode::InvalidValue, "no CUDA device with that ordinal"),
+            ),
+        }
+    })
+}
