@@ -48,10 +48,20 @@ std::thread_local! {
     static DEFAULT_DEVICE: Cell<u32> = const { Cell::new(0) };
 }
 
-/// One line on stderr for a genuine error (upstream prints one per failed driver call).
+/// Set by the first error that loses the device (a kernel `assert`, an illegal address): every
+/// later call fails the same way, so only that first one is printed.
+static DEVICE_LOST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// One line on stderr for a genuine error (upstream prints one per failed driver call), and
+/// nothing for what follows from it: calls after the at-exit teardown, and calls after the
+/// device was lost (the driver reported the cause once already).
 fn report(what: &str, e: &ordo_core::Error) {
-    if matches!(e.code, ErrorCode::Uninitialized) {
-        return; // a late call after the at-exit teardown: benign
+    use std::sync::atomic::Ordering;
+    if matches!(e.code, ErrorCode::Uninitialized) || DEVICE_LOST.load(Ordering::Relaxed) {
+        return;
+    }
+    if e.code == ErrorCode::DeviceLost {
+        DEVICE_LOST.store(true, Ordering::Relaxed);
     }
     eprintln!("'{what}' failed with '{e}'");
 }

@@ -72,6 +72,15 @@ if [ -d gpu-bin/mlir ]; then
     [ -x "$prog" ] && [ -f "$prog" ] && [ "${prog##*.}" != "0" ] || continue
     name=mlir_$(basename "$prog")
     echo "--- $name output"
+    if [ "$name" = mlir_assert ]; then
+      # Expected on stderr: the driver's assertion message and exactly one error line from ordo.
+      "$prog" >"$out/$name.log" 2>"$out/$name.err"; rc=$?
+      cat "$out/$name.log"; echo "--- $name stderr:"; cat "$out/$name.err"
+      lines=$(grep -c "failed with" "$out/$name.err")
+      if [ $rc -eq 0 ] && [ "$lines" -eq 1 ] && grep -qi "assert" "$out/$name.err"; then echo "PASS $name"; else
+        echo "FAIL $name (rc=$rc, $lines error lines)"; status=1; fi
+      continue
+    fi
     quiet_exit "$name" "$prog"
   done
 else
@@ -87,6 +96,14 @@ if [ -n "$cc" ]; then
   step c_bench /tmp/c_launch_bench
 else
   echo "FAIL c_bench (no C compiler on this machine)"; status=1
+fi
+cuda_inc=$(for d in /usr/local/cuda/include /usr/include; do [ -f "$d/cuda.h" ] && echo "$d" && break; done)
+if [ -n "$cc" ] && [ -n "$cuda_inc" ] && [ -d gpu-bin/mlir ]; then
+  step mlir_bench_build "$cc" -O2 -I"$cuda_inc" tests/gpu/mlir_bench.c gpu-bin/mlir/libordo.so.0 -lcuda \
+    -Wl,-rpath,"$PWD/gpu-bin/mlir" -o /tmp/mlir_bench
+  step mlir_bench /tmp/mlir_bench
+else
+  echo "FAIL mlir_bench (needs cc, cuda.h and gpu-bin/mlir)"; status=1
 fi
 
 echo "== summary: $([ $status -eq 0 ] && echo ALL PASSED || echo FAILURES)"

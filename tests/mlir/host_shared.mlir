@@ -14,7 +14,7 @@ module attributes {gpu.container_module} {
       gpu.return
     }
   }
-  func.func @main() {
+  func.func @main() -> i32 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c31 = arith.constant 31 : index
@@ -33,6 +33,7 @@ module attributes {gpu.container_module} {
     }
     %b = memref.load %buf[%c31] : memref<32xi32>
     vector.print %b : i32
-    return
+    %exit_code = arith.constant 0 : i32
+    return %exit_code : i32
   }
 }

@@ -4,7 +4,7 @@
 // CHECK-NEXT: 513
 // CHECK-NEXT: 513
 module attributes {gpu.container_module} {
-  func.func @main() {
+  func.func @main() -> i32 {
     %c0 = arith.constant 0 : index
     %c7 = arith.constant 7 : index
     %c31 = arith.constant 31 : index
@@ -32,6 +32,7 @@ module attributes {gpu.container_module} {
     %d = memref.load %h16[%c31] : memref<32xi16>
     %de = arith.extui %d : i16 to i32
     vector.print %de : i32
-    return
+    %exit_code = arith.constant 0 : i32
+    return %exit_code : i32
   }
 }

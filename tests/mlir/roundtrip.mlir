@@ -15,7 +15,7 @@ module attributes {gpu.container_module} {
       gpu.return
     }
   }
-  func.func @main() {
+  func.func @main() -> i32 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c15 = arith.constant 15 : index
@@ -46,6 +46,7 @@ module attributes {gpu.container_module} {
     %d = memref.load %host[%c2] : memref<16xf32>
     vector.print %d : f32
     memref.dealloc %host : memref<16xf32>
-    return
+    %exit_code = arith.constant 0 : i32
+    return %exit_code : i32
   }
 }

@@ -14,7 +14,7 @@ module attributes {gpu.container_module} {
       gpu.return
     }
   }
-  func.func @main() {
+  func.func @main() -> i32 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %c63 = arith.constant 63 : index
@@ -38,6 +38,7 @@ module attributes {gpu.container_module} {
     vector.print %a : i32
     %b = memref.load %host[%c63] : memref<64xi32>
     vector.print %b : i32
-    return
+    %exit_code = arith.constant 0 : i32
+    return %exit_code : i32
   }
 }

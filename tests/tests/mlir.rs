@@ -93,7 +93,7 @@ fn mlir_programs_link_against_libordo_and_fail_cleanly_without_a_device() {
     std::fs::write(&input, &lowered.stdout).expect("write the lowered program");
     let runner = Command::new(Path::new(MLIR_BIN).join("mlir-runner"))
         .arg(&input)
-        .arg("--entry-point-result=void")
+        .arg("--entry-point-result=i32")
         .arg(format!(
             "--shared-libs=/usr/lib/llvm-22/lib/libmlir_c_runner_utils.so.22.1,{}",
             lib.join("libordo.so").display()
