@@ -112,6 +112,12 @@ impl Backend for CudaBackend {
         unsafe { memory::free(kind, addr) }
     }
 
+    unsafe fn host_register(&self, device: u32, addr: u64, size: usize) -> BackendResult<()> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: forwarded contract (host memory valid until unregistered; no overlap).
+        unsafe { memory::register(addr, size) }
+    }
+
     unsafe fn memcpy(
         &self,
         device: u32,

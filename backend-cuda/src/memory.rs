@@ -27,8 +27,40 @@ pub(crate) fn alloc(kind: MemKind, size: usize) -> BackendResult<u64> {
             check(unsafe { sys::cuMemAllocHost_v2(&mut p, size) })?;
             addr = p as u64;
         }
+        MemKind::Registered => {
+            return Err(ordo_core::BackendError::new(
+                ordo_core::ErrorCode::InvalidArgument,
+                0,
+                "registered memory is not allocated",
+            ));
+        }
     }
     Ok(addr)
+}
+
+/// Registers existing host memory (page-locked, mapped for every context, portable) and checks
+/// that the device sees it at the same address, as ordo names it by that address.
+///
+/// # Safety
+/// `[addr, addr + size)` is host memory that stays valid until `free(Registered, addr)`.
+pub(crate) unsafe fn register(addr: u64, size: usize) -> BackendResult<()> {
+    let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+    // SAFETY: the caller's contract; the caller made the device's context current.
+    check(unsafe { sys::cuMemHostRegister_v2(addr as *mut c_void, size, flags) })?;
+    let mut device_addr = 0u64;
+    // SAFETY: valid out-pointer; the range was just registered.
+    let mapped = check(unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device_addr, addr as *mut c_void, 0) });
+    if mapped.is_ok() && device_addr == addr {
+        return Ok(());
+    }
+    // SAFETY: registered just above, unregistered once.
+    let _ = unsafe { sys::cuMemHostUnregister(addr as *mut c_void) };
+    mapped?;
+    Err(ordo_core::BackendError::new(
+        ordo_core::ErrorCode::Unsupported,
+        0,
+        "the device does not see registered host memory at its host address",
+    ))
 }
 
 /// # Safety
@@ -39,6 +71,8 @@ pub(crate) unsafe fn free(kind: MemKind, addr: u64) -> BackendResult<()> {
         MemKind::Device | MemKind::Managed => check_release(unsafe { sys::cuMemFree_v2(addr) }),
         // SAFETY: as above.
         MemKind::Host => check_release(unsafe { sys::cuMemFreeHost(addr as *mut c_void) }),
+        // SAFETY: a range `register` registered (validated by the runtime).
+        MemKind::Registered => check_release(unsafe { sys::cuMemHostUnregister(addr as *mut c_void) }),
     }
 }
 

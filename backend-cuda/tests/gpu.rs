@@ -503,3 +503,43 @@ fn binary_images_are_checked_before_the_driver() {
     assert_eq!(rt.program_load(d, twelve).unwrap_err().native, 0);
     rt.shutdown().unwrap();
 }
+
+/// Existing host memory registered with the device: overlapping and zero-size registrations
+/// are refused, a fill on a queue writes into it through the mapping, `mem_info` reports it as
+/// `Registered`, `mem_free` unregisters it, and the teardown unregisters one left registered.
+#[test]
+fn host_memory_registered_with_the_device() {
+    let Some(rt) = cuda() else { return };
+    let d = dev(rt, 0);
+    let mut host = vec![0u32; 1024];
+    let base = host.as_mut_ptr().cast::<u8>();
+    let bytes = host.len() * 4;
+    // SAFETY: `host` outlives the registration (unregistered below, before it is dropped).
+    let p = unsafe { rt.host_register(d, base, bytes) }.unwrap();
+    assert_eq!(p.0, base as u64, "named by its host address");
+    // SAFETY: as above (never reached: the overlap is refused first).
+    let overlap = unsafe { rt.host_register(d, base.wrapping_add(64), 16) };
+    assert_eq!(overlap.unwrap_err().code, ErrorCode::InvalidArgument);
+    // SAFETY: as above.
+    assert_eq!(unsafe { rt.host_register(d, base, 0) }.unwrap_err().code, ErrorCode::InvalidSize);
+    assert_eq!(rt.mem_alloc(d, MemKind::Registered, 64).unwrap_err().code, ErrorCode::InvalidEnumeration);
+    let (info_base, info_size, kind, info_device) = rt.mem_info(p.offset(100)).unwrap();
+    assert_eq!((info_base, info_size, kind, info_device), (p, bytes, MemKind::Registered, d));
+    let q = rt.queue_create(d).unwrap();
+    rt.fill(p, FillValue::U32(0xC0FFEE), host.len(), Some(q)).unwrap();
+    rt.queue_synchronize(q).unwrap();
+    // SAFETY: the device's writes are complete (the queue was synchronised); read the memory
+    // through a volatile read so the compiler does not assume it unchanged.
+    let seen: Vec<u32> = (0..host.len()).map(|i| unsafe { std::ptr::read_volatile(host.as_ptr().add(i)) }).collect();
+    assert!(seen.iter().all(|&v| v == 0xC0FFEE), "the fill reached host memory");
+    rt.mem_free(p).unwrap();
+    assert_eq!(rt.mem_info(p).unwrap_err().code, ErrorCode::NotFound, "unregistered");
+    // One left registered: the teardown unregisters it with the device's memory.
+    let mut other = vec![0u8; 4096];
+    // SAFETY: `other` outlives the runtime's teardown below.
+    unsafe { rt.host_register(d, other.as_mut_ptr(), other.len()) }.unwrap();
+    rt.queue_destroy(q).unwrap();
+    let Ok(ordo_core::Shutdown::TornDown(summary)) = rt.shutdown() else { panic!("expected the final teardown") };
+    assert!(summary.is_clean(), "{:?}", rt.last_teardown_report());
+    drop(other);
+}

@@ -43,19 +43,31 @@ impl<const N: usize> AllocTable<N> {
 
     /// Inserts a new allocation as the newest. Fails with `OutOfResources` when full, and with
     /// `BackendFailure` when the backend returned a range overlapping a live allocation.
+    /// Where a range starting at `base` goes in the address order, and whether `[base, base +
+    /// size)` overlaps a live range (or wraps around the address space).
+    fn place(&self, base: u64, size: usize) -> (usize, bool) {
+        let end = base.checked_add(size as u64);
+        let pos = self.floor(base).map_or(0, |p| p + 1);
+        let overlaps_prev = pos > 0 && {
+            let prev = self.slots.at(self.by_address[pos - 1]);
+            prev.base + prev.size as u64 > base
+        };
+        let overlaps_next =
+            pos < self.slots.len() && end.is_none_or(|end| self.slots.at(self.by_address[pos]).base < end);
+        (pos, end.is_none() || overlaps_prev || overlaps_next)
+    }
+
+    /// Whether `[base, base + size)` overlaps a live range (or wraps around).
+    pub(crate) fn overlaps(&self, base: u64, size: usize) -> bool {
+        self.place(base, size).1
+    }
+
     pub(crate) fn insert(&mut self, entry: AllocEntry) -> Result<()> {
         if self.slots.is_full() {
             return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
         }
-        let end = entry.base.checked_add(entry.size as u64);
-        let pos = self.floor(entry.base).map_or(0, |p| p + 1);
-        let overlaps_prev = pos > 0 && {
-            let prev = self.slots.at(self.by_address[pos - 1]);
-            prev.base + prev.size as u64 > entry.base
-        };
-        let overlaps_next =
-            pos < self.slots.len() && end.is_none_or(|end| self.slots.at(self.by_address[pos]).base < end);
-        if end.is_none() || overlaps_prev || overlaps_next {
+        let (pos, overlaps) = self.place(entry.base, entry.size);
+        if overlaps {
             return fail(ErrorCode::BackendFailure, "backend returned an address overlapping a live allocation");
         }
         let len = self.slots.len();

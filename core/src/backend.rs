@@ -78,6 +78,10 @@ c_enum!(
         Host = 1,
         /// Managed (unified) memory migrating between host and device.
         Managed = 2,
+        /// Existing host memory the program registered (`Runtime::host_register`): page-locked
+        /// and mapped for the device at the same address. Not an allocation kind: `mem_alloc`
+        /// refuses it (`InvalidEnumeration`), and `mem_free` of such a range unregisters it.
+        Registered = 3,
     }
 );
 
@@ -509,11 +513,23 @@ pub trait Backend: Sync {
 
     /// Allocates `size > 0` bytes; returns the address.
     fn mem_alloc(&self, device: u32, kind: MemKind, size: usize) -> BackendResult<u64>;
-    /// Frees an allocation made by `mem_alloc` (its base address, kind and size).
+    /// Frees an allocation made by `mem_alloc` (its base address, kind and size), or unregisters
+    /// a range `host_register` registered (kind `Registered`).
     ///
     /// # Safety
     /// See the trait docs.
     unsafe fn mem_free(&self, device: u32, kind: MemKind, addr: u64, size: usize) -> BackendResult<()>;
+    /// Page-locks `size > 0` bytes of existing host memory at `addr` and maps them for the device
+    /// at the same address (CUDA: `cuMemHostRegister`), until `mem_free` with kind `Registered`.
+    /// Backends without it keep this default: `Unsupported`.
+    ///
+    /// # Safety
+    /// The range is host memory that stays valid until it is unregistered, and overlaps no other
+    /// registered range or allocation (the runtime checks the second).
+    unsafe fn host_register(&self, device: u32, addr: u64, size: usize) -> BackendResult<()> {
+        let _ = (device, addr, size);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot register host memory"))
+    }
     /// Copies `size` bytes; with a queue, asynchronously on it. Without a queue, returns when the
     /// copy is complete, and starts after all work submitted earlier to the device's queues.
     ///

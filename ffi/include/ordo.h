@@ -81,7 +81,8 @@ typedef struct ordo_device_t {
   uint64_t raw;
 } ordo_device_t;
 
-// Where memory lives: `ORDO_MEM_DEVICE`, `ORDO_MEM_HOST` (pinned) or `ORDO_MEM_MANAGED`.
+// Where memory lives: `ORDO_MEM_DEVICE`, `ORDO_MEM_HOST` (pinned), `ORDO_MEM_MANAGED`, or
+// `ORDO_MEM_REGISTERED` (host memory given to `ordo_host_register`; not an allocation kind).
 typedef uint32_t ordo_mem_kind_t;
 
 // The direction of a copy.
@@ -238,6 +239,10 @@ typedef struct ordo_event_t {
 // Managed (unified) memory.
 #define ORDO_MEM_MANAGED 2
 
+// Existing host memory registered with `ordo_host_register` (reported by `ordo_mem_info`; not an
+// allocation kind: `ordo_mem_alloc` refuses it with `ORDO_ERROR_INVALID_ENUMERATION`).
+#define ORDO_MEM_REGISTERED 3
+
 // Host memory to a device allocation.
 #define ORDO_COPY_HOST_TO_DEVICE 0
 
@@ -379,6 +384,19 @@ ordo_status_t ordo_mem_alloc(struct ordo_device_t device,
                              ordo_mem_kind_t kind,
                              size_t size,
                              void **out);
+
+// Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and
+// mapped for it at the same address, and named by that address like an allocation (copies,
+// fills and kernels may use it; `ordo_mem_info` reports `ORDO_MEM_REGISTERED`) until
+// `ordo_mem_free(ptr)` unregisters it or the final `ordo_shutdown` does.
+// `ORDO_ERROR_NULL_POINTER` for a NULL `ptr`, `ORDO_ERROR_INVALID_SIZE` for 0,
+// `ORDO_ERROR_INVALID_ARGUMENT` when the range overlaps memory ordo knows, and
+// `ORDO_ERROR_UNSUPPORTED` on the host platform.
+//
+// # Safety
+// `ptr` must be NULL or valid host memory of `size` bytes until it is unregistered or ordo
+// shuts down.
+ordo_status_t ordo_host_register(struct ordo_device_t device, void *ptr, size_t size);
 
 // Frees an allocation by its base address. NULL, an unknown or an already-freed address is an
 // error, never a double free.

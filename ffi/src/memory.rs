@@ -33,6 +33,28 @@ pub unsafe extern "C" fn ordo_mem_alloc(
     })
 }
 
+/// Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and
+/// mapped for it at the same address, and named by that address like an allocation (copies,
+/// fills and kernels may use it; `ordo_mem_info` reports `ORDO_MEM_REGISTERED`) until
+/// `ordo_mem_free(ptr)` unregisters it or the final `ordo_shutdown` does.
+/// `ORDO_ERROR_NULL_POINTER` for a NULL `ptr`, `ORDO_ERROR_INVALID_SIZE` for 0,
+/// `ORDO_ERROR_INVALID_ARGUMENT` when the range overlaps memory ordo knows, and
+/// `ORDO_ERROR_UNSUPPORTED` on the host platform.
+///
+/// # Safety
+/// `ptr` must be NULL or valid host memory of `size` bytes until it is unregistered or ordo
+/// shuts down.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_host_register(device: ordo_device_t, ptr: *mut c_void, size: usize) -> ordo_status_t {
+    guard(|| match ready() {
+        // SAFETY: forwarded contract.
+        Ok(()) => {
+            status(unsafe { runtime().host_register(Device::from_raw(device.raw), ptr.cast(), size) }.map(|_| ()))
+        }
+        Err(e) => fail(e),
+    })
+}
+
 /// Frees an allocation by its base address. NULL, an unknown or an already-freed address is an
 /// error, never a double free.
 #[unsafe(no_mangle)]

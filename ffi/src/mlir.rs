@@ -14,14 +14,16 @@
 //! exits with status 1 (an MLIR program cannot go on without one). Genuine errors print one line
 //! to stderr, as upstream does; calls on objects already released by the teardown print nothing.
 //!
+//! Host registration (`mgpuMemHostRegister*`) uses ordo's `Runtime::host_register`: registered
+//! ranges are named like allocations and unregistered by the teardown if the program does not.
+//!
 //! Faster than upstream on the path MLIR emits for a synchronous `gpu.launch_func`
 //! (get function, stream create, launch, stream synchronize, stream destroy): streams come from
 //! and go back to a per-device pool instead of the driver, and a function already looked up is
 //! found in a cache under a read lock.
 //!
 //! Not provided (absent from `libordo.so`; programs using them do not link): cluster launches,
-//! host-memory registration and its MemRef variants, tensor-map encoding, the cuSPARSE and
-//! cuSPARSELt helpers, and dynamic shared memory above the 48 KiB default.
+//! tensor-map encoding, and the cuSPARSE and cuSPARSELt helpers.
 
 use core::ffi::{c_char, c_void};
 use std::cell::Cell;
@@ -511,6 +513,112 @@ pub extern "C" fn mgpuMemset32(dst: *mut c_void, value: u32, count: i64, stream:
 #[unsafe(no_mangle)]
 pub extern "C" fn mgpuMemset16(dst: *mut c_void, value: u16, count: i64, stream: *mut c_void) {
     contain_or((), || memset(dst, FillValue::U16(value), count, stream, "cuMemsetD16Async"))
+}
+
+// ---- host registration ------------------------------------------------------------------------
+
+fn register(ptr: *mut c_void, bytes: u64) {
+    let Some(d) = device() else { return };
+    if ptr.is_null() || bytes == 0 {
+        return; // nothing to register (an empty memref)
+    }
+    let Ok(bytes) = usize::try_from(bytes) else { return };
+    // SAFETY: MLIR registers memory it owns for as long as the program uses it (the caller's
+    // contract of the exported functions).
+    if let Err(e) = unsafe { runtime().host_register(d, ptr.cast(), bytes) } {
+        report("cuMemHostRegister", &e);
+    }
+}
+
+fn unregister(ptr: *mut c_void) {
+    if ptr.is_null() {
+        return;
+    }
+    match runtime().mem_free(DevicePtr(from_ptr(ptr))) {
+        Ok(()) => {}
+        Err(e) if matches!(e.code, ErrorCode::NotFound | ErrorCode::Uninitialized) => {}
+        Err(e) => report("cuMemHostUnregister", &e),
+    }
+}
+
+/// The first byte and the length in bytes of the elements a ranked memref descriptor (allocated
+/// pointer, aligned pointer, offset, `rank` sizes, `rank` strides) can reach; `None` when it
+/// reaches none or its layout cannot be described (negative strides, overflow).
+///
+/// # Safety
+/// `descriptor` points to a ranked memref descriptor of rank `rank`.
+unsafe fn memref_span(rank: i64, descriptor: *const c_void, element_bytes: i64) -> Option<(*mut c_void, u64)> {
+    let rank = usize::try_from(rank).ok()?;
+    let element_bytes = u64::try_from(element_bytes).ok().filter(|&b| b > 0)?;
+    if descriptor.is_null() {
+        return None;
+    }
+    let words = descriptor.cast::<i64>();
+    // SAFETY: the caller's contract: two pointers, the offset, then sizes and strides.
+    let (aligned, offset, dims) = unsafe {
+        let aligned = *descriptor.cast::<*mut u8>().add(1);
+        let offset = *words.add(2);
+        let sizes = core::slice::from_raw_parts(words.add(3), rank);
+        let strides = core::slice::from_raw_parts(words.add(3 + rank), rank);
+        (aligned, offset, sizes.iter().zip(strides))
+    };
+    let mut last = 0u64; // index of the last reachable element
+    for (&size, &stride) in dims {
+        let (size, stride) = (u64::try_from(size).ok()?, u64::try_from(stride).ok()?);
+        if size == 0 {
+            return None;
+        }
+        last = last.checked_add((size - 1).checked_mul(stride)?)?;
+    }
+    let start = u64::try_from(offset).ok()?.checked_mul(element_bytes)?;
+    let bytes = last.checked_add(1)?.checked_mul(element_bytes)?;
+    Some((aligned.wrapping_add(usize::try_from(start).ok()?).cast(), bytes))
+}
+
+/// `mgpuMemHostRegister(ptr, i64 sizeBytes)`: page-locks and maps existing host memory.
+///
+/// # Safety
+/// `ptr` is host memory of `size` bytes that stays valid until it is unregistered.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mgpuMemHostRegister(ptr: *mut c_void, size: i64) {
+    contain_or((), || register(ptr, u64::try_from(size).unwrap_or(0)))
+}
+
+/// `mgpuMemHostUnregister(ptr)`. A range already unregistered by the teardown is ignored.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuMemHostUnregister(ptr: *mut c_void) {
+    contain_or((), || unregister(ptr))
+}
+
+/// `mgpuMemHostRegisterMemRef(i64 rank, ptr descriptor, i64 elementSizeBytes)`: registers the
+/// elements a ranked memref can reach (`gpu.host_register`).
+///
+/// # Safety
+/// `descriptor` points to a ranked memref descriptor of `rank` whose memory stays valid until
+/// it is unregistered.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mgpuMemHostRegisterMemRef(rank: i64, descriptor: *const c_void, element_bytes: i64) {
+    contain_or((), || {
+        // SAFETY: the caller's contract.
+        if let Some((start, bytes)) = unsafe { memref_span(rank, descriptor, element_bytes) } {
+            register(start, bytes);
+        }
+    })
+}
+
+/// `mgpuMemHostUnregisterMemRef(i64 rank, ptr descriptor, i64 elementSizeBytes)`
+/// (`gpu.host_unregister`).
+///
+/// # Safety
+/// `descriptor` points to a ranked memref descriptor of `rank`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mgpuMemHostUnregisterMemRef(rank: i64, descriptor: *const c_void, element_bytes: i64) {
+    contain_or((), || {
+        // SAFETY: the caller's contract.
+        if let Some((start, _)) = unsafe { memref_span(rank, descriptor, element_bytes) } {
+            unregister(start);
+        }
+    })
 }
 
 /// `mgpuSetDefaultDevice(i32 device)`: the CUDA device this thread's later calls use.

@@ -124,7 +124,8 @@ pub struct ordo_kernel_t {
     pub raw: u64,
 }
 
-/// Where memory lives: `ORDO_MEM_DEVICE`, `ORDO_MEM_HOST` (pinned) or `ORDO_MEM_MANAGED`.
+/// Where memory lives: `ORDO_MEM_DEVICE`, `ORDO_MEM_HOST` (pinned), `ORDO_MEM_MANAGED`, or
+/// `ORDO_MEM_REGISTERED` (host memory given to `ordo_host_register`; not an allocation kind).
 pub type ordo_mem_kind_t = u32;
 /// Device memory.
 pub const ORDO_MEM_DEVICE: ordo_mem_kind_t = 0;
@@ -132,6 +133,9 @@ pub const ORDO_MEM_DEVICE: ordo_mem_kind_t = 0;
 pub const ORDO_MEM_HOST: ordo_mem_kind_t = 1;
 /// Managed (unified) memory.
 pub const ORDO_MEM_MANAGED: ordo_mem_kind_t = 2;
+/// Existing host memory registered with `ordo_host_register` (reported by `ordo_mem_info`; not an
+/// allocation kind: `ordo_mem_alloc` refuses it with `ORDO_ERROR_INVALID_ENUMERATION`).
+pub const ORDO_MEM_REGISTERED: ordo_mem_kind_t = 3;
 
 /// The direction of a copy.
 pub type ordo_copy_kind_t = u32;

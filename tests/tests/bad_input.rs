@@ -363,7 +363,7 @@ fn copies_stay_within_one_device_of_one_platform() {
 
 #[test]
 fn unknown_enum_values_are_invalid_enumeration() {
-    assert_eq!(MemKind::try_from(3).unwrap_err().code, ErrorCode::InvalidEnumeration);
+    assert_eq!(MemKind::try_from(4).unwrap_err().code, ErrorCode::InvalidEnumeration);
     assert_eq!(CopyKind::try_from(99).unwrap_err().code, ErrorCode::InvalidEnumeration);
     assert_eq!(DeviceInfo::try_from(u32::MAX).unwrap_err().code, ErrorCode::InvalidEnumeration);
     for &k in MemKind::ALL {
@@ -456,4 +456,28 @@ fn host_backend_rejects_unknown_programs_kernels_and_exhaustion() {
     let ordo_core::Shutdown::TornDown(_) = rt.shutdown().unwrap() else { panic!() };
     let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean());
+}
+
+/// Host registration's argument checks come first (null, size, handle), then the backend: the
+/// host backend cannot register memory (`Unsupported`), and nothing is recorded.
+#[test]
+fn host_register_checks_its_arguments_and_the_host_backend_refuses_it() {
+    let (_, rt) = ordo_tests::host_runtime();
+    rt.init().unwrap();
+    let d = device(rt, 0).unwrap();
+    let mut bytes = vec![0u8; 256];
+    let p = bytes.as_mut_ptr();
+    // SAFETY: `bytes` outlives every call (none of them registers anything).
+    unsafe {
+        assert_eq!(rt.host_register(d, std::ptr::null_mut(), 256).unwrap_err().code, ErrorCode::NullPointer);
+        assert_eq!(rt.host_register(d, p, 0).unwrap_err().code, ErrorCode::InvalidSize);
+        assert_eq!(rt.host_register(d, p, usize::MAX).unwrap_err().code, ErrorCode::InvalidSize);
+        assert_eq!(rt.host_register(Device::from_raw(0), p, 256).unwrap_err().code, ErrorCode::NullHandle);
+        assert_eq!(rt.host_register(d, p, 256).unwrap_err().code, ErrorCode::Unsupported);
+    }
+    assert_eq!(rt.mem_alloc(d, MemKind::Registered, 256).unwrap_err().code, ErrorCode::InvalidEnumeration);
+    assert_eq!(rt.live_objects().unwrap().allocations, 0);
+    rt.shutdown().unwrap();
+    // SAFETY: as above.
+    assert_eq!(unsafe { rt.host_register(d, p, 256) }.unwrap_err().code, ErrorCode::Uninitialized);
 }

@@ -150,6 +150,14 @@ impl Runtime {
     pub fn mem_alloc(&self, device: Device, kind: MemKind, size: usize) -> Result<DevicePtr> {
         self.with_exclusive(|t| {
             check_size(size)?;
+            if kind == MemKind::Registered {
+                // Not an allocation kind: `ORDO_MEM_REGISTERED` is as unknown to `mem_alloc` as
+                // it was before registration existed.
+                return fail(
+                    ErrorCode::InvalidEnumeration,
+                    "registered memory is not an allocation kind (host_register)",
+                );
+            }
             let d = self.dev(t, device)?;
             if t.allocations.slots.is_full() {
                 return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
@@ -159,6 +167,44 @@ impl Runtime {
             if let Err(e) = t.allocations.insert(entry) {
                 // SAFETY: the allocation the backend just returned, with its kind and size.
                 let _ = unsafe { d.backend.mem_free(d.ordinal, kind, base, size) };
+                return Err(e);
+            }
+            Ok(DevicePtr(base))
+        })
+    }
+
+    /// Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and
+    /// mapped for it at the same address, named by that address like an allocation (kind
+    /// `Registered`: copies, fills and kernels may use it; `mem_info` finds it) until `mem_free`
+    /// of `ptr` unregisters it, or the final teardown does (with the device's memory). Errors:
+    /// `NullPointer`, `InvalidSize` (0 or above `isize::MAX`), the device's handle errors,
+    /// `InvalidArgument` when the range overlaps an allocation or registered range,
+    /// `OutOfResources` when the allocation table is full, `Unsupported` from backends that
+    /// cannot register host memory (the host backend), and the driver's errors.
+    ///
+    /// # Safety
+    /// `[ptr, ptr + size)` is host memory that stays valid until it is unregistered or the
+    /// runtime is torn down.
+    pub unsafe fn host_register(&self, device: Device, ptr: *mut u8, size: usize) -> Result<DevicePtr> {
+        self.with_exclusive(|t| {
+            if ptr.is_null() {
+                return fail(ErrorCode::NullPointer, "host memory to register is null");
+            }
+            check_size(size)?;
+            let d = self.dev(t, device)?;
+            if t.allocations.slots.is_full() {
+                return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
+            }
+            let base = ptr as u64;
+            if t.allocations.overlaps(base, size) {
+                return fail(ErrorCode::InvalidArgument, "the range overlaps memory ordo knows already");
+            }
+            // SAFETY: the caller's contract; the table holds no range containing its start.
+            unsafe { d.backend.host_register(d.ordinal, base, size) }?;
+            let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Registered };
+            if let Err(e) = t.allocations.insert(entry) {
+                // SAFETY: the range just registered, unregistered once.
+                let _ = unsafe { d.backend.mem_free(d.ordinal, MemKind::Registered, base, size) };
                 return Err(e);
             }
             Ok(DevicePtr(base))
