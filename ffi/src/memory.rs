@@ -46,12 +46,14 @@ pub unsafe extern "C" fn ordo_mem_alloc(
 /// shuts down.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_host_register(device: ordo_device_t, ptr: *mut c_void, size: usize) -> ordo_status_t {
-    guard(|| match ready() {
-        // SAFETY: forwarded contract.
-        Ok(()) => {
-            status(unsafe { runtime().host_register(Device::from_raw(device.raw), ptr.cast(), size) }.map(|_| ()))
+    guard(|| {
+        if let Err(e) = ready() {
+            return fail(e);
         }
-        Err(e) => fail(e),
+        let device = Device::from_raw(device.raw);
+        // SAFETY: forwarded contract.
+        let registered = unsafe { runtime().host_register(device, ptr.cast(), size) };
+        status(registered.map(|_| ()))
     })
 }
 
