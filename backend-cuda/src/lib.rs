@@ -252,4 +252,24 @@ impl Backend for CudaBackend {
             other => other,
         }
     }
+
+    unsafe fn launch_cluster(
+        &self,
+        device: u32,
+        queue: u64,
+        kernel: u64,
+        dims: &LaunchDims,
+        cluster: [u32; 3],
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: forwarded contract.
+        unsafe { program::launch_cluster(&self.kernels, queue, kernel, dims, cluster, args) }
+    }
+
+    unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: a live kernel of this device.
+        unsafe { program::param_count(kernel) }
+    }
 }

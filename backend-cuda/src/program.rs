@@ -188,3 +188,88 @@ pub(crate) unsafe fn launch(
     };
     check(r)
 }
+
+/// Whether the loaded driver exports `symbol` (for functions newer than ordo's minimum driver:
+/// cudarc panics when asked for a missing one).
+fn driver_has(symbol: &str) -> bool {
+    // SAFETY: the backend is up, so the library is loaded; only the symbol's presence is checked.
+    unsafe { sys::culib().get::<*const ()>(symbol.as_bytes()) }.is_ok()
+}
+
+fn old_driver(what: &'static str) -> BackendError {
+    BackendError::new(ErrorCode::Unsupported, 0, what)
+}
+
+/// # Safety
+/// As `launch`; the cluster dimensions are at least 1 and divide the grid's.
+pub(crate) unsafe fn launch_cluster(
+    kernels: &KernelRegistry,
+    queue: u64,
+    kernel: u64,
+    dims: &LaunchDims,
+    cluster: [u32; 3],
+    args: &KernelArgs<'_>,
+) -> BackendResult<()> {
+    if !driver_has("cuLaunchKernelEx") {
+        return Err(old_driver("the CUDA driver is too old for cluster launches (cuLaunchKernelEx)"));
+    }
+    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
+        kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
+    }
+    let [gx, gy, gz] = dims.grid;
+    let [bx, by, bz] = dims.block;
+    // SAFETY: an all-zero attribute is a valid value of this plain C union; the fields used are
+    // set below.
+    let mut attribute: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attribute.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attribute.value.clusterDim.x = cluster[0];
+    attribute.value.clusterDim.y = cluster[1];
+    attribute.value.clusterDim.z = cluster[2];
+    let config = sys::CUlaunchConfig {
+        gridDimX: gx,
+        gridDimY: gy,
+        gridDimZ: gz,
+        blockDimX: bx,
+        blockDimY: by,
+        blockDimZ: bz,
+        sharedMemBytes: dims.shared_mem_bytes,
+        hStream: stream(queue),
+        attrs: &mut attribute,
+        numAttrs: 1,
+    };
+    // SAFETY: a live kernel and stream of the current context, a config whose one attribute
+    // lives until the call returns; `params` as in `launch`.
+    check(unsafe {
+        sys::cuLaunchKernelEx(
+            &config,
+            kernel as usize as CUfunction,
+            args.params().as_ptr() as *mut *mut c_void,
+            std::ptr::null_mut(),
+        )
+    })
+}
+
+/// The number of parameters of a kernel: `cuFuncGetParamInfo` for each index until the driver
+/// says there is none (CUDA 12.4 drivers and up).
+///
+/// # Safety
+/// `kernel` is a live function of the current context.
+pub(crate) unsafe fn param_count(kernel: u64) -> BackendResult<usize> {
+    if !driver_has("cuFuncGetParamInfo") {
+        return Err(old_driver("the CUDA driver is too old to describe kernel parameters (cuFuncGetParamInfo)"));
+    }
+    let mut count = 0usize;
+    loop {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: a live function, valid out-pointers.
+        let r = unsafe { sys::cuFuncGetParamInfo(kernel as usize as CUfunction, count, &mut offset, &mut size) };
+        match r {
+            CUresult::CUDA_SUCCESS => count += 1,
+            CUresult::CUDA_ERROR_INVALID_VALUE => return Ok(count),
+            other => return check(other).map(|()| count),
+        }
+        if count > 4096 {
+            return Err(BackendError::new(ErrorCode::Internal, 0, "kernel parameter count did not end"));
+        }
+    }
+}

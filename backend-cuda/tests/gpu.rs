@@ -543,3 +543,27 @@ fn host_memory_registered_with_the_device() {
     assert!(summary.is_clean(), "{:?}", rt.last_teardown_report());
     drop(other);
 }
+
+/// Kernel parameter counts come from the driver, and a cluster launch checks its cluster
+/// against the grid before the driver (the cluster path itself runs in tests/mlir/cluster.mlir).
+#[test]
+fn kernel_parameters_and_cluster_checks() {
+    let Some(rt) = cuda() else { return };
+    let d = dev(rt, 0);
+    let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+    let add = rt.kernel_get(p, "vector_add_f32").unwrap();
+    let empty = rt.kernel_get(p, "empty").unwrap();
+    assert_eq!(rt.kernel_param_count(add).unwrap(), 4);
+    assert_eq!(rt.kernel_param_count(empty).unwrap(), 0);
+    let q = rt.queue_create(d).unwrap();
+    let dims = LaunchDims { grid: [4, 1, 1], block: [32, 1, 1], shared_mem_bytes: 0 };
+    for bad in [[0, 1, 1], [3, 1, 1], [1, 2, 1]] {
+        // SAFETY: refused before any driver call.
+        let r = unsafe { rt.launch_cluster(q, empty, &dims, bad, &KernelArgs::EMPTY) };
+        assert_eq!(r.unwrap_err().code, ErrorCode::InvalidValue, "{bad:?}");
+    }
+    // SAFETY: `empty` takes no arguments.
+    unsafe { rt.launch_cluster(q, empty, &dims, [2, 1, 1], &KernelArgs::EMPTY) }.unwrap();
+    rt.queue_synchronize(q).unwrap();
+    assert!(matches!(rt.shutdown(), Ok(ordo_core::Shutdown::TornDown(s)) if s.is_clean()));
+}

@@ -638,6 +638,33 @@ pub trait Backend: Sync {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()>;
+    /// Launches a kernel in thread-block clusters of `cluster` blocks (CUDA: `cuLaunchKernelEx`
+    /// with a cluster-dimension attribute, devices of compute capability 9.0 and up). Backends
+    /// without clusters keep this default: `Unsupported`.
+    ///
+    /// # Safety
+    /// As `launch`; besides, every cluster dimension is at least 1 and divides the grid's.
+    unsafe fn launch_cluster(
+        &self,
+        device: u32,
+        queue: u64,
+        kernel: u64,
+        dims: &LaunchDims,
+        cluster: [u32; 3],
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        let _ = (device, queue, kernel, dims, cluster, args);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend has no thread-block clusters"))
+    }
+    /// How many parameters a kernel takes (CUDA: `cuFuncGetParamInfo`), for callers that pass
+    /// argument pointers without a count. Default: `Unsupported`.
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
+        let _ = (device, kernel);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot count a kernel's parameters"))
+    }
 }
 
 #[cfg(all(test, not(loom)))]

@@ -22,8 +22,8 @@
 //! and go back to a per-device pool instead of the driver, and a function already looked up is
 //! found in a cache under a read lock.
 //!
-//! Not provided (absent from `libordo.so`; programs using them do not link): cluster launches,
-//! tensor-map encoding, and the cuSPARSE and cuSPARSELt helpers.
+//! Not provided (absent from `libordo.so`; programs using them do not link): tensor-map
+//! encoding, and the cuSPARSE and cuSPARSELt helpers.
 
 use core::ffi::{c_char, c_void};
 use std::cell::Cell;
@@ -417,6 +417,62 @@ pub unsafe extern "C" fn mgpuLaunchKernel(
         // kernel's signature).
         if let Err(e) = unsafe { runtime().launch(q, Kernel::from_raw(from_ptr(function)), &dims, &args) } {
             report("cuLaunchKernel", &e);
+        }
+    })
+}
+
+/// `mgpuLaunchClusterKernel(ptr function, i64 clusterX, clusterY, clusterZ, gridX, gridY, gridZ,
+/// blockX, blockY, blockZ, i32 smem, ptr stream, ptr params, ptr extra)`: the grid counts blocks
+/// and must be a multiple of the cluster. MLIR passes no parameter count; the kernel's own (from
+/// the driver) bounds the argument pointers read.
+///
+/// # Safety
+/// `params` holds one pointer per kernel parameter, as `cuLaunchKernelEx` takes.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)] // the ABI's signature
+pub unsafe extern "C" fn mgpuLaunchClusterKernel(
+    function: *mut c_void,
+    cluster_x: i64,
+    cluster_y: i64,
+    cluster_z: i64,
+    grid_x: i64,
+    grid_y: i64,
+    grid_z: i64,
+    block_x: i64,
+    block_y: i64,
+    block_z: i64,
+    smem: i32,
+    stream: *mut c_void,
+    params: *mut *mut c_void,
+    _extra: *mut *mut c_void,
+) {
+    contain_or((), || {
+        let dim = |v: i64| u32::try_from(v).unwrap_or(0);
+        let dims = LaunchDims {
+            grid: [dim(grid_x), dim(grid_y), dim(grid_z)],
+            block: [dim(block_x), dim(block_y), dim(block_z)],
+            shared_mem_bytes: u32::try_from(smem).unwrap_or(u32::MAX),
+        };
+        let cluster = [dim(cluster_x), dim(cluster_y), dim(cluster_z)];
+        let kernel = Kernel::from_raw(from_ptr(function));
+        let count = match runtime().kernel_param_count(kernel) {
+            Ok(n) => n,
+            Err(e) => return report("cuFuncGetParamInfo", &e),
+        };
+        let list: &[*mut c_void] = if count == 0 || params.is_null() {
+            &[]
+        } else {
+            // SAFETY: the caller's contract (one pointer per parameter).
+            unsafe { core::slice::from_raw_parts(params, count) }
+        };
+        let args = match KernelArgs::unsized_params(list) {
+            Ok(a) => a,
+            Err(e) => return report("cuLaunchKernelEx", &e),
+        };
+        let Some(q) = stream_or_null(stream) else { return };
+        // SAFETY: as for `mgpuLaunchKernel`.
+        if let Err(e) = unsafe { runtime().launch_cluster(q, kernel, &dims, cluster, &args) } {
+            report("cuLaunchKernelEx", &e);
         }
     })
 }

@@ -13,7 +13,10 @@ cp "$libdir/libordo.so" "$out/libordo.so.0"
 cc -c -O2 "$(dirname "$0")/print.c" -o "$out/print.o"
 for src in "$(dirname "$0")"/*.mlir; do
   name=$(basename "$src" .mlir)
-  "$bin/mlir-opt" "$src" -gpu-lower-to-nvvm-pipeline="cubin-format=isa" -o "$out/$name.llvm.mlir"
+  # A program may ask for other pipeline options on a line `// PIPELINE: ...` (e.g. sm_90 for
+  # clusters); the default embeds PTX for the driver to JIT.
+  options=$(sed -n 's|^// PIPELINE: ||p' "$src")
+  "$bin/mlir-opt" "$src" -gpu-lower-to-nvvm-pipeline="${options:-cubin-format=isa}" -o "$out/$name.llvm.mlir"
   "$bin/mlir-translate" --mlir-to-llvmir "$out/$name.llvm.mlir" -o "$out/$name.ll"
   "$bin/llc" -O2 -filetype=obj -relocation-model=pic "$out/$name.ll" -o "$out/$name.o"
   cc "$out/$name.o" "$out/print.o" -o "$out/$name" "$out/libordo.so.0" -Wl,-rpath,'$ORIGIN' \

@@ -481,3 +481,33 @@ fn host_register_checks_its_arguments_and_the_host_backend_refuses_it() {
     // SAFETY: as above.
     assert_eq!(unsafe { rt.host_register(d, p, 256) }.unwrap_err().code, ErrorCode::Uninitialized);
 }
+
+/// Cluster launches check the cluster against the grid first (`InvalidValue`), then the host
+/// backend has no clusters and cannot count a kernel's parameters (`Unsupported`).
+#[test]
+fn cluster_launch_checks_and_the_host_backend_refuses_it() {
+    let (_, rt) = ordo_tests::host_runtime();
+    rt.init().unwrap();
+    let d = device(rt, 0).unwrap();
+    let q = rt.queue_create(d).unwrap();
+    let p = rt.program_load(d, ordo_core::host::builtin::PROGRAM_NAME.as_bytes()).unwrap();
+    let k = rt.kernel_get(p, "vector_add_f32").unwrap();
+    let dims = LaunchDims { grid: [4, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+    // SAFETY: every call is refused before the kernel runs.
+    unsafe {
+        assert_eq!(
+            rt.launch_cluster(q, k, &dims, [0, 1, 1], &KernelArgs::EMPTY).unwrap_err().code,
+            ErrorCode::InvalidValue
+        );
+        assert_eq!(
+            rt.launch_cluster(q, k, &dims, [3, 1, 1], &KernelArgs::EMPTY).unwrap_err().code,
+            ErrorCode::InvalidValue
+        );
+        assert_eq!(
+            rt.launch_cluster(q, k, &dims, [2, 1, 1], &KernelArgs::EMPTY).unwrap_err().code,
+            ErrorCode::Unsupported
+        );
+    }
+    assert_eq!(rt.kernel_param_count(k).unwrap_err().code, ErrorCode::Unsupported);
+    rt.shutdown().unwrap();
+}

@@ -580,6 +580,49 @@ impl Runtime {
         })
     }
 
+    /// How many parameters a kernel takes, from the backend (CUDA: `cuFuncGetParamInfo`;
+    /// `Unsupported` where the backend cannot tell, as the host backend).
+    pub fn kernel_param_count(&self, kernel: Kernel) -> Result<usize> {
+        self.with_shared(|t| {
+            let k = t.kernels.get(kernel.0)?;
+            let d = self.dev_at(t, k.device);
+            // SAFETY: a live kernel of this device.
+            Ok(unsafe { d.backend.kernel_param_count(d.ordinal, k.raw) }?)
+        })
+    }
+
+    /// Launches a kernel on a queue of the kernel's device in thread-block clusters of `cluster`
+    /// blocks per dimension. Besides `launch`'s checks: `InvalidValue` when a cluster dimension
+    /// is 0 or does not divide the grid's; `Unsupported` from backends without clusters (the host
+    /// backend; CUDA devices below compute capability 9.0 answer with the driver's error).
+    ///
+    /// # Safety
+    /// As `launch`.
+    pub unsafe fn launch_cluster(
+        &self,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+        cluster: [u32; 3],
+        args: &KernelArgs<'_>,
+    ) -> Result<()> {
+        self.with_shared(|t| {
+            let q = t.queues.get(queue.0)?;
+            let k = t.kernels.get(kernel.0)?;
+            if k.device != q.device {
+                return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
+            }
+            let d = t.devices.at(q.device);
+            dims.validate(&d.limits)?;
+            if cluster.iter().zip(dims.grid).any(|(&c, g)| c == 0 || g % c != 0) {
+                return fail(ErrorCode::InvalidValue, "a cluster dimension is 0 or does not divide the grid's");
+            }
+            // SAFETY: a live queue and kernel of this device, dimensions within its limits and
+            // divisible by the cluster's; the argument contract is the caller's.
+            Ok(unsafe { d.driver.launch_cluster(d.ordinal, q.raw, k.raw, dims, cluster, args) }?)
+        })
+    }
+
     /// Launches a kernel on a queue of the kernel's device.
     ///
     /// # Safety
