@@ -147,7 +147,12 @@ impl Backend for CudaBackend {
 
     fn queue_create(&self, device: u32) -> BackendResult<u64> {
         let _program_context = self.devices.make_current(device)?;
-        queue::queue_create()
+        queue::queue_create(false)
+    }
+
+    fn queue_create_independent(&self, device: u32) -> BackendResult<u64> {
+        let _program_context = self.devices.make_current(device)?;
+        queue::queue_create(true)
     }
 
     unsafe fn queue_destroy(&self, device: u32, q: u64) -> BackendResult<()> {

@@ -19,10 +19,11 @@ pub(crate) fn event(raw: u64) -> CUevent {
     raw as usize as CUevent
 }
 
-pub(crate) fn queue_create() -> BackendResult<u64> {
+pub(crate) fn queue_create(independent: bool) -> BackendResult<u64> {
     let mut s: CUstream = std::ptr::null_mut();
+    let flags = if independent { sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 } else { CU_STREAM_BLOCKING };
     // SAFETY: valid out-pointer; the device's context is current.
-    check(unsafe { sys::cuStreamCreate(&mut s, CU_STREAM_BLOCKING) })?;
+    check(unsafe { sys::cuStreamCreate(&mut s, flags) })?;
     Ok(s as u64)
 }
 

@@ -565,5 +565,10 @@ fn kernel_parameters_and_cluster_checks() {
     // SAFETY: `empty` takes no arguments.
     unsafe { rt.launch_cluster(q, empty, &dims, [2, 1, 1], &KernelArgs::EMPTY) }.unwrap();
     rt.queue_synchronize(q).unwrap();
+    // An independent (non-blocking) queue runs work like any queue and is synchronised alike.
+    let independent = rt.queue_create_independent(d).unwrap();
+    // SAFETY: `empty` takes no arguments.
+    unsafe { rt.launch(independent, empty, &dims, &KernelArgs::EMPTY) }.unwrap();
+    rt.queue_synchronize(independent).unwrap();
     assert!(matches!(rt.shutdown(), Ok(ordo_core::Shutdown::TornDown(s)) if s.is_clean()));
 }

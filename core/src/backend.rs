@@ -562,6 +562,12 @@ pub trait Backend: Sync {
 
     /// Creates an in-order queue.
     fn queue_create(&self, device: u32) -> BackendResult<u64>;
+    /// Creates a queue whose work need not be ordered before later calls without a queue (CUDA:
+    /// a non-blocking stream, as `cudaStreamNonBlocking`), for callers that synchronise their
+    /// queues themselves. Default: an ordinary `queue_create` queue.
+    fn queue_create_independent(&self, device: u32) -> BackendResult<u64> {
+        self.queue_create(device)
+    }
     /// Destroys a queue.
     ///
     /// # Safety

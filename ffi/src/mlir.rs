@@ -144,7 +144,7 @@ fn stream_or_null(stream: *mut c_void) -> Option<Queue> {
     if let Some((_, q)) = nulls.iter().find(|(dev, _)| *dev == d.to_raw()) {
         return Some(*q);
     }
-    match rt.queue_create(d) {
+    match rt.queue_create_independent(d) {
         Ok(q) => {
             nulls.push((d.to_raw(), q));
             Some(q)
@@ -164,7 +164,7 @@ pub extern "C" fn mgpuStreamCreate() -> *mut c_void {
         if let Some(q) = pooled_queue(d) {
             return to_ptr(q.to_raw());
         }
-        match runtime().queue_create(d) {
+        match runtime().queue_create_independent(d) {
             Ok(q) => to_ptr(q.to_raw()),
             Err(e) => {
                 report("cuStreamCreate", &e);

@@ -509,5 +509,9 @@ fn cluster_launch_checks_and_the_host_backend_refuses_it() {
         );
     }
     assert_eq!(rt.kernel_param_count(k).unwrap_err().code, ErrorCode::Unsupported);
+    // Backends without a separate kind give an ordinary queue for an independent one.
+    let independent = rt.queue_create_independent(d).unwrap();
+    assert_eq!(rt.queue_device(independent).unwrap(), d);
+    assert_eq!(rt.queue_create_independent(Device::from_raw(0)).unwrap_err().code, ErrorCode::NullHandle);
     rt.shutdown().unwrap();
 }

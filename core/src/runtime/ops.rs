@@ -362,12 +362,28 @@ impl Runtime {
 
     /// Creates an in-order queue on a device.
     pub fn queue_create(&self, device: Device) -> Result<Queue> {
+        self.create_queue(device, false)
+    }
+
+    /// Creates a queue whose work later calls *without* a queue do not wait for (CUDA: a
+    /// non-blocking stream), for callers that synchronise their queues themselves, as MLIR code
+    /// does: launches on it avoid the driver's bookkeeping for the legacy stream. Everything else
+    /// is as `queue_create` (the teardown synchronises it like any queue).
+    pub fn queue_create_independent(&self, device: Device) -> Result<Queue> {
+        self.create_queue(device, true)
+    }
+
+    fn create_queue(&self, device: Device, independent: bool) -> Result<Queue> {
         self.with_exclusive(|t| {
             let d = self.dev(t, device)?;
             if t.queues.is_full() {
                 return fail(ErrorCode::OutOfResources, "queue table is full (ORDO_MAX_QUEUES)");
             }
-            let raw = d.backend.queue_create(d.ordinal)?;
+            let raw = if independent {
+                d.backend.queue_create_independent(d.ordinal)?
+            } else {
+                d.backend.queue_create(d.ordinal)?
+            };
             match t.queues.insert(QueueEntry { device: d.slot, raw }) {
                 Ok(h) => Ok(Queue(h)),
                 Err(_) => {
