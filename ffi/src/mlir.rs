@@ -123,6 +123,11 @@ fn from_ptr(p: *mut c_void) -> u64 {
 /// entry is dropped when found so.
 static STREAM_POOL: Mutex<Vec<(u64, Vec<Queue>)>> = Mutex::new(Vec::new());
 
+/// Idle events by device handle (raw), like the streams: `mgpuEventDestroy` right after
+/// `mgpuStreamWaitEvent` (what the lowering emits) is safe to pool, because a wait captures the
+/// event's last record when it is enqueued, not later records.
+static EVENT_POOL: Mutex<Vec<(u64, Vec<Event>)>> = Mutex::new(Vec::new());
+
 /// The queue that stands for a null stream, per device (created on first use).
 static NULL_STREAMS: Mutex<Vec<(u64, Queue)>> = Mutex::new(Vec::new());
 
@@ -184,6 +189,8 @@ pub extern "C" fn mgpuStreamDestroy(stream: *mut c_void) {
         let Ok(d) = rt.queue_device(q) else { return };
         let mut pool = STREAM_POOL.lock().unwrap_or_else(|p| p.into_inner());
         match pool.iter_mut().find(|(dev, _)| *dev == d.to_raw()) {
+            // Destroyed twice: pooled once.
+            Some((_, queues)) if queues.contains(&q) => {}
             Some((_, queues)) => queues.push(q),
             None => pool.push((d.to_raw(), vec![q])),
         }
@@ -214,12 +221,20 @@ pub extern "C" fn mgpuStreamWaitEvent(stream: *mut c_void, event: *mut c_void) {
 
 // ---- events -----------------------------------------------------------------------------------
 
-/// `mgpuEventCreate() -> ptr`.
+/// `mgpuEventCreate() -> ptr`: an event of the default device, from the pool when one is idle.
 #[unsafe(no_mangle)]
 pub extern "C" fn mgpuEventCreate() -> *mut c_void {
     contain_or(core::ptr::null_mut(), || {
         let Some(d) = device() else { return core::ptr::null_mut() };
-        match runtime().event_create(d) {
+        let rt = runtime();
+        {
+            let mut pool = EVENT_POOL.lock().unwrap_or_else(|p| p.into_inner());
+            pool.retain(|(dev, _)| rt.device_platform(Device::from_raw(*dev)).is_ok());
+            if let Some(e) = pool.iter_mut().find(|(dev, _)| *dev == d.to_raw()).and_then(|(_, es)| es.pop()) {
+                return to_ptr(e.to_raw());
+            }
+        }
+        match rt.event_create(d) {
             Ok(e) => to_ptr(e.to_raw()),
             Err(e) => {
                 report("cuEventCreate", &e);
@@ -229,14 +244,18 @@ pub extern "C" fn mgpuEventCreate() -> *mut c_void {
     })
 }
 
-/// `mgpuEventDestroy(ptr)`. A stale event is ignored.
+/// `mgpuEventDestroy(ptr)`: the event goes back to its device's pool. A stale event is ignored.
 #[unsafe(no_mangle)]
 pub extern "C" fn mgpuEventDestroy(event: *mut c_void) {
     contain_or((), || {
-        if let Err(e) = runtime().event_destroy(Event::from_raw(from_ptr(event))) {
-            if e.code != ErrorCode::InvalidHandle {
-                report("cuEventDestroy", &e);
-            }
+        let e = Event::from_raw(from_ptr(event));
+        let Ok(d) = runtime().event_device(e) else { return };
+        let mut pool = EVENT_POOL.lock().unwrap_or_else(|p| p.into_inner());
+        match pool.iter_mut().find(|(dev, _)| *dev == d.to_raw()) {
+            // Destroyed twice: pooled once.
+            Some((_, events)) if events.contains(&e) => {}
+            Some((_, events)) => events.push(e),
+            None => pool.push((d.to_raw(), vec![e])),
         }
     })
 }

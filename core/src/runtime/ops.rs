@@ -423,6 +423,14 @@ impl Runtime {
         })
     }
 
+    /// The device an event belongs to.
+    pub fn event_device(&self, event: Event) -> Result<Device> {
+        self.with_shared(|t| {
+            let e = t.events.get(event.0)?;
+            Ok(Device(t.devices.handle_at(e.device)))
+        })
+    }
+
     /// The device a queue belongs to.
     pub fn queue_device(&self, queue: Queue) -> Result<Device> {
         self.with_shared(|t| {
