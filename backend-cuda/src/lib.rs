@@ -18,6 +18,7 @@ mod image;
 mod memory;
 mod program;
 mod queue;
+pub mod tensor_map;
 
 use ordo_core::{
     Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs,

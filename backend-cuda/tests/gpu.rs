@@ -572,3 +572,29 @@ fn kernel_parameters_and_cluster_checks() {
     rt.queue_synchronize(independent).unwrap();
     assert!(matches!(rt.shutdown(), Ok(ordo_core::Shutdown::TornDown(s)) if s.is_clean()));
 }
+
+/// A tiled tensor map over device memory encodes; one the driver refuses (a misaligned address)
+/// gives the driver's error, not a panic.
+#[test]
+fn tensor_maps_encode_over_device_memory() {
+    let Some(rt) = cuda() else { return };
+    let d = dev(rt, 0);
+    let m = rt.mem_alloc(d, MemKind::Device, 64 * 8 * 4).unwrap();
+    let tensor = ordo_cuda::tensor_map::TiledTensor {
+        data_type: 7,
+        global_address: m.0,
+        global_dim: &[8, 64],
+        global_strides: &[32],
+        box_dim: &[8, 8],
+        element_strides: &[1, 1],
+        interleave: 0,
+        swizzle: 0,
+        l2_promotion: 0,
+        oob_fill: 0,
+    };
+    let map = ordo_cuda::tensor_map::encode_tiled(&tensor).unwrap();
+    assert!(map.iter().any(|&w| w != 0), "an encoded map is not all zeros");
+    let misaligned = ordo_cuda::tensor_map::TiledTensor { global_address: m.0 + 4, ..tensor };
+    assert!(ordo_cuda::tensor_map::encode_tiled(&misaligned).is_err());
+    assert!(matches!(rt.shutdown(), Ok(ordo_core::Shutdown::TornDown(s)) if s.is_clean()));
+}

@@ -11,3 +11,4 @@ void printComma(void) { printf(", "); }
 void printOpen(void) { printf("( "); }
 void printClose(void) { printf(" )"); }
 void printNewline(void) { printf("\n"); fflush(stdout); }
+void printString(const char *s) { fputs(s, stdout); fflush(stdout); }

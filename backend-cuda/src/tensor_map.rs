@@ -1,0 +1,180 @@
+//! Tensor maps for the Hopper tensor memory accelerator (`cuTensorMapEncodeTiled`): a CUDA-only
+//! host-side encoding with no runtime object of its own, so it is the CUDA backend's own API
+//! rather than a `Backend` method. The MLIR ABI (`mgpuTensorMapEncodeTiled*`) uses it.
+
+use cudarc::driver::sys::{
+    self, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion,
+    CUtensorMapSwizzle,
+};
+use ordo_core::{BackendError, ErrorCode};
+
+use crate::conv::check;
+
+/// An encoded tensor map: the driver's 128-byte `CUtensorMap`, to copy where a kernel reads it.
+pub type TensorMap = [u64; 16];
+
+/// What a tiled tensor map describes; the enumeration values are the driver's.
+#[derive(Clone, Copy, Debug)]
+pub struct TiledTensor<'a> {
+    /// `CUtensorMapDataType` (0 = `UINT8` … 12 = `TFLOAT32_FTZ`).
+    pub data_type: u32,
+    /// The tensor's address in device memory (16-byte aligned).
+    pub global_address: u64,
+    /// Elements per dimension, innermost first (1 to 5 dimensions).
+    pub global_dim: &'a [u64],
+    /// Bytes between consecutive elements of each dimension but the innermost (one fewer).
+    pub global_strides: &'a [u64],
+    /// The box copied per access, in elements per dimension.
+    pub box_dim: &'a [u32],
+    /// Traversal stride per dimension.
+    pub element_strides: &'a [u32],
+    /// `CUtensorMapInterleave` (0 none, 1 16 B, 2 32 B).
+    pub interleave: u32,
+    /// `CUtensorMapSwizzle` (0 none, 1 32 B, 2 64 B, 3 128 B).
+    pub swizzle: u32,
+    /// `CUtensorMapL2promotion` (0 none, 1 64 B, 2 128 B, 3 256 B).
+    pub l2_promotion: u32,
+    /// `CUtensorMapFloatOOBfill` (0 none, 1 NaN).
+    pub oob_fill: u32,
+}
+
+fn unknown(what: &'static str) -> BackendError {
+    BackendError::new(ErrorCode::InvalidEnumeration, 0, what)
+}
+
+/// Bytes per element of a `CUtensorMapDataType`, or `None` for a value ordo does not know.
+pub fn element_bytes(data_type: u32) -> Option<u64> {
+    Some(match data_type {
+        0 => 1,
+        1 | 6 | 9 => 2,
+        2 | 3 | 7 | 10..=12 => 4,
+        4 | 5 | 8 => 8,
+        _ => return None,
+    })
+}
+
+fn data_type(v: u32) -> Result<CUtensorMapDataType, BackendError> {
+    use CUtensorMapDataType::*;
+    Ok(match v {
+        0 => CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        1 => CU_TENSOR_MAP_DATA_TYPE_UINT16,
+        2 => CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        3 => CU_TENSOR_MAP_DATA_TYPE_INT32,
+        4 => CU_TENSOR_MAP_DATA_TYPE_UINT64,
+        5 => CU_TENSOR_MAP_DATA_TYPE_INT64,
+        6 => CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        7 => CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        8 => CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+        9 => CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        10 => CU_TENSOR_MAP_DATA_TYPE_FLOAT32_FTZ,
+        11 => CU_TENSOR_MAP_DATA_TYPE_TFLOAT32,
+        12 => CU_TENSOR_MAP_DATA_TYPE_TFLOAT32_FTZ,
+        _ => return Err(unknown("unknown tensor-map data type")),
+    })
+}
+
+/// Encodes a tiled tensor map. `InvalidEnumeration` for an unknown data type, interleave,
+/// swizzle, L2 promotion or fill; `InvalidValue` for a rank outside 1..=5 or slices of the
+/// wrong lengths; `Unsupported` when the driver is missing or too old; the driver's own error
+/// for a map it refuses (misaligned address or strides, a box too large).
+pub fn encode_tiled(t: &TiledTensor<'_>) -> Result<TensorMap, BackendError> {
+    let rank = t.global_dim.len();
+    if !(1..=5).contains(&rank)
+        || t.global_strides.len() != rank - 1
+        || t.box_dim.len() != rank
+        || t.element_strides.len() != rank
+    {
+        return Err(BackendError::new(ErrorCode::InvalidValue, 0, "tensor-map rank or dimension lists are wrong"));
+    }
+    let dtype = data_type(t.data_type)?;
+    let interleave = match t.interleave {
+        0 => CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+        1 => CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_16B,
+        2 => CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_32B,
+        _ => return Err(unknown("unknown tensor-map interleave")),
+    };
+    let swizzle = match t.swizzle {
+        0 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        1 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        2 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        3 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+        _ => return Err(unknown("unknown tensor-map swizzle")),
+    };
+    let l2 = match t.l2_promotion {
+        0 => CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+        1 => CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+        2 => CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        3 => CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        _ => return Err(unknown("unknown tensor-map L2 promotion")),
+    };
+    let oob = match t.oob_fill {
+        0 => CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        1 => CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+        _ => return Err(unknown("unknown tensor-map out-of-bounds fill")),
+    };
+    // SAFETY: `is_culib_present` only tries to open candidate library names.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(BackendError::new(ErrorCode::Unsupported, 0, "the CUDA driver library was not found"));
+    }
+    // SAFETY: the library is present, so `culib` loads it; only the symbol's presence is checked.
+    if unsafe { sys::culib().get::<*const ()>(b"cuTensorMapEncodeTiled") }.is_err() {
+        return Err(BackendError::new(ErrorCode::Unsupported, 0, "the CUDA driver is too old for tensor maps"));
+    }
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    // SAFETY: every array holds as many entries as the rank asks for (checked above); the map is
+    // a valid out-parameter; the driver only encodes (it does not touch the tensor's memory).
+    check(unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            dtype,
+            rank as u32,
+            t.global_address as *mut core::ffi::c_void,
+            t.global_dim.as_ptr(),
+            t.global_strides.as_ptr(),
+            t.box_dim.as_ptr(),
+            t.element_strides.as_ptr(),
+            interleave,
+            swizzle,
+            l2,
+            oob,
+        )
+    })?;
+    Ok(map.opaque)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tensor<'a>(dims: &'a [u64], strides: &'a [u64], boxes: &'a [u32], steps: &'a [u32]) -> TiledTensor<'a> {
+        TiledTensor {
+            data_type: 7,
+            global_address: 0x1000,
+            global_dim: dims,
+            global_strides: strides,
+            box_dim: boxes,
+            element_strides: steps,
+            interleave: 0,
+            swizzle: 0,
+            l2_promotion: 0,
+            oob_fill: 0,
+        }
+    }
+
+    /// Ranks, list lengths and enumeration values are checked before the driver is looked for.
+    #[test]
+    fn bad_descriptions_are_refused_before_the_driver() {
+        let code = |t: &TiledTensor<'_>| encode_tiled(t).unwrap_err().code;
+        assert_eq!(code(&tensor(&[], &[], &[], &[])), ErrorCode::InvalidValue);
+        assert_eq!(code(&tensor(&[8, 8], &[], &[8, 8], &[1, 1])), ErrorCode::InvalidValue);
+        assert_eq!(code(&tensor(&[1; 6], &[32; 5], &[1; 6], &[1; 6])), ErrorCode::InvalidValue);
+        let good = tensor(&[8, 8], &[32], &[8, 8], &[1, 1]);
+        assert_eq!(code(&TiledTensor { data_type: 99, ..good }), ErrorCode::InvalidEnumeration);
+        assert_eq!(code(&TiledTensor { interleave: 3, ..good }), ErrorCode::InvalidEnumeration);
+        assert_eq!(code(&TiledTensor { swizzle: 9, ..good }), ErrorCode::InvalidEnumeration);
+        assert_eq!(code(&TiledTensor { l2_promotion: 4, ..good }), ErrorCode::InvalidEnumeration);
+        assert_eq!(code(&TiledTensor { oob_fill: 2, ..good }), ErrorCode::InvalidEnumeration);
+        assert_eq!(element_bytes(7), Some(4));
+        assert_eq!(element_bytes(13), None);
+    }
+}
