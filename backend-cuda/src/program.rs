@@ -182,7 +182,7 @@ pub(crate) unsafe fn launch(
             bz,
             dims.shared_mem_bytes,
             stream(queue),
-            args.params().as_ptr() as *mut *mut c_void,
+            params_pointer(args),
             std::ptr::null_mut(),
         )
     };
@@ -240,12 +240,7 @@ pub(crate) unsafe fn launch_cluster(
     // SAFETY: a live kernel and stream of the current context, a config whose one attribute
     // lives until the call returns; `params` as in `launch`.
     check(unsafe {
-        sys::cuLaunchKernelEx(
-            &config,
-            kernel as usize as CUfunction,
-            args.params().as_ptr() as *mut *mut c_void,
-            std::ptr::null_mut(),
-        )
+        sys::cuLaunchKernelEx(&config, kernel as usize as CUfunction, params_pointer(args), std::ptr::null_mut())
     })
 }
 
@@ -271,5 +266,14 @@ pub(crate) unsafe fn param_count(kernel: u64) -> BackendResult<usize> {
         if count > 4096 {
             return Err(BackendError::new(ErrorCode::Internal, 0, "kernel parameter count did not end"));
         }
+    }
+}
+
+/// The `kernelParams` the driver gets: null for a kernel without arguments (an empty slice's
+/// pointer is dangling; the driver would not read it, but null is what C callers pass).
+fn params_pointer(args: &KernelArgs<'_>) -> *mut *mut c_void {
+    match args.params() {
+        [] => std::ptr::null_mut(),
+        params => params.as_ptr() as *mut *mut c_void,
     }
 }
