@@ -309,7 +309,11 @@ impl<const N: usize> Model<N> {
 
     /// The platform index of an object (of a platform, device, or anything on a device).
     fn platform_of(&self, id: ObjId) -> usize {
-        let o = self.info(id);
+        self.platform_of_info(&self.info(id))
+    }
+
+    /// `platform_of` for a record at hand.
+    fn platform_of_info(&self, o: &ObjInfo) -> usize {
         match o.kind {
             ObjectKind::Platform => o.size,
             ObjectKind::Device => self.info(o.parent.expect("a device has a platform")).size,
@@ -516,14 +520,6 @@ impl<const N: usize> Model<N> {
             o.live = false;
         }
         Outcome::TornDown { failures, released_by_driver }
-    }
-
-    fn platform_of_info(&self, o: &ObjInfo) -> usize {
-        match o.kind {
-            ObjectKind::Platform => o.size,
-            ObjectKind::Device => self.info(o.parent.expect("a device has a platform")).size,
-            _ => self.platform_of(o.device),
-        }
     }
 
     fn object_op(&mut self, op: Op) -> Check<Outcome> {

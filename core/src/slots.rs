@@ -137,31 +137,23 @@ mod claim {
 
 pub(crate) use claim::mine;
 
-/// `membarrier(2)` where the platform has it.
-#[cfg(all(
-    not(loom),
-    not(miri),
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64",
-        target_arch = "x86",
-        target_arch = "arm"
-    )
-))]
+/// `membarrier(2)` on Linux (on architectures whose system-call number ordo knows).
+#[cfg(all(not(loom), not(miri), target_os = "linux"))]
 mod membarrier {
     use core::ffi::c_long;
     use core::sync::atomic::{AtomicU8, Ordering};
 
-    #[cfg(target_arch = "x86_64")]
-    const SYS_MEMBARRIER: c_long = 324;
-    #[cfg(any(target_arch = "aarch64", target_arch = "riscv64"))]
-    const SYS_MEMBARRIER: c_long = 283;
-    #[cfg(target_arch = "x86")]
-    const SYS_MEMBARRIER: c_long = 375;
-    #[cfg(target_arch = "arm")]
-    const SYS_MEMBARRIER: c_long = 389;
+    const SYS_MEMBARRIER: Option<c_long> = if cfg!(target_arch = "x86_64") {
+        Some(324)
+    } else if cfg!(any(target_arch = "aarch64", target_arch = "riscv64")) {
+        Some(283)
+    } else if cfg!(target_arch = "x86") {
+        Some(375)
+    } else if cfg!(target_arch = "arm") {
+        Some(389)
+    } else {
+        None
+    };
 
     const CMD_QUERY: c_long = 0;
     const CMD_PRIVATE_EXPEDITED: c_long = 1 << 3;
@@ -171,9 +163,8 @@ mod membarrier {
         fn syscall(number: c_long, ...) -> c_long;
     }
 
-    /// 0: not decided yet; 1: registered; 2: not available.
+    /// 0: not decided yet; 3: being decided; 1: registered; 2: not available.
     static MODE: AtomicU8 = AtomicU8::new(0);
-    static DECISION: spin::Once<bool> = spin::Once::new();
 
     /// Whether the process is registered for expedited private barriers (decided, and
     /// registered, once; every thread sees the same answer).
@@ -188,41 +179,44 @@ mod membarrier {
 
     #[cold]
     fn decide() -> bool {
-        let yes = *DECISION.call_once(|| {
-            // SAFETY: membarrier takes three integer arguments and touches no memory of ours.
-            unsafe {
-                let commands = syscall(SYS_MEMBARRIER, CMD_QUERY, 0 as c_long, 0 as c_long);
-                let wanted = CMD_PRIVATE_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED;
-                commands >= 0
-                    && commands & wanted == wanted
-                    && syscall(SYS_MEMBARRIER, CMD_REGISTER_PRIVATE_EXPEDITED, 0 as c_long, 0 as c_long) == 0
+        if MODE.compare_exchange(0, 3, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+            let yes = SYS_MEMBARRIER.is_some_and(|number| {
+                // SAFETY: membarrier takes three integer arguments and touches no memory of ours.
+                unsafe {
+                    let commands = syscall(number, CMD_QUERY, 0 as c_long, 0 as c_long);
+                    let wanted = CMD_PRIVATE_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED;
+                    commands >= 0
+                        && commands & wanted == wanted
+                        && syscall(number, CMD_REGISTER_PRIVATE_EXPEDITED, 0 as c_long, 0 as c_long) == 0
+                }
+            });
+            MODE.store(if yes { 1 } else { 2 }, Ordering::Release);
+            return yes;
+        }
+        loop {
+            match MODE.load(Ordering::Acquire) {
+                1 => return true,
+                2 => return false,
+                _ => core::hint::spin_loop(),
             }
-        });
-        MODE.store(if yes { 1 } else { 2 }, Ordering::Release);
-        yes
+        }
     }
 
     /// A full barrier on every CPU running a thread of this process. Only called once
-    /// `available()` said yes; after registration the kernel documents no failure for it.
+    /// `available()` said yes; after registration the kernel documents no failure for it. Should
+    /// one happen anyway, readers that relied on it could race a writer: abort rather than go on.
     pub(super) fn run() {
-        // SAFETY: as above.
-        let status = unsafe { syscall(SYS_MEMBARRIER, CMD_PRIVATE_EXPEDITED, 0 as c_long, 0 as c_long) };
-        debug_assert_eq!(status, 0, "membarrier failed after registration");
+        let Some(number) = SYS_MEMBARRIER else { return };
+        // SAFETY: as in `decide`.
+        let status = unsafe { syscall(number, CMD_PRIVATE_EXPEDITED, 0 as c_long, 0 as c_long) };
+        if status != 0 {
+            std::eprintln!("ordo: membarrier failed after registration; aborting");
+            std::process::abort();
+        }
     }
 }
 
-#[cfg(not(all(
-    not(loom),
-    not(miri),
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64",
-        target_arch = "x86",
-        target_arch = "arm"
-    )
-)))]
+#[cfg(not(all(not(loom), not(miri), target_os = "linux")))]
 mod membarrier {
     #[inline]
     pub(super) fn available() -> bool {

@@ -11,7 +11,7 @@ use crate::backend::{Backend, CopyKind, DeviceInfo, FillValue, InfoValue, Kernel
 use crate::error::{BackendError, Error, ErrorCode, Result, fail};
 use crate::handle::{Device, DevicePtr, Event, Kernel, Platform, Program, Queue};
 
-use super::{EventEntry, KernelEntry, NO_SLOT, ProgramEntry, QueueEntry, Runtime, Tables, teardown};
+use super::{DeviceEntry, EventEntry, KernelEntry, NO_SLOT, ProgramEntry, QueueEntry, Runtime, Tables, teardown};
 
 /// What `platform_info` tells about a platform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -631,19 +631,13 @@ impl Runtime {
         args: &KernelArgs<'_>,
     ) -> Result<()> {
         self.with_shared(|t| {
-            let q = t.queues.get(queue.0)?;
-            let k = t.kernels.get(kernel.0)?;
-            if k.device != q.device {
-                return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
-            }
-            let d = t.devices.at(q.device);
-            dims.validate(&d.limits)?;
+            let (d, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             if cluster.iter().zip(dims.grid).any(|(&c, g)| c == 0 || g % c != 0) {
                 return fail(ErrorCode::InvalidValue, "a cluster dimension is 0 or does not divide the grid's");
             }
             // SAFETY: a live queue and kernel of this device, dimensions within its limits and
             // divisible by the cluster's; the argument contract is the caller's.
-            Ok(unsafe { d.driver.launch_cluster(d.ordinal, q.raw, k.raw, dims, cluster, args) }?)
+            Ok(unsafe { d.driver.launch_cluster(d.ordinal, q, k, dims, cluster, args) }?)
         })
     }
 
@@ -655,16 +649,29 @@ impl Runtime {
     #[inline]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
         self.with_shared(|t| {
-            let q = t.queues.get(queue.0)?;
-            let k = t.kernels.get(kernel.0)?;
-            if k.device != q.device {
-                return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
-            }
-            let d = t.devices.at(q.device);
-            dims.validate(&d.limits)?;
+            let (d, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
             // argument contract is the caller's.
-            Ok(unsafe { d.driver.launch(d.ordinal, q.raw, k.raw, dims, args) }?)
+            Ok(unsafe { d.driver.launch(d.ordinal, q, k, dims, args) }?)
         })
+    }
+
+    /// What every launch checks: a live queue and a live kernel of one device, and dimensions
+    /// within that device's limits. The device's entry and the backend's queue and kernel.
+    #[inline(always)]
+    fn launch_target<'t>(
+        t: &'t Tables,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+    ) -> Result<(&'t DeviceEntry, u64, u64)> {
+        let q = t.queues.get(queue.0)?;
+        let k = t.kernels.get(kernel.0)?;
+        if k.device != q.device {
+            return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
+        }
+        let d = t.devices.at(q.device);
+        dims.validate(&d.limits)?;
+        Ok((d, q.raw, k.raw))
     }
 }
