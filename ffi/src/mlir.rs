@@ -102,11 +102,35 @@ fn cuda_device_count() -> u32 {
     cuda_platform().and_then(|p| runtime().platform_info(p).ok()).map_or(0, |i| i.device_count)
 }
 
-/// The calling thread's default CUDA device.
+std::thread_local! {
+    /// The device `device()` found last on this thread: its ordinal and handle (raw; 0: none).
+    static DEVICE: Cell<(u32, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// The calling thread's default CUDA device. The handle found last is kept per thread and
+/// reused while it is live (one shared call instead of a walk over the platforms).
 fn device() -> Option<Device> {
     ensure_init();
-    let p = cuda_platform()?;
-    runtime().device(p, DEFAULT_DEVICE.with(Cell::get)).ok()
+    let rt = runtime();
+    let ordinal = DEFAULT_DEVICE.with(Cell::get);
+    let (cached_ordinal, cached) = DEVICE.with(Cell::get);
+    if cached != 0 && cached_ordinal == ordinal && rt.device_platform(Device::from_raw(cached)).is_ok() {
+        return Some(Device::from_raw(cached));
+    }
+    let d = rt.device(cuda_platform()?, ordinal).ok()?;
+    DEVICE.with(|c| c.set((ordinal, d.to_raw())));
+    Some(d)
+}
+
+/// A handle made by `create`, or null after one line on stderr.
+fn created(what: &str, made: ordo_core::Result<u64>) -> *mut c_void {
+    match made {
+        Ok(raw) => to_ptr(raw),
+        Err(e) => {
+            report(what, &e);
+            core::ptr::null_mut()
+        }
+    }
 }
 
 fn to_ptr(raw: u64) -> *mut c_void {
@@ -117,48 +141,64 @@ fn from_ptr(p: *mut c_void) -> u64 {
     p as usize as u64
 }
 
-// ---- streams: a pool per device ---------------------------------------------------------------
+// ---- streams and events: pools per device ---------------------------------------------------
 
-/// Idle queues by device handle (raw). A handle from before a teardown is stale and the device's
-/// entry is dropped when found so.
-static STREAM_POOL: Mutex<Vec<(u64, Vec<Queue>)>> = Mutex::new(Vec::new());
+/// Idle objects by device handle (raw). A device handle from before a teardown is stale; its
+/// entry is dropped when found so (its objects went with the teardown).
+struct DevicePool<T>(Mutex<Vec<(u64, Vec<T>)>>);
 
-/// Idle events by device handle (raw), like the streams: `mgpuEventDestroy` right after
-/// `mgpuStreamWaitEvent` (what the lowering emits) is safe to pool, because a wait captures the
-/// event's last record when it is enqueued, not later records.
-static EVENT_POOL: Mutex<Vec<(u64, Vec<Event>)>> = Mutex::new(Vec::new());
+impl<T: Copy + PartialEq> DevicePool<T> {
+    const fn new() -> Self {
+        Self(Mutex::new(Vec::new()))
+    }
 
-/// The queue that stands for a null stream, per device (created on first use).
-static NULL_STREAMS: Mutex<Vec<(u64, Queue)>> = Mutex::new(Vec::new());
+    /// The pool's entries, with those of stale devices dropped.
+    fn live(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Vec<T>)>> {
+        let rt = runtime();
+        let mut pool = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        pool.retain(|(dev, _)| rt.device_platform(Device::from_raw(*dev)).is_ok());
+        pool
+    }
 
-fn pooled_queue(d: Device) -> Option<Queue> {
-    let rt = runtime();
-    let mut pool = STREAM_POOL.lock().unwrap_or_else(|p| p.into_inner());
-    pool.retain(|(dev, _)| rt.device_platform(Device::from_raw(*dev)).is_ok());
-    pool.iter_mut().find(|(dev, _)| *dev == d.to_raw()).and_then(|(_, q)| q.pop())
+    /// Takes an idle object of `d` (`keep`: leaves it in the pool, for a shared one).
+    fn take(&self, d: Device, keep: bool) -> Option<T> {
+        let mut pool = self.live();
+        let items = &mut pool.iter_mut().find(|(dev, _)| *dev == d.to_raw())?.1;
+        if keep { items.last().copied() } else { items.pop() }
+    }
+
+    /// Gives an object of `d` back (once: one given back twice is pooled once).
+    fn give(&self, d: Device, item: T) {
+        let mut pool = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        match pool.iter_mut().find(|(dev, _)| *dev == d.to_raw()) {
+            Some((_, items)) if items.contains(&item) => {}
+            Some((_, items)) => items.push(item),
+            None => pool.push((d.to_raw(), vec![item])),
+        }
+    }
 }
+
+/// Idle streams (independent queues).
+static STREAMS: DevicePool<Queue> = DevicePool::new();
+
+/// Idle events: `mgpuEventDestroy` right after `mgpuStreamWaitEvent` (what the lowering emits)
+/// is safe to pool, because a wait captures the event's last record when it is enqueued.
+static EVENTS: DevicePool<Event> = DevicePool::new();
+
+/// The queue that stands for a null stream, one per device (created on first use, kept).
+static NULL_STREAMS: DevicePool<Queue> = DevicePool::new();
 
 fn stream_or_null(stream: *mut c_void) -> Option<Queue> {
     if !stream.is_null() {
         return Some(Queue::from_raw(from_ptr(stream)));
     }
     let d = device()?;
-    let rt = runtime();
-    let mut nulls = NULL_STREAMS.lock().unwrap_or_else(|p| p.into_inner());
-    nulls.retain(|(dev, _)| rt.device_platform(Device::from_raw(*dev)).is_ok());
-    if let Some((_, q)) = nulls.iter().find(|(dev, _)| *dev == d.to_raw()) {
-        return Some(*q);
+    if let Some(q) = NULL_STREAMS.take(d, true) {
+        return Some(q);
     }
-    match rt.queue_create_independent(d) {
-        Ok(q) => {
-            nulls.push((d.to_raw(), q));
-            Some(q)
-        }
-        Err(e) => {
-            report("cuStreamCreate", &e);
-            None
-        }
-    }
+    let q = runtime().queue_create_independent(d).map_err(|e| report("cuStreamCreate", &e)).ok()?;
+    NULL_STREAMS.give(d, q);
+    Some(q)
 }
 
 /// `mgpuStreamCreate() -> ptr`: a stream of the default device, from the pool when one is idle.
@@ -166,15 +206,9 @@ fn stream_or_null(stream: *mut c_void) -> Option<Queue> {
 pub extern "C" fn mgpuStreamCreate() -> *mut c_void {
     contain_or(core::ptr::null_mut(), || {
         let Some(d) = device() else { return core::ptr::null_mut() };
-        if let Some(q) = pooled_queue(d) {
-            return to_ptr(q.to_raw());
-        }
-        match runtime().queue_create_independent(d) {
-            Ok(q) => to_ptr(q.to_raw()),
-            Err(e) => {
-                report("cuStreamCreate", &e);
-                core::ptr::null_mut()
-            }
+        match STREAMS.take(d, false) {
+            Some(q) => to_ptr(q.to_raw()),
+            None => created("cuStreamCreate", runtime().queue_create_independent(d).map(Queue::to_raw)),
         }
     })
 }
@@ -185,14 +219,8 @@ pub extern "C" fn mgpuStreamCreate() -> *mut c_void {
 pub extern "C" fn mgpuStreamDestroy(stream: *mut c_void) {
     contain_or((), || {
         let q = Queue::from_raw(from_ptr(stream));
-        let rt = runtime();
-        let Ok(d) = rt.queue_device(q) else { return };
-        let mut pool = STREAM_POOL.lock().unwrap_or_else(|p| p.into_inner());
-        match pool.iter_mut().find(|(dev, _)| *dev == d.to_raw()) {
-            // Destroyed twice: pooled once.
-            Some((_, queues)) if queues.contains(&q) => {}
-            Some((_, queues)) => queues.push(q),
-            None => pool.push((d.to_raw(), vec![q])),
+        if let Ok(d) = runtime().queue_device(q) {
+            STREAMS.give(d, q);
         }
     })
 }
@@ -226,20 +254,9 @@ pub extern "C" fn mgpuStreamWaitEvent(stream: *mut c_void, event: *mut c_void) {
 pub extern "C" fn mgpuEventCreate() -> *mut c_void {
     contain_or(core::ptr::null_mut(), || {
         let Some(d) = device() else { return core::ptr::null_mut() };
-        let rt = runtime();
-        {
-            let mut pool = EVENT_POOL.lock().unwrap_or_else(|p| p.into_inner());
-            pool.retain(|(dev, _)| rt.device_platform(Device::from_raw(*dev)).is_ok());
-            if let Some(e) = pool.iter_mut().find(|(dev, _)| *dev == d.to_raw()).and_then(|(_, es)| es.pop()) {
-                return to_ptr(e.to_raw());
-            }
-        }
-        match rt.event_create(d) {
-            Ok(e) => to_ptr(e.to_raw()),
-            Err(e) => {
-                report("cuEventCreate", &e);
-                core::ptr::null_mut()
-            }
+        match EVENTS.take(d, false) {
+            Some(e) => to_ptr(e.to_raw()),
+            None => created("cuEventCreate", runtime().event_create(d).map(Event::to_raw)),
         }
     })
 }
@@ -249,13 +266,8 @@ pub extern "C" fn mgpuEventCreate() -> *mut c_void {
 pub extern "C" fn mgpuEventDestroy(event: *mut c_void) {
     contain_or((), || {
         let e = Event::from_raw(from_ptr(event));
-        let Ok(d) = runtime().event_device(e) else { return };
-        let mut pool = EVENT_POOL.lock().unwrap_or_else(|p| p.into_inner());
-        match pool.iter_mut().find(|(dev, _)| *dev == d.to_raw()) {
-            // Destroyed twice: pooled once.
-            Some((_, events)) if events.contains(&e) => {}
-            Some((_, events)) => events.push(e),
-            None => pool.push((d.to_raw(), vec![e])),
+        if let Ok(d) = runtime().event_device(e) {
+            EVENTS.give(d, e);
         }
     })
 }
@@ -291,13 +303,7 @@ static FUNCTIONS: RwLock<Option<FunctionCache>> = RwLock::new(None);
 
 fn load(image: &[u8]) -> *mut c_void {
     let Some(d) = device() else { return core::ptr::null_mut() };
-    match runtime().program_load(d, image) {
-        Ok(p) => to_ptr(p.to_raw()),
-        Err(e) => {
-            report("cuModuleLoadData", &e);
-            core::ptr::null_mut()
-        }
-    }
+    created("cuModuleLoadData", runtime().program_load(d, image).map(Program::to_raw))
 }
 
 /// `mgpuModuleLoad(ptr data, i64 size) -> ptr`: a cubin, fatbin or PTX image of `size` bytes.
@@ -377,19 +383,58 @@ pub unsafe extern "C" fn mgpuModuleGetFunction(module: *mut c_void, name: *const
             report("cuModuleGetFunction", &ordo_core::Error::new(ErrorCode::InvalidArgument, "name is not UTF-8"));
             return core::ptr::null_mut();
         };
-        match runtime().kernel_get(Program::from_raw(key.0), text) {
-            Ok(k) => {
-                if let Ok(mut cache) = FUNCTIONS.write() {
-                    cache.get_or_insert_with(HashMap::new).insert(key, k.to_raw());
-                }
-                to_ptr(k.to_raw())
-            }
-            Err(e) => {
-                report("cuModuleGetFunction", &e);
-                core::ptr::null_mut()
-            }
+        let found = runtime().kernel_get(Program::from_raw(key.0), text).map(Kernel::to_raw);
+        if let (Ok(k), Ok(mut cache)) = (&found, FUNCTIONS.write()) {
+            cache.get_or_insert_with(HashMap::new).insert(key, *k);
         }
+        created("cuModuleGetFunction", found)
     })
+}
+
+/// Launch dimensions from MLIR's `i64`s: a value outside `u32` becomes 0 (refused by the
+/// runtime's checks as `InvalidValue`), dynamic shared memory above `u32` likewise.
+fn launch_dims(grid: [i64; 3], block: [i64; 3], smem: i32) -> LaunchDims {
+    let dim = |v: i64| u32::try_from(v).unwrap_or(0);
+    LaunchDims { grid: grid.map(dim), block: block.map(dim), shared_mem_bytes: u32::try_from(smem).unwrap_or(u32::MAX) }
+}
+
+/// CUDA's kernel parameter space is 32,764 bytes, every parameter at least one byte: no kernel
+/// takes more parameters than this.
+const MAX_PARAMS: usize = 32_764;
+
+/// The argument list of a launch: `count` pointers at `params` (none when either is zero/null).
+/// A count no kernel can have is `InvalidValue`, not a slice over arbitrary memory.
+///
+/// # Safety
+/// `params` holds `count` readable pointers when it is not null and `count` is in range.
+unsafe fn launch_args<'a>(params: *mut *mut c_void, count: i64) -> ordo_core::Result<KernelArgs<'a>> {
+    let count = usize::try_from(count).unwrap_or(0);
+    if count > MAX_PARAMS {
+        return Err(ordo_core::Error::new(ErrorCode::InvalidValue, "more kernel arguments than CUDA allows"));
+    }
+    let list: &[*mut c_void] = if count == 0 || params.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller's contract; `count` is bounded above.
+        unsafe { core::slice::from_raw_parts(params, count) }
+    };
+    KernelArgs::unsized_params(list)
+}
+
+/// Parameter counts of kernels already asked (cluster launches need one per launch).
+static PARAM_COUNTS: RwLock<Option<HashMap<u64, usize>>> = RwLock::new(None);
+
+/// A kernel's parameter count, from the cache or the driver (then cached; handles are never
+/// reused, so an entry never goes wrong).
+fn param_count(kernel: Kernel) -> ordo_core::Result<usize> {
+    if let Some(&n) = PARAM_COUNTS.read().ok().as_ref().and_then(|c| c.as_ref()?.get(&kernel.to_raw())) {
+        return Ok(n);
+    }
+    let n = runtime().kernel_param_count(kernel)?;
+    if let Ok(mut cache) = PARAM_COUNTS.write() {
+        cache.get_or_insert_with(HashMap::new).insert(kernel.to_raw(), n);
+    }
+    Ok(n)
 }
 
 /// `mgpuLaunchKernel(ptr function, i64 gridX, gridY, gridZ, blockX, blockY, blockZ,
@@ -414,20 +459,9 @@ pub unsafe extern "C" fn mgpuLaunchKernel(
     params_count: i64,
 ) {
     contain_or((), || {
-        let dim = |v: i64| u32::try_from(v).unwrap_or(0);
-        let dims = LaunchDims {
-            grid: [dim(grid_x), dim(grid_y), dim(grid_z)],
-            block: [dim(block_x), dim(block_y), dim(block_z)],
-            shared_mem_bytes: u32::try_from(smem).unwrap_or(u32::MAX),
-        };
-        let count = usize::try_from(params_count).unwrap_or(0);
-        let list: &[*mut c_void] = if count == 0 || params.is_null() {
-            &[]
-        } else {
-            // SAFETY: the caller's contract.
-            unsafe { core::slice::from_raw_parts(params, count) }
-        };
-        let args = match KernelArgs::unsized_params(list) {
+        let dims = launch_dims([grid_x, grid_y, grid_z], [block_x, block_y, block_z], smem);
+        // SAFETY: the caller's contract.
+        let args = match unsafe { launch_args(params, params_count) } {
             Ok(a) => a,
             Err(e) => return report("cuLaunchKernel", &e),
         };
@@ -466,25 +500,15 @@ pub unsafe extern "C" fn mgpuLaunchClusterKernel(
     _extra: *mut *mut c_void,
 ) {
     contain_or((), || {
-        let dim = |v: i64| u32::try_from(v).unwrap_or(0);
-        let dims = LaunchDims {
-            grid: [dim(grid_x), dim(grid_y), dim(grid_z)],
-            block: [dim(block_x), dim(block_y), dim(block_z)],
-            shared_mem_bytes: u32::try_from(smem).unwrap_or(u32::MAX),
-        };
-        let cluster = [dim(cluster_x), dim(cluster_y), dim(cluster_z)];
+        let dims = launch_dims([grid_x, grid_y, grid_z], [block_x, block_y, block_z], smem);
+        let cluster = [cluster_x, cluster_y, cluster_z].map(|v| u32::try_from(v).unwrap_or(0));
         let kernel = Kernel::from_raw(from_ptr(function));
-        let count = match runtime().kernel_param_count(kernel) {
-            Ok(n) => n,
+        let count = match param_count(kernel) {
+            Ok(n) => n as i64,
             Err(e) => return report("cuFuncGetParamInfo", &e),
         };
-        let list: &[*mut c_void] = if count == 0 || params.is_null() {
-            &[]
-        } else {
-            // SAFETY: the caller's contract (one pointer per parameter).
-            unsafe { core::slice::from_raw_parts(params, count) }
-        };
-        let args = match KernelArgs::unsized_params(list) {
+        // SAFETY: the caller's contract (one pointer per parameter).
+        let args = match unsafe { launch_args(params, count) } {
             Ok(a) => a,
             Err(e) => return report("cuLaunchKernelEx", &e),
         };
@@ -509,13 +533,8 @@ pub extern "C" fn mgpuMemAlloc(size: u64, _stream: *mut c_void, is_host_shared: 
             return core::ptr::null_mut();
         }
         let kind = if is_host_shared { MemKind::Managed } else { MemKind::Device };
-        match runtime().mem_alloc(d, kind, usize::try_from(size).unwrap_or(usize::MAX)) {
-            Ok(p) => to_ptr(p.0),
-            Err(e) => {
-                report(if is_host_shared { "cuMemAllocManaged" } else { "cuMemAlloc" }, &e);
-                core::ptr::null_mut()
-            }
-        }
+        let what = if is_host_shared { "cuMemAllocManaged" } else { "cuMemAlloc" };
+        created(what, runtime().mem_alloc(d, kind, usize::try_from(size).unwrap_or(usize::MAX)).map(|p| p.0))
     })
 }
 
@@ -843,13 +862,13 @@ pub unsafe extern "C" fn mgpuTensorMapEncodeTiledMemref(
         let Some(d) = device() else { return core::ptr::null_mut() };
         let rt = runtime();
         let bytes: [u8; 128] = map_bytes(encoded);
-        match rt.mem_alloc(d, MemKind::Device, bytes.len()).and_then(|p| rt.copy_to_device(p, &bytes).map(|()| p)) {
-            Ok(p) => to_ptr(p.0),
-            Err(e) => {
-                report("cuMemAlloc", &e);
-                core::ptr::null_mut()
-            }
-        }
+        let placed = rt.mem_alloc(d, MemKind::Device, bytes.len()).and_then(|p| {
+            // A copy that fails frees the memory it was for.
+            rt.copy_to_device(p, &bytes).map(|()| p.0).inspect_err(|_| {
+                let _ = rt.mem_free(p);
+            })
+        });
+        created("cuMemAlloc", placed)
     })
 }
 
