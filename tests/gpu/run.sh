@@ -99,9 +99,18 @@ else
 fi
 cuda_inc=$(for d in /usr/local/cuda/include /usr/include; do [ -f "$d/cuda.h" ] && echo "$d" && break; done)
 if [ -n "$cc" ] && [ -n "$cuda_inc" ] && [ -d gpu-bin/mlir ]; then
-  step mlir_bench_build "$cc" -O2 -I"$cuda_inc" tests/gpu/mlir_bench.c gpu-bin/mlir/libordo.so.0 -lcuda \
-    -Wl,-rpath,"$PWD/gpu-bin/mlir" -o /tmp/mlir_bench
-  step mlir_bench /tmp/mlir_bench
+  step mlir_bench_build "$cc" -O2 -I"$cuda_inc" tests/gpu/mlir_bench.c gpu-bin/mlir/libordo.so.0 -lcuda -ldl \
+    -lpthread -Wl,-rpath,"$PWD/gpu-bin/mlir" -o /tmp/mlir_bench
+  # The baseline: upstream's CudaRuntimeWrappers.cpp functions, kept (git-ignored) in
+  # tests/gpu/upstream/ and built here with the host's C++ compiler; never part of ordo.
+  upstream=()
+  if [ -f tests/gpu/upstream/CudaRuntimeWrappers.cpp ] && command -v g++ >/dev/null; then
+    step upstream_build g++ -O2 -std=c++17 -fPIC -shared -I"$cuda_inc" tests/gpu/upstream/CudaRuntimeWrappers.cpp \
+      -lcuda -o /tmp/libmlir_cuda_runtime_upstream.so && upstream=(/tmp/libmlir_cuda_runtime_upstream.so)
+  else
+    echo "FAIL upstream wrappers (tests/gpu/upstream/CudaRuntimeWrappers.cpp or g++ missing)"; status=1
+  fi
+  step mlir_bench /tmp/mlir_bench "${upstream[@]}"
 else
   echo "FAIL mlir_bench (needs cc, cuda.h and gpu-bin/mlir)"; status=1
 fi
