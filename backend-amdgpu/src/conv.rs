@@ -1,0 +1,116 @@
+//! Pure translation of `hsa_status_t` into ordo's error codes. No HSA calls (the names are
+//! ordo's own table, so they work after the runtime has shut down).
+//!
+//! Release calls (destroy, free, shut down) map `HSA_STATUS_ERROR_NOT_INITIALIZED` to
+//! released-by-driver: the runtime, and every object with it, is already gone.
+
+use ordo_core::{BackendError, BackendResult, ErrorCode};
+
+use crate::sys::*;
+
+macro_rules! statuses {
+    ($($status:ident => $code:ident,)*) => {
+        /// The name of a status.
+        pub(crate) fn name(s: hsa_status_t) -> &'static str {
+            match s {
+                $($status => stringify!($status),)*
+                _ => "HSA status (see the native code)",
+            }
+        }
+
+        /// The ordo code for a status.
+        pub(crate) fn code(s: hsa_status_t) -> ErrorCode {
+            match s {
+                $($status => ErrorCode::$code,)*
+                _ => ErrorCode::BackendFailure,
+            }
+        }
+
+        /// "hsa_init failed: NAME", for the absent platform's reason.
+        pub(crate) fn init_failure(s: hsa_status_t) -> &'static str {
+            if s == HSA_STATUS_ERROR_OUT_OF_RESOURCES {
+                return concat!(
+                    "hsa_init failed: HSA_STATUS_ERROR_OUT_OF_RESOURCES ",
+                    "(what the HSA runtime reports without /dev/kfd: no AMD GPU driver here)");
+            }
+            match s {
+                $($status => concat!("hsa_init failed: ", stringify!($status)),)*
+                _ => "hsa_init failed with an unknown HSA status",
+            }
+        }
+    };
+}
+
+statuses! {
+    HSA_STATUS_SUCCESS => Success,
+    HSA_STATUS_INFO_BREAK => Success,
+    HSA_STATUS_ERROR => BackendFailure,
+    HSA_STATUS_ERROR_INVALID_ARGUMENT => InvalidArgument,
+    HSA_STATUS_ERROR_INVALID_QUEUE_CREATION => InvalidValue,
+    HSA_STATUS_ERROR_INVALID_ALLOCATION => OutOfResources,
+    HSA_STATUS_ERROR_INVALID_AGENT => InvalidArgument,
+    HSA_STATUS_ERROR_INVALID_SIGNAL => InvalidArgument,
+    HSA_STATUS_ERROR_INVALID_QUEUE => InvalidArgument,
+    HSA_STATUS_ERROR_OUT_OF_RESOURCES => OutOfResources,
+    HSA_STATUS_ERROR_INVALID_PACKET_FORMAT => InvalidValue,
+    HSA_STATUS_ERROR_NOT_INITIALIZED => Uninitialized,
+    HSA_STATUS_ERROR_INVALID_ISA => InvalidBinary,
+    HSA_STATUS_ERROR_INVALID_CODE_OBJECT => InvalidBinary,
+    HSA_STATUS_ERROR_INVALID_EXECUTABLE => InvalidBinary,
+    HSA_STATUS_ERROR_INVALID_SYMBOL_NAME => NotFound,
+    HSA_STATUS_ERROR_EXCEPTION => DeviceLost,
+    HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER => InvalidBinary,
+    HSA_STATUS_ERROR_FATAL => DeviceLost,
+}
+
+/// `Ok` for success, else the translated error.
+pub(crate) fn check(s: hsa_status_t) -> BackendResult<()> {
+    if s == HSA_STATUS_SUCCESS { Ok(()) } else { Err(BackendError::new(code(s), i64::from(s), name(s))) }
+}
+
+/// As `check`, for release calls: a runtime that is no longer initialised released the object.
+pub(crate) fn check_release(s: hsa_status_t) -> BackendResult<()> {
+    check(s).map_err(|mut e| {
+        if s == HSA_STATUS_ERROR_NOT_INITIALIZED {
+            e.released_by_driver = true;
+        }
+        e
+    })
+}
+
+/// `.result()` on a status, as the CUDA backend's `CUresult` has.
+pub(crate) trait StatusExt {
+    /// `Ok` for success, else the translated error.
+    fn result(self) -> BackendResult<()>;
+}
+
+impl StatusExt for hsa_status_t {
+    fn result(self) -> BackendResult<()> {
+        check(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_translate() {
+        assert!(check(HSA_STATUS_SUCCESS).is_ok());
+        let e = check(HSA_STATUS_ERROR_INVALID_CODE_OBJECT).unwrap_err();
+        assert_eq!(
+            (e.code, e.native, e.message),
+            (ErrorCode::InvalidBinary, 0x1010, "HSA_STATUS_ERROR_INVALID_CODE_OBJECT")
+        );
+        assert_eq!(code(0x7777), ErrorCode::BackendFailure);
+        assert!(init_failure(HSA_STATUS_ERROR_OUT_OF_RESOURCES).contains("/dev/kfd"));
+        assert_eq!(init_failure(HSA_STATUS_ERROR), "hsa_init failed: HSA_STATUS_ERROR");
+    }
+
+    #[test]
+    fn not_initialised_is_released_by_driver_only_for_releases() {
+        assert!(check_release(HSA_STATUS_ERROR_NOT_INITIALIZED).unwrap_err().released_by_driver);
+        assert!(!check(HSA_STATUS_ERROR_NOT_INITIALIZED).unwrap_err().released_by_driver);
+        assert!(!check_release(HSA_STATUS_ERROR_INVALID_SIGNAL).unwrap_err().released_by_driver);
+    }
+}

@@ -1,0 +1,251 @@
+//! `ordo-amdgpu`: the AMDGPU backend of ordo, over the HSA runtime loaded at run time
+//! (`libhsa-runtime64.so.1`, Debian's `libhsa-runtime64-1`; no ROCm needed to build).
+//!
+//! No AMD GPU has run this backend. It is checked two ways (README): against Debian's real HSA
+//! runtime, which on a machine without `/dev/kfd` fails `hsa_init`, so the platform is absent
+//! with that status as the reason; and against a simulated HSA library written for the tests
+//! (`tests/hsa-sim`), which runs dispatches on host twins of the kernels and rejects what HSA
+//! would reject.
+//!
+//! GPU agents are devices. Device memory comes from each GPU's coarse-grained pool, host memory
+//! from the host agent's fine-grained pool, kernel arguments from its kernarg pool. Programs are
+//! AMDGPU code objects (ELF); their metadata note gives each kernel's argument layout, so
+//! launches with argument pointers and no sizes (the MLIR form) are laid out as the compiler
+//! did, hidden arguments of code object v5 included. Queues carry AQL packets, in order (barrier
+//! bit); events are signals. Files: `sys.rs` (the HSA table), `device.rs`, `memory.rs`,
+//! `program.rs`, `queue.rs`, `conv.rs` (`hsa_status_t` translation).
+
+mod conv;
+mod device;
+mod memory;
+mod program;
+mod queue;
+pub mod sys;
+
+use std::sync::RwLock;
+
+use ordo_core::{
+    Backend, BackendError, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, ErrorCode, FillValue,
+    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind,
+};
+
+use crate::device::{Library, State};
+
+/// ordo's built-in program for gfx90a (from `kernels/builtin.cl`): `vector_add_f32`,
+/// `reduce_sum_f32`, `empty`, `mixed_args`.
+pub const BUILTIN_GFX90A: &[u8] = include_bytes!("../kernels/builtin-gfx90a.co");
+/// The same program for gfx1030.
+pub const BUILTIN_GFX1030: &[u8] = include_bytes!("../kernels/builtin-gfx1030.co");
+
+/// The AMDGPU backend. Build one in a `static` with `AmdgpuBackend::new()`.
+pub struct AmdgpuBackend {
+    library: Library,
+    state: RwLock<Option<State>>,
+}
+
+impl AmdgpuBackend {
+    /// A backend over `ORDO_HSA_LIBRARY` when that is set at init, else `libhsa-runtime64.so.1`
+    /// (nothing is loaded until `init`).
+    pub const fn new() -> Self {
+        Self { library: Library::Default, state: RwLock::new(None) }
+    }
+
+    /// A backend over the HSA library at `path` (a ROCm install, or the tests' simulation).
+    pub const fn with_library(path: &'static str) -> Self {
+        Self { library: Library::Path(path), state: RwLock::new(None) }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&State) -> BackendResult<R>) -> BackendResult<R> {
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        match state.as_ref() {
+            Some(s) => f(s),
+            None => Err(BackendError::new(ErrorCode::Uninitialized, 0, "the AMDGPU backend is not initialised")),
+        }
+    }
+
+    fn with_gpu<R>(&self, device: u32, f: impl FnOnce(&State, &device::Gpu) -> BackendResult<R>) -> BackendResult<R> {
+        self.with(|s| f(s, s.gpu(device)?))
+    }
+}
+
+impl Default for AmdgpuBackend {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Backend for AmdgpuBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Amdgpu
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::ASYNC_QUEUES | Capabilities::SHARED_MEMORY
+    }
+
+    fn init(&self) -> BackendResult<u32> {
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        if state.is_some() {
+            return Err(BackendError::new(ErrorCode::Busy, 0, "the AMDGPU backend is already initialised"));
+        }
+        let s = device::open(self.library)?;
+        let count = s.gpus.len() as u32;
+        *state = Some(s);
+        Ok(count)
+    }
+
+    unsafe fn deinit(&self) -> BackendResult<()> {
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        match state.take() {
+            // SAFETY: every object was released (the runtime's teardown order); HSA was
+            // initialised by `init`.
+            Some(s) => conv::check_release(unsafe { (s.hsa.hsa_shut_down)() }),
+            None => Ok(()),
+        }
+    }
+
+    unsafe fn forget_after_fork(&self) {
+        // The lock may be held by a thread of the parent: replace it without touching it.
+        // SAFETY: the child has no other thread; nothing borrows the lock (the runtime makes no
+        // call into the backend at this point).
+        unsafe { std::ptr::write(&raw const self.state as *mut RwLock<Option<State>>, RwLock::new(None)) };
+    }
+
+    unsafe fn device_release(&self, device: u32) -> BackendResult<()> {
+        self.with_gpu(device, |_, _| Ok(()))
+    }
+
+    fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
+        self.with_gpu(device, |_, gpu| device::info(gpu, key))
+    }
+
+    fn launch_limits(&self, device: u32) -> LaunchLimits {
+        self.with_gpu(device, |_, gpu| Ok(gpu.limits)).unwrap_or(LaunchLimits {
+            grid: [0; 3],
+            block: [0; 3],
+            threads_per_block: 0,
+            threads_per_launch: 0,
+        })
+    }
+
+    fn mem_alloc(&self, device: u32, kind: MemKind, size: usize) -> BackendResult<u64> {
+        self.with_gpu(device, |s, gpu| memory::alloc(s, gpu, kind, size))
+    }
+
+    unsafe fn mem_free(&self, device: u32, _kind: MemKind, addr: u64, _size: usize) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |s, _| unsafe { memory::free(s, addr) })
+    }
+
+    unsafe fn memcpy(
+        &self,
+        device: u32,
+        kind: CopyKind,
+        dst: u64,
+        src: u64,
+        size: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |s, gpu| unsafe { memory::memcpy(s, gpu, kind, dst, src, size, queue) })
+    }
+
+    unsafe fn fill(
+        &self,
+        device: u32,
+        dst: u64,
+        value: FillValue,
+        count: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |s, gpu| unsafe { memory::fill(s, gpu, dst, value, count, queue) })
+    }
+
+    fn queue_create(&self, device: u32) -> BackendResult<u64> {
+        self.with_gpu(device, queue::create)
+    }
+
+    unsafe fn queue_destroy(&self, device: u32, q: u64) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |s, gpu| unsafe { queue::destroy(s, gpu, q) })
+    }
+
+    unsafe fn queue_synchronize(&self, device: u32, q: u64) -> BackendResult<()> {
+        // SAFETY: forwarded contract (a live queue).
+        self.with_gpu(device, |s, _| unsafe { queue::from_value(q) }.synchronize(s))
+    }
+
+    unsafe fn queue_query(&self, device: u32, q: u64) -> BackendResult<bool> {
+        // SAFETY: forwarded contract (a live queue).
+        self.with_gpu(device, |s, _| unsafe { queue::from_value(q) }.idle(s))
+    }
+
+    unsafe fn queue_wait_event(&self, device: u32, q: u64, event: u64) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |s, _| unsafe { queue::wait_event(s, q, event) })
+    }
+
+    fn event_create(&self, device: u32) -> BackendResult<u64> {
+        self.with_gpu(device, |s, _| queue::event_create(s))
+    }
+
+    unsafe fn event_destroy(&self, device: u32, event: u64) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |s, _| unsafe { queue::event_destroy(s, event) })
+    }
+
+    unsafe fn event_record(&self, device: u32, event: u64, q: u64) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |s, _| unsafe { queue::event_record(s, event, q) })
+    }
+
+    unsafe fn event_synchronize(&self, device: u32, event: u64) -> BackendResult<()> {
+        self.with_gpu(device, |s, _| {
+            queue::wait(s.hsa, sys::hsa_signal_t { handle: event });
+            Ok(())
+        })
+    }
+
+    unsafe fn event_query(&self, device: u32, event: u64) -> BackendResult<bool> {
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |s, _| Ok(unsafe { queue::event_done(s, event) }))
+    }
+
+    unsafe fn event_elapsed_ms(&self, _device: u32, _start: u64, _end: u64) -> BackendResult<f32> {
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "AMDGPU events do not time (no profiling signals)"))
+    }
+
+    fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
+        // The image is checked before HSA sees it, and before the device is looked up.
+        program::parse(image).map_err(|m| BackendError::new(ErrorCode::InvalidBinary, 0, m))?;
+        self.with_gpu(device, |s, gpu| program::load(s, gpu, image))
+    }
+
+    unsafe fn program_unload(&self, device: u32, p: u64) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |s, _| unsafe { program::unload(s, p) })
+    }
+
+    unsafe fn kernel_get(&self, device: u32, p: u64, name: &str) -> BackendResult<u64> {
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |s, gpu| unsafe { program::kernel(s, gpu, p, name) })
+    }
+
+    unsafe fn launch(
+        &self,
+        device: u32,
+        q: u64,
+        kernel: u64,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        // SAFETY: forwarded contract (live queue and kernel; arguments as the kernel declares).
+        self.with_gpu(device, |s, _| unsafe { queue::from_value(q).launch(s, program::from_value(kernel), dims, args) })
+    }
+
+    unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |_, _| Ok(unsafe { program::from_value(kernel) }.meta.explicit().count()))
+    }
+}
