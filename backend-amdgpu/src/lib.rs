@@ -9,7 +9,8 @@
 //!
 //! GPU agents are devices. Device memory comes from each GPU's coarse-grained pool, host memory
 //! from the host agent's fine-grained pool, kernel arguments from its kernarg pool. Programs are
-//! AMDGPU code objects (ELF); their metadata note gives each kernel's argument layout, so
+//! AMDGPU code objects (ELF), alone or in a clang offload bundle (the entry for the device's
+//! ISA is loaded); their metadata note gives each kernel's argument layout, so
 //! launches with argument pointers and no sizes (the MLIR form) are laid out as the compiler
 //! did, hidden arguments of code object v5 included. Queues carry AQL packets, in order (barrier
 //! bit); events are signals. Files: `sys.rs` (the HSA table), `device.rs`, `memory.rs`,
@@ -36,6 +37,9 @@ use crate::device::{Library, State};
 pub const BUILTIN_GFX90A: &[u8] = include_bytes!("../kernels/builtin-gfx90a.co");
 /// The same program for gfx1030.
 pub const BUILTIN_GFX1030: &[u8] = include_bytes!("../kernels/builtin-gfx1030.co");
+/// Both, in one clang offload bundle: the built-in program image (`program_load` takes the
+/// code object for the device's ISA).
+pub const BUILTIN_BUNDLE: &[u8] = include_bytes!("../kernels/builtin.bundle");
 
 /// The AMDGPU backend. Build one in a `static` with `AmdgpuBackend::new()`.
 pub struct AmdgpuBackend {
@@ -217,9 +221,11 @@ impl Backend for AmdgpuBackend {
     }
 
     fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
-        // The image is checked before HSA sees it, and before the device is looked up.
-        program::parse(image).map_err(|m| BackendError::new(ErrorCode::InvalidBinary, 0, m))?;
-        self.with_gpu(device, |s, gpu| program::load(s, gpu, image))
+        self.with_gpu(device, |s, gpu| {
+            // Checked (and, from a bundle, chosen) before HSA sees it.
+            let code = program::select(image, &gpu.isa).map_err(|m| BackendError::new(ErrorCode::InvalidBinary, 0, m))?;
+            program::load(s, gpu, code)
+        })
     }
 
     unsafe fn program_unload(&self, device: u32, p: u64) -> BackendResult<()> {

@@ -167,6 +167,49 @@ pub(crate) fn parse(image: &[u8]) -> Result<Vec<KernelMeta>, &'static str> {
     kernels.iter().map(kernel_meta).collect()
 }
 
+/// The magic of a clang offload bundle (what HIP fat binaries hold).
+const BUNDLE_MAGIC: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
+
+fn read_u64(image: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(image.get(at..at.checked_add(8)?)?.try_into().ok()?))
+}
+
+/// The code object for an agent of ISA `isa` (e.g. `gfx90a`): the image itself, or from a
+/// clang offload bundle the entry whose target ends in `--<isa>` (target features after a
+/// `:` are ignored on both sides).
+pub(crate) fn select<'a>(image: &'a [u8], isa: &str) -> Result<&'a [u8], &'static str> {
+    if !image.starts_with(BUNDLE_MAGIC) {
+        return Ok(image);
+    }
+    fn base(s: &str) -> &str {
+        s.split(':').next().unwrap_or(s)
+    }
+    let want = base(isa);
+    let entries = read_u64(image, BUNDLE_MAGIC.len()).ok_or("truncated offload bundle")?;
+    let mut at = BUNDLE_MAGIC.len() + 8;
+    let mut found = None;
+    for _ in 0..entries {
+        let bad = "truncated or malformed offload bundle";
+        let (offset, size, id_len) =
+            (read_u64(image, at).ok_or(bad)?, read_u64(image, at + 8).ok_or(bad)?, read_u64(image, at + 16).ok_or(bad)?);
+        let id_start = at + 24;
+        let id_end = usize::try_from(id_len).ok().and_then(|n| id_start.checked_add(n)).ok_or(bad)?;
+        let id = std::str::from_utf8(image.get(id_start..id_end).ok_or(bad)?).map_err(|_| bad)?;
+        let start = usize::try_from(offset).map_err(|_| bad)?;
+        let end = usize::try_from(size).ok().and_then(|n| start.checked_add(n)).ok_or(bad)?;
+        let body = image.get(start..end).ok_or(bad)?;
+        if id.starts_with("hip") || id.starts_with("openmp") {
+            if let Some((_, target)) = id.split_once("--") {
+                if base(target) == want && found.is_none() {
+                    found = Some(body);
+                }
+            }
+        }
+        at = id_end;
+    }
+    found.ok_or("the offload bundle holds no code object for this device's ISA")
+}
+
 /// A kernel as the runtime holds it: its symbol's values and its metadata.
 pub(crate) struct Kernel {
     pub(crate) object: u64,
@@ -433,6 +476,19 @@ mod tests {
         let at = image.windows(14).position(|w| w == b"amdhsa.kernels").unwrap();
         bad[at..at + 14].copy_from_slice(b"amdhsa.kernelz");
         assert_eq!(parse(&bad), Err("AMDGPU metadata lists no kernels"));
+    }
+
+    #[test]
+    fn bundles_give_the_code_object_of_the_isa() {
+        let bundle = crate::BUILTIN_BUNDLE;
+        assert_eq!(select(bundle, "gfx90a"), Ok(crate::BUILTIN_GFX90A));
+        assert_eq!(select(bundle, "gfx1030"), Ok(crate::BUILTIN_GFX1030));
+        assert_eq!(select(bundle, "gfx90a:sramecc+:xnack-"), Ok(crate::BUILTIN_GFX90A));
+        assert!(select(bundle, "gfx942").is_err());
+        assert_eq!(select(crate::BUILTIN_GFX90A, "gfx1030"), Ok(crate::BUILTIN_GFX90A), "a plain code object passes");
+        for len in (BUNDLE_MAGIC.len()..bundle.len()).step_by(97) {
+            assert!(select(&bundle[..len], "gfx1030").is_err(), "a {len}-byte prefix selected");
+        }
     }
 
     #[test]

@@ -90,28 +90,39 @@ static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
 #[cfg(feature = "cuda")]
 static CUDA: ordo_cuda::CudaBackend = ordo_cuda::CudaBackend::new();
 
-#[cfg(feature = "cuda")]
+#[cfg(feature = "amdgpu")]
+static AMDGPU: ordo_amdgpu::AmdgpuBackend = ordo_amdgpu::AmdgpuBackend::new();
+
+#[cfg(all(feature = "cuda", feature = "amdgpu"))]
+static BACKENDS: [&dyn Backend; 3] = [&HOST, &CUDA, &AMDGPU];
+#[cfg(all(feature = "cuda", not(feature = "amdgpu")))]
 static BACKENDS: [&dyn Backend; 2] = [&HOST, &CUDA];
-#[cfg(not(feature = "cuda"))]
+#[cfg(all(not(feature = "cuda"), feature = "amdgpu"))]
+static BACKENDS: [&dyn Backend; 2] = [&HOST, &AMDGPU];
+#[cfg(not(any(feature = "cuda", feature = "amdgpu")))]
 static BACKENDS: [&dyn Backend; 1] = [&HOST];
 
 ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 
-/// The process-wide default runtime: the host backend (registered first) and, with feature
-/// `cuda`, the CUDA backend (absent with the reason when there is no driver or device). The C
-/// functions all act on it; Rust code may use it directly.
+/// The process-wide default runtime: the host backend (registered first), then, with feature
+/// `cuda`, the CUDA backend and, with feature `amdgpu`, the AMDGPU backend over HSA (each absent
+/// with the reason when there is no driver or device). The C functions all act on it; Rust code
+/// may use it directly.
 pub fn runtime() -> &'static Runtime {
     &RUNTIME
 }
 
 /// The image of ordo's built-in program for a platform kind, to pass to `program_load`: the
-/// host backend's `ordo.builtin`, or (feature `cuda`) the built-in PTX. Both hold
-/// `vector_add_f32` and `reduce_sum_f32`. `None` for kinds without one.
+/// host backend's `ordo.builtin`, (feature `cuda`) the built-in PTX, or (feature `amdgpu`) a
+/// clang offload bundle of gfx90a and gfx1030 code objects. All hold `vector_add_f32` and
+/// `reduce_sum_f32`. `None` for kinds without one.
 pub fn builtin_program_image(kind: ordo_core::BackendKind) -> Option<&'static [u8]> {
     match kind {
         ordo_core::BackendKind::Host => Some(builtin::PROGRAM_NAME.as_bytes()),
         #[cfg(feature = "cuda")]
         ordo_core::BackendKind::Cuda => Some(ordo_cuda::BUILTIN_PTX.as_bytes()),
+        #[cfg(feature = "amdgpu")]
+        ordo_core::BackendKind::Amdgpu => Some(ordo_amdgpu::BUILTIN_BUNDLE),
         _ => None,
     }
 }

@@ -158,6 +158,10 @@ fn no_process_spawned_and_no_file_read_but_libraries() {
     assert_quiet_success("exit_main.c under strace", &out);
     let trace = std::fs::read_to_string(&log).expect("strace log");
     let mut execs = 0;
+    // Once a driver library is open, its own probing of the machine (libnuma and the HSA
+    // runtime read /proc/self/status and /sys/devices/system at hsa_init) is the driver's, not
+    // ordo's: reads under /proc and /sys are allowed from then on.
+    let mut driver_open = false;
     for line in trace.lines() {
         let call = line.split_whitespace().nth(1).unwrap_or("");
         if call.starts_with("execve") {
@@ -168,7 +172,9 @@ fn no_process_spawned_and_no_file_read_but_libraries() {
         if call.starts_with("open") {
             let path = line.split('"').nth(1).unwrap_or("");
             let library = path == "/etc/ld.so.cache" || path.contains(".so") || path.ends_with("/");
-            assert!(library, "ordo opened a file that is not a shared library: {line}");
+            let probe = driver_open && (path.starts_with("/proc/") || path.starts_with("/sys/"));
+            assert!(library || probe, "ordo opened a file that is not a shared library: {line}");
+            driver_open |= (path.contains("libhsa-runtime64") || path.contains("libcuda")) && !line.contains("ENOENT");
         }
     }
     assert_eq!(execs, 1, "only the program itself is executed:\n{trace}");
