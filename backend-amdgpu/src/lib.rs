@@ -223,7 +223,8 @@ impl Backend for AmdgpuBackend {
     fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
         self.with_gpu(device, |s, gpu| {
             // Checked (and, from a bundle, chosen) before HSA sees it.
-            let code = program::select(image, &gpu.isa).map_err(|m| BackendError::new(ErrorCode::InvalidBinary, 0, m))?;
+            let code =
+                program::select(image, &gpu.isa).map_err(|m| BackendError::new(ErrorCode::InvalidBinary, 0, m))?;
             program::load(s, gpu, code)
         })
     }

@@ -190,8 +190,11 @@ pub(crate) fn select<'a>(image: &'a [u8], isa: &str) -> Result<&'a [u8], &'stati
     let mut found = None;
     for _ in 0..entries {
         let bad = "truncated or malformed offload bundle";
-        let (offset, size, id_len) =
-            (read_u64(image, at).ok_or(bad)?, read_u64(image, at + 8).ok_or(bad)?, read_u64(image, at + 16).ok_or(bad)?);
+        let (offset, size, id_len) = (
+            read_u64(image, at).ok_or(bad)?,
+            read_u64(image, at + 8).ok_or(bad)?,
+            read_u64(image, at + 16).ok_or(bad)?,
+        );
         let id_start = at + 24;
         let id_end = usize::try_from(id_len).ok().and_then(|n| id_start.checked_add(n)).ok_or(bad)?;
         let id = std::str::from_utf8(image.get(id_start..id_end).ok_or(bad)?).map_err(|_| bad)?;
@@ -224,6 +227,7 @@ pub(crate) struct Kernel {
 pub(crate) struct Program {
     executable: hsa_executable_t,
     metas: Vec<KernelMeta>,
+    #[allow(clippy::vec_box)] // each kernel must stay at its address (its value) as the list grows
     kernels: Mutex<Vec<Box<Kernel>>>,
 }
 

@@ -1,6 +1,8 @@
 //! Helpers for ordo's integration tests: runtimes over fresh backends, leaked so they are
 //! `'static` like the statics users build (each test gets its own, so tests run in parallel).
 
+pub mod hsa_sim;
+
 use ordo_core::host::{HostBackend, ProvidedArena, builtin};
 use ordo_core::scripted::ScriptedBackend;
 use ordo_core::{Backend, Device, ErrorCode, Result, Runtime};
