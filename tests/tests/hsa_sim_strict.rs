@@ -94,6 +94,7 @@ fn open() -> Raw {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one value per argument written
 /// vector_add_f32's kernel arguments as its metadata lays them out (a, b, c at 0, 8, 16; n at
 /// 24; hidden block count x at 32, group size x at 44), or with `n` misplaced.
 fn kernargs(
