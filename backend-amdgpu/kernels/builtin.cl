@@ -18,8 +18,9 @@ __kernel void reduce_sum_f32(__global const float *x, __global float *out, uint 
   if (i < n) __atomic_fetch_add(out, x[i], __ATOMIC_RELAXED);
 }
 
-// Does nothing (launch-overhead measurements).
+// Do nothing (launch-overhead measurements; tests that need two argument-free kernels).
 __kernel void empty(void) {}
+__kernel void noop(void) {}
 
 // Mixed scalar and pointer arguments and dynamic LDS (`scratch`, sized by the launch's dynamic
 // shared memory): out[i] = scale * tag + offset + i, staged through LDS.

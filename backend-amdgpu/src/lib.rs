@@ -33,7 +33,7 @@ use ordo_core::{
 use crate::device::{Library, State};
 
 /// ordo's built-in program for gfx90a (from `kernels/builtin.cl`): `vector_add_f32`,
-/// `reduce_sum_f32`, `empty`, `mixed_args`.
+/// `reduce_sum_f32`, `empty`, `noop`, `mixed_args`.
 pub const BUILTIN_GFX90A: &[u8] = include_bytes!("../kernels/builtin-gfx90a.co");
 /// The same program for gfx1030.
 pub const BUILTIN_GFX1030: &[u8] = include_bytes!("../kernels/builtin-gfx1030.co");

@@ -126,7 +126,7 @@ pub unsafe extern "C" fn ordo_launch(
 /// The image of ordo's built-in program for a device's platform, to pass to `ordo_program_load`:
 /// kernels `vector_add_f32(const float*, const float*, float*, uint32_t)` and
 /// `reduce_sum_f32(const float*, float*, uint32_t)` (CUDA adds `empty()` and
-/// `spin_cycles(uint64_t)`; AMDGPU adds `empty()` and `mixed_args(float, float*, int64_t,
+/// `spin_cycles(uint64_t)`; AMDGPU adds `empty()`, `noop()` and `mixed_args(float, float*, int64_t,
 /// local float*, char, uint32_t)`). The image is static. `ORDO_ERROR_NOT_FOUND` for platforms without one.
 ///
 /// # Safety

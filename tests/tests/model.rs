@@ -1,6 +1,8 @@
 //! Model-based test: `ordo_core::model::Model` against the real runtime, with
-//! `proptest-state-machine`, over the host backend and over the scripted backend (which also
-//! injects faults, including "already released by the driver"). After every step the outcomes,
+//! `proptest-state-machine`, over the host backend, over the scripted backend (which also
+//! injects faults, including "already released by the driver"), and over the AMDGPU backend on
+//! the simulated HSA (`tests/hsa-sim`: two GPU agents; after every step no violation, after
+//! every teardown no live HSA object). After every step the outcomes,
 //! the lifecycle state and the live-object counts agree; after every full teardown the scripted
 //! backend holds zero live objects and saw no double release.
 //!
@@ -19,6 +21,7 @@ use ordo_core::{
     BackendError, BackendOp, Device, DevicePtr, ErrorCode, Event, FillValue, KernelArgs, LaunchDims, MemKind,
     ObjectKind, OwnedRuntime, Platform, Program, Queue, Shutdown, State,
 };
+use ordo_tests::hsa_sim::sim;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use proptest_state_machine::{ReferenceStateMachine, StateMachineTest, prop_state_machine};
@@ -33,6 +36,16 @@ const SCRIPTED_PLATFORMS: &[PlatformModel] = &[
 /// The host machine's: the host backend, and an absent scripted backend.
 const HOST_PLATFORMS: &[PlatformModel] =
     &[PlatformModel { present: true, devices: 1 }, PlatformModel { present: false, devices: 1 }];
+/// The AMDGPU machine's: the AMDGPU backend over the simulated HSA with two GPU agents.
+const AMDGPU_PLATFORMS: &[PlatformModel] = &[PlatformModel { present: true, devices: 2 }];
+
+/// Which system a machine runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Machine {
+    Host,
+    Scripted,
+    Amdgpu,
+}
 /// A value that is no handle the runtime ever issued (unknown kind tag).
 const FORGED_HANDLE: u64 = u64::MAX >> 8;
 const FORGED_ADDRESS: u64 = 0xdead_0000;
@@ -44,6 +57,8 @@ unsafe fn noop(_: &HostThread, _: &KernelArgs<'_>) -> Result<(), ordo_core::Erro
 const HOST_KERNELS: &[HostKernel] = &[HostKernel { name: "k0", run: noop }, HostKernel { name: "k1", run: noop }];
 const HOST_PROGRAMS: &[HostProgram] = &[HostProgram { name: "test.prog", kernels: HOST_KERNELS }];
 const KERNEL_NAMES: [&str; 3] = ["k0", "k1", "missing_kernel"];
+/// The built-in AMDGPU program's two argument-free kernels, and a missing one.
+const AMDGPU_KERNEL_NAMES: [&str; 3] = ["empty", "noop", "missing_kernel"];
 
 fn cases() -> u32 {
     std::env::var("ORDO_PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256)
@@ -54,14 +69,18 @@ fn cases() -> u32 {
 #[derive(Clone, Debug)]
 struct RefState {
     model: Model<512>,
-    scripted: bool,
+    machine: Machine,
     last: Outcome,
 }
 
-fn reference(scripted: bool) -> RefState {
-    let (platforms, alloc_limit) = if scripted { (SCRIPTED_PLATFORMS, usize::MAX) } else { (HOST_PLATFORMS, ARENA) };
-    let config = ModelConfig { platforms, alloc_limit, event_timing: scripted };
-    RefState { model: Model::new(config), scripted, last: Outcome::Ok }
+fn reference(machine: Machine) -> RefState {
+    let (platforms, alloc_limit) = match machine {
+        Machine::Host => (HOST_PLATFORMS, ARENA),
+        Machine::Scripted => (SCRIPTED_PLATFORMS, usize::MAX),
+        Machine::Amdgpu => (AMDGPU_PLATFORMS, usize::MAX),
+    };
+    let config = ModelConfig { platforms, alloc_limit, event_timing: machine == Machine::Scripted };
+    RefState { model: Model::new(config), machine, last: Outcome::Ok }
 }
 
 fn transitions(state: &RefState) -> BoxedStrategy<Op> {
@@ -85,7 +104,10 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
         .filter(|&i| {
             // The host arena reuses addresses, so its model names freed allocations only rarely
             // (the preconditions refuse them); the scripted backend's addresses are never reused.
-            state.model.object(ObjId(i)).is_some_and(|o| o.kind == ObjectKind::Allocation && (o.live || state.scripted))
+            state
+                .model
+                .object(ObjId(i))
+                .is_some_and(|o| o.kind == ObjectKind::Allocation && (o.live || state.machine == Machine::Scripted))
         })
         .map(|i| Ref::Obj(ObjId(i)))
         .collect();
@@ -169,7 +191,7 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
         (3, (program(), 0u8..3).prop_map(|(program, name)| Op::KernelGet { program, name }).boxed()),
         (3, (queue(), kernel()).prop_map(|(queue, kernel)| Op::Launch { queue, kernel }).boxed()),
     ];
-    if state.scripted {
+    if state.machine == Machine::Scripted {
         let op = prop::sample::select(BackendOp::ALL.to_vec());
         let code = prop::sample::select(vec![
             ErrorCode::BackendFailure,
@@ -188,15 +210,16 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
 
 struct HostModel;
 struct ScriptedModel;
+struct AmdgpuModel;
 
 macro_rules! reference_machine {
-    ($name:ident, $scripted:expr) => {
+    ($name:ident, $machine:expr) => {
         impl ReferenceStateMachine for $name {
             type State = RefState;
             type Transition = Op;
 
             fn init_state() -> BoxedStrategy<RefState> {
-                Just(reference($scripted)).boxed()
+                Just(reference($machine)).boxed()
             }
 
             fn transitions(state: &RefState) -> BoxedStrategy<Op> {
@@ -204,8 +227,10 @@ macro_rules! reference_machine {
             }
 
             fn preconditions(state: &RefState, op: &Op) -> bool {
-                // The host arena reuses freed addresses, so an op on a freed allocation may hit a
-                // new one: only the scripted backend (fresh addresses) checks stale addresses.
+                // The host arena (and the simulated HSA's allocator) reuse freed addresses, so an op
+                // on a freed allocation may hit a new one: only the scripted backend (fresh
+                // addresses) checks stale addresses.
+                let fresh_addresses = state.machine == Machine::Scripted;
                 let dead_alloc = |r: &Ref| match r {
                     Ref::Obj(id) => {
                         state.model.object(*id).is_some_and(|o| o.kind == ObjectKind::Allocation && !o.live)
@@ -217,8 +242,8 @@ macro_rules! reference_machine {
                     | Op::CopyToDevice { alloc: a, .. }
                     | Op::CopyFromDevice { alloc: a, .. }
                     | Op::Fill { alloc: a, .. }
-                    | Op::MemInfo(a) => state.scripted || !dead_alloc(a),
-                    Op::CopyDevice { dst, src, .. } => state.scripted || !(dead_alloc(dst) || dead_alloc(src)),
+                    | Op::MemInfo(a) => fresh_addresses || !dead_alloc(a),
+                    Op::CopyDevice { dst, src, .. } => fresh_addresses || !(dead_alloc(dst) || dead_alloc(src)),
                     _ => true,
                 }
             }
@@ -231,8 +256,9 @@ macro_rules! reference_machine {
     };
 }
 
-reference_machine!(HostModel, false);
-reference_machine!(ScriptedModel, true);
+reference_machine!(HostModel, Machine::Host);
+reference_machine!(ScriptedModel, Machine::Scripted);
+reference_machine!(AmdgpuModel, Machine::Amdgpu);
 
 // ---- system under test ----------------------------------------------------------------------
 
@@ -243,6 +269,8 @@ struct Sut {
     scripted: Vec<&'static ScriptedBackend>,
     /// Model object id -> raw handle (or base address for allocations).
     handles: Vec<u64>,
+    /// Whether this is the AMDGPU machine (the simulated HSA is checked too).
+    amdgpu: bool,
 }
 
 /// A scripted backend per entry of `platforms`, each with its own address range, made once.
@@ -272,7 +300,7 @@ fn host_sut() -> Sut {
         b.set_present(false);
         b
     });
-    Sut { rt: OwnedRuntime::new(&[&HOST, absent]), scripted: Vec::new(), handles: Vec::new() }
+    Sut { rt: OwnedRuntime::new(&[&HOST, absent]), scripted: Vec::new(), handles: Vec::new(), amdgpu: false }
 }
 
 fn scripted_sut() -> Sut {
@@ -281,7 +309,14 @@ fn scripted_sut() -> Sut {
         b.reset();
     }
     let list: Vec<&'static dyn ordo_core::Backend> = backends.iter().map(|&b| b as &dyn ordo_core::Backend).collect();
-    Sut { rt: OwnedRuntime::new(&list), scripted: backends.to_vec(), handles: Vec::new() }
+    Sut { rt: OwnedRuntime::new(&list), scripted: backends.to_vec(), handles: Vec::new(), amdgpu: false }
+}
+
+fn amdgpu_sut() -> Sut {
+    static BACKEND: OnceLock<&'static ordo_amdgpu::AmdgpuBackend> = OnceLock::new();
+    let backend = *BACKEND.get_or_init(|| sim().backend());
+    sim().reset(2, None, 0);
+    Sut { rt: OwnedRuntime::new(&[backend]), scripted: Vec::new(), handles: Vec::new(), amdgpu: true }
 }
 
 impl Sut {
@@ -376,17 +411,21 @@ impl Sut {
                 unit(rt.event_record(Event::from_raw(self.raw(event)), Queue::from_raw(self.raw(queue))))
             }
             Op::ProgramLoad { device, valid } => {
-                let image: &[u8] = match (valid, !self.scripted.is_empty()) {
-                    (true, false) => b"test.prog",
-                    (true, true) => b"some image",
-                    (false, _) => b"bad image",
+                let image: &[u8] = match (valid, !self.scripted.is_empty(), self.amdgpu) {
+                    (true, _, true) => ordo_amdgpu::BUILTIN_GFX90A,
+                    (true, false, false) => b"test.prog",
+                    (true, true, false) => b"some image",
+                    (false, _, _) => b"bad image",
                 };
                 made(rt.program_load(Device::from_raw(self.raw(device)), image).map(Program::to_raw))
             }
             Op::ProgramUnload(p) => unit(rt.program_unload(Program::from_raw(self.raw(p)))),
             Op::KernelGet { program, name } => made(
-                rt.kernel_get(Program::from_raw(self.raw(program)), KERNEL_NAMES[usize::from(name)])
-                    .map(|k| k.to_raw()),
+                rt.kernel_get(
+                    Program::from_raw(self.raw(program)),
+                    if self.amdgpu { AMDGPU_KERNEL_NAMES } else { KERNEL_NAMES }[usize::from(name)],
+                )
+                .map(|k| k.to_raw()),
             ),
             Op::Launch { queue, kernel } => {
                 let (q, k) = (Queue::from_raw(self.raw(queue)), ordo_core::Kernel::from_raw(self.raw(kernel)));
@@ -428,6 +467,10 @@ fn check_step(sut: &mut Sut, op: Op, expected: Outcome) {
                 assert_eq!(b.live_total(), 0, "scripted backend holds no live object after teardown");
                 assert!(!b.is_up());
             }
+            if sut.amdgpu {
+                let s = sim().stats();
+                assert_eq!((s.live(), s.initialized), (0, 0), "simulated HSA after teardown: {s:?}");
+            }
         }
         Outcome::ModelFull => {}
         _ => assert_eq!(got, expected, "{op:?}"),
@@ -435,6 +478,9 @@ fn check_step(sut: &mut Sut, op: Op, expected: Outcome) {
     for b in &sut.scripted {
         assert_eq!(b.double_releases(), 0, "{op:?}: an object was released twice");
         assert_eq!(b.calls_while_down(), 0, "{op:?}: a backend call outside init");
+    }
+    if sut.amdgpu {
+        assert_eq!(sim().violations(), Vec::<String>::new(), "{op:?}: the simulated HSA saw a violation");
     }
 }
 
@@ -464,6 +510,11 @@ fn check_counts(sut: &Sut, model: &Model<512>) {
         }
     }
     assert_eq!(live.kernels, model.live(ObjectKind::Kernel), "live kernels");
+    if sut.amdgpu {
+        let s = sim().stats();
+        assert_eq!(s.live_queues as usize, model.live(ObjectKind::Queue), "live HSA queues");
+        assert_eq!(s.live_executables as usize, model.live(ObjectKind::Program), "live HSA executables");
+    }
 }
 
 macro_rules! machine_test {
@@ -492,8 +543,10 @@ macro_rules! machine_test {
 
 struct HostTest;
 struct ScriptedTest;
+struct AmdgpuTest;
 machine_test!(HostTest, HostModel, host_sut());
 machine_test!(ScriptedTest, ScriptedModel, scripted_sut());
+machine_test!(AmdgpuTest, AmdgpuModel, amdgpu_sut());
 
 prop_state_machine! {
     #![proptest_config(Config { cases: cases(), failure_persistence: None, ..Config::default() })]
@@ -503,4 +556,7 @@ prop_state_machine! {
 
     #[test]
     fn model_agrees_with_runtime_on_scripted_backend(sequential 1..80 => ScriptedTest);
+
+    #[test]
+    fn model_agrees_with_runtime_on_amdgpu_backend_over_the_simulated_hsa(sequential 1..80 => AmdgpuTest);
 }

@@ -13,7 +13,7 @@
 //!   call after `hsa_shut_down`.
 //!
 //! A dispatch runs a host twin of the named kernel (`vector_add_f32`, `reduce_sum_f32`,
-//! `empty`, `mixed_args`), reading its arguments from the kernarg bytes at the offsets of the
+//! `empty`, `noop`, `mixed_args`), reading its arguments from the kernarg bytes at the offsets of the
 //! code object's own metadata (parsed here independently of ordo), and the work-group size from
 //! the hidden arguments as the compiled kernel does: a wrong layout gives wrong numbers.
 //!
@@ -889,8 +889,12 @@ fn dispatch(agent: u64, p: &[u8]) {
         Some(k)
     });
     if let Some(k) = prepared {
-        // SAFETY: checked: a kernarg-pool allocation of exactly the kernel's segment size.
-        let args = unsafe { std::slice::from_raw_parts(kernarg as usize as *const u8, k.kernarg_size as usize) };
+        let args: &[u8] = if kernarg == 0 {
+            &[]
+        } else {
+            // SAFETY: checked: a kernarg-pool allocation of exactly the kernel's segment size.
+            unsafe { std::slice::from_raw_parts(kernarg as usize as *const u8, k.kernarg_size as usize) }
+        };
         if let Err(e) = run_twin(agent, &k, args, wg, grid, group_size) {
             report(format!("dispatch of {}: {e}", k.name));
         }
@@ -930,7 +934,7 @@ fn access(agent: u64, addr: u64, len: usize, what: &str) -> Result<(), String> {
 /// work-group size from `hidden_group_size_x`, the grid from the packet.
 fn run_twin(agent: u64, k: &Kernel, bytes: &[u8], wg: [u32; 3], grid: [u32; 3], group: usize) -> Result<(), String> {
     let a = Args { k, bytes };
-    if k.name == "empty" {
+    if k.name == "empty" || k.name == "noop" {
         return Ok(());
     }
     let group_x = a.hidden("hidden_group_size_x")?;
