@@ -363,3 +363,23 @@ fn the_demo_runs_on_the_simulated_gpus_with_checked_numbers() {
     // exit status cover that process.
     sim.reset(2, None, 0);
 }
+
+#[test]
+fn checked_in_code_objects_are_what_build_sh_makes() {
+    let have = Command::new("clang-22").arg("--version").output().is_ok_and(|o| o.status.success())
+        && Command::new("ld.lld-22").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !have {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true: clang-22 and lld-22 are not installed");
+        eprintln!("skipped: clang-22 / lld-22 not installed");
+        return;
+    }
+    let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend-amdgpu/kernels");
+    let out = std::env::temp_dir().join(format!("ordo-amdgpu-rebuild-{}", std::process::id()));
+    let status = Command::new("bash").arg(kernels.join("build.sh")).arg(&out).status().unwrap();
+    assert!(status.success(), "build.sh failed");
+    for f in ["builtin-gfx90a.co", "builtin-gfx1030.co", "builtin.bundle", "clang-version.txt"] {
+        let (rebuilt, checked_in) = (std::fs::read(out.join(f)).unwrap(), std::fs::read(kernels.join(f)).unwrap());
+        assert!(rebuilt == checked_in, "{f} differs from what build.sh makes now: rerun backend-amdgpu/kernels/build.sh");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
