@@ -476,7 +476,8 @@ ordo_status_t ordo_device_get_info(struct ordo_device_t device,
                                    struct ordo_info_value_t *out);
 
 // Loads a program image on a device: for the host platform the name of a built-in program
-// ("ordo.builtin"); for CUDA, PTX (NUL-terminated or not), cubin or fatbin. The image is copied
+// ("ordo.builtin"); for CUDA, PTX (NUL-terminated or not), cubin or fatbin; for AMDGPU, a code
+// object (ELF) or a clang offload bundle holding one for the device's ISA. The image is copied
 // as needed and need not outlive the call. A bad image is `ORDO_ERROR_INVALID_BINARY`, with the
 // JIT log in `ordo_last_error_detail()`.
 //
@@ -517,7 +518,8 @@ ordo_status_t ordo_launch(struct ordo_queue_t queue,
 // The image of ordo's built-in program for a device's platform, to pass to `ordo_program_load`:
 // kernels `vector_add_f32(const float*, const float*, float*, uint32_t)` and
 // `reduce_sum_f32(const float*, float*, uint32_t)` (CUDA adds `empty()` and
-// `spin_cycles(uint64_t)`). The image is static. `ORDO_ERROR_NOT_FOUND` for platforms without one.
+// `spin_cycles(uint64_t)`; AMDGPU adds `empty()`, `noop()` and `mixed_args(float, float*, int64_t,
+// local float*, char, uint32_t)`). The image is static. `ORDO_ERROR_NOT_FOUND` for platforms without one.
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
