@@ -379,7 +379,10 @@ fn checked_in_code_objects_are_what_build_sh_makes() {
     assert!(status.success(), "build.sh failed");
     for f in ["builtin-gfx90a.co", "builtin-gfx1030.co", "builtin.bundle", "clang-version.txt"] {
         let (rebuilt, checked_in) = (std::fs::read(out.join(f)).unwrap(), std::fs::read(kernels.join(f)).unwrap());
-        assert!(rebuilt == checked_in, "{f} differs from what build.sh makes now: rerun backend-amdgpu/kernels/build.sh");
+        assert!(
+            rebuilt == checked_in,
+            "{f} differs from what build.sh makes now: rerun backend-amdgpu/kernels/build.sh"
+        );
     }
     let _ = std::fs::remove_dir_all(&out);
 }
