@@ -800,14 +800,17 @@ fn process(ctl: &QueueCtl) {
         if header & (1 << 8) == 0 {
             report("a packet without the barrier bit (ordo's queues are in order)".into());
         }
+        // As a packet processor does, the packet is consumed (slot back to INVALID, read index
+        // past it) when it is launched, before it completes: once its completion signal fires,
+        // the read index is already beyond it.
+        // SAFETY: as above.
+        unsafe { &*packet.cast::<AtomicU16>() }.store(1, Ordering::Release);
+        mem.read_index.store(r + 1, Ordering::Release);
         match kind {
             2 => dispatch(ctl.agent, &bytes),
             3 => barrier(&bytes),
             k => report(format!("packet of unknown type {k}")),
         }
-        // SAFETY: as above: the slot goes back to INVALID, then the read index moves on.
-        unsafe { &*packet.cast::<AtomicU16>() }.store(1, Ordering::Release);
-        mem.read_index.store(r + 1, Ordering::Release);
     }
 }
 
