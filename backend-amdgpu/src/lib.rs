@@ -13,7 +13,8 @@
 //! ISA is loaded); their metadata note gives each kernel's argument layout, so
 //! launches with argument pointers and no sizes (the MLIR form) are laid out as the compiler
 //! did, hidden arguments of code object v5 included. Queues carry AQL packets, in order (barrier
-//! bit); events are signals. Files: `sys.rs` (the HSA table), `device.rs`, `memory.rs`,
+//! bit); events are signals. A kernel fault stops its queue (HSA's queue-error callback): waits on
+//! that queue's work return `DeviceLost` instead of hanging. Files: `sys.rs` (the HSA table), `device.rs`, `memory.rs`,
 //! `program.rs`, `queue.rs`, `conv.rs` (`hsa_status_t` translation).
 
 mod conv;
@@ -205,15 +206,13 @@ impl Backend for AmdgpuBackend {
     }
 
     unsafe fn event_synchronize(&self, device: u32, event: u64) -> BackendResult<()> {
-        self.with_gpu(device, |s, _| {
-            queue::wait(s.hsa, sys::hsa_signal_t { handle: event });
-            Ok(())
-        })
+        // SAFETY: forwarded contract.
+        self.with_gpu(device, |s, _| unsafe { queue::event_synchronize(s, event) })
     }
 
     unsafe fn event_query(&self, device: u32, event: u64) -> BackendResult<bool> {
         // SAFETY: forwarded contract.
-        self.with_gpu(device, |s, _| Ok(unsafe { queue::event_done(s, event) }))
+        self.with_gpu(device, |s, _| unsafe { queue::event_done(s, event) })
     }
 
     unsafe fn event_elapsed_ms(&self, _device: u32, _start: u64, _end: u64) -> BackendResult<f32> {

@@ -86,9 +86,7 @@ fn copy(
     let started =
         unsafe { (hsa.hsa_amd_memory_async_copy)(dst, dst_agent, src, src_agent, size, 0, std::ptr::null(), signal) }
             .result();
-    if started.is_ok() {
-        wait(hsa, signal);
-    }
+    let started = started.and_then(|()| wait(hsa, signal, None));
     // SAFETY: the copy completed (or never started); the signal is not used again.
     let destroyed = unsafe { (hsa.hsa_signal_destroy)(signal) }.result();
     started.and(destroyed)

@@ -7,13 +7,18 @@
 //! (from the host agent's kernarg pool); both are reclaimed once the signal reached 0 (at the
 //! next submission, a synchronisation or the queue's destruction, which waits for the queue to
 //! drain first).
+//!
+//! A queue error (a kernel fault: HSA calls the queue's error callback and the queue stops) is
+//! recorded in the queue's error cell; every wait on that queue's work (synchronise, events
+//! recorded on it, copies ordered after it) then returns `DeviceLost` instead of waiting for
+//! signals that will never complete, and the teardown releases what the dead queue held.
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
-use ordo_core::{BackendResult, KernelArgs, LaunchDims};
+use ordo_core::{BackendError, BackendResult, ErrorCode, KernelArgs, LaunchDims};
 
 use crate::conv::{StatusExt, check_release};
 use crate::device::{Gpu, State};
@@ -29,10 +34,14 @@ struct InFlight {
     kernarg: *mut c_void,
 }
 
-/// An ordo queue: the HSA queue and its packets in flight.
+/// The status a queue's error callback recorded (0: none), shared with events recorded on it.
+pub(crate) type ErrorCell = Arc<AtomicU32>;
+
+/// An ordo queue: the HSA queue, its packets in flight and its error cell.
 pub(crate) struct Queue {
     q: *mut hsa_queue_t,
     inflight: Mutex<VecDeque<InFlight>>,
+    error: ErrorCell,
 }
 
 // SAFETY: the raw pointers are HSA objects usable from any thread; the list is behind a mutex.
@@ -49,34 +58,71 @@ pub(crate) unsafe fn from_value<'a>(queue: u64) -> &'a Queue {
     unsafe { &*(queue as usize as *const Queue) }
 }
 
+/// HSA's queue-error callback: records the status in the queue's error cell (`data`).
+unsafe extern "C" fn on_queue_error(status: hsa_status_t, _queue: *mut hsa_queue_t, data: *mut c_void) {
+    // SAFETY: `data` is the queue's error cell, alive until after `hsa_queue_destroy`, after
+    // which HSA calls no callback of the queue.
+    unsafe { &*data.cast::<AtomicU32>() }.store(status.max(1), Ordering::Release);
+}
+
+fn lost(status: u32) -> BackendError {
+    BackendError::new(
+        ErrorCode::DeviceLost,
+        i64::from(status),
+        "the queue stopped after an error (a kernel fault): its work will not complete",
+    )
+}
+
+/// `Err(DeviceLost)` once the cell holds an error.
+pub(crate) fn check_cell(error: &AtomicU32) -> BackendResult<()> {
+    match error.load(Ordering::Acquire) {
+        0 => Ok(()),
+        status => Err(lost(status)),
+    }
+}
+
 pub(crate) fn create(state: &State, gpu: &Gpu) -> BackendResult<u64> {
+    let error: ErrorCell = Arc::new(AtomicU32::new(0));
     let mut q: *mut hsa_queue_t = std::ptr::null_mut();
-    // SAFETY: a live agent; no error callback; the out-pointer is valid.
+    // SAFETY: a live agent; the callback's data is the error cell, which the queue keeps alive
+    // until after `hsa_queue_destroy`; the out-pointer is valid.
     unsafe {
         (state.hsa.hsa_queue_create)(
             gpu.agent,
             QUEUE_PACKETS,
             HSA_QUEUE_TYPE_MULTI,
-            None,
-            std::ptr::null_mut(),
+            Some(on_queue_error),
+            Arc::as_ptr(&error).cast_mut().cast(),
             u32::MAX,
             u32::MAX,
             &mut q,
         )
     }
     .result()?;
-    let queue = Box::into_raw(Box::new(Queue { q, inflight: Mutex::new(VecDeque::new()) }));
+    let queue = Box::into_raw(Box::new(Queue { q, inflight: Mutex::new(VecDeque::new()), error }));
     gpu.queues.lock().unwrap_or_else(|p| p.into_inner()).push(queue as usize);
     Ok(queue as u64)
 }
 
-/// Waits until `signal` is below 1 (complete).
-pub(crate) fn wait(hsa: &Hsa, signal: hsa_signal_t) {
-    // SAFETY: a live signal.
-    while unsafe {
-        (hsa.hsa_signal_wait_scacquire)(signal, HSA_SIGNAL_CONDITION_LT, 1, u64::MAX, HSA_WAIT_STATE_BLOCKED)
-    } >= 1
-    {}
+/// How long one wait asks HSA to block before ordo looks at the error cell again (a hint in
+/// HSA timestamp units: about 1 ms at the usual 1 GHz or less).
+const WAIT_SLICE: u64 = 1_000_000;
+
+/// Waits until `signal` is below 1 (complete), or `DeviceLost` once `error` (the cell of the
+/// queue whose work completes the signal) holds an error.
+pub(crate) fn wait(hsa: &Hsa, signal: hsa_signal_t, error: Option<&AtomicU32>) -> BackendResult<()> {
+    loop {
+        // SAFETY: a live signal.
+        let v = unsafe {
+            (hsa.hsa_signal_wait_scacquire)(signal, HSA_SIGNAL_CONDITION_LT, 1, WAIT_SLICE, HSA_WAIT_STATE_BLOCKED)
+        };
+        if v < 1 {
+            return Ok(());
+        }
+        if let Some(e) = error {
+            check_cell(e)?;
+        }
+    }
 }
 
 /// A new signal with value 1.
@@ -88,24 +134,29 @@ pub(crate) fn new_signal(hsa: &Hsa) -> BackendResult<hsa_signal_t> {
 }
 
 impl Queue {
-    /// Frees what completed packets held; with `all`, waits for every packet first.
+    /// Frees what completed packets held; with `all`, waits for every packet first. On a queue
+    /// that stopped after an error, `all` frees everything (nothing of a stopped queue runs
+    /// again) and returns `DeviceLost`.
     fn reclaim(&self, state: &State, all: bool) -> BackendResult<()> {
         let hsa = state.hsa;
         let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
-        if all {
+        let mut stopped = check_cell(&self.error);
+        if all && stopped.is_ok() {
             if let Some(last) = inflight.back() {
-                wait(hsa, last.signal);
+                stopped = wait(hsa, last.signal, Some(&self.error));
             }
         }
         let mut result = Ok(());
         while let Some(front) = inflight.front() {
             // SAFETY: a live signal owned by this queue.
-            if unsafe { (hsa.hsa_signal_load_scacquire)(front.signal) } >= 1 {
+            let complete = unsafe { (hsa.hsa_signal_load_scacquire)(front.signal) } < 1;
+            let abandoned = all && stopped.is_err();
+            if !(complete || abandoned) {
                 break;
             }
             let done = inflight.pop_front().expect("front exists");
-            // SAFETY: the packet completed, so neither the signal nor the kernarg buffer is used
-            // again; both were created for it alone.
+            // SAFETY: the packet completed (or its queue stopped), so neither the signal nor the
+            // kernarg buffer is used again; both were created for it alone.
             unsafe {
                 result = result.and(check_release((hsa.hsa_signal_destroy)(done.signal)));
                 if !done.kernarg.is_null() {
@@ -113,7 +164,7 @@ impl Queue {
                 }
             }
         }
-        result
+        stopped.and(result)
     }
 
     /// Reserves a slot, writes `body` (bytes 4..64 of the packet) and then the first word
@@ -181,6 +232,7 @@ impl Queue {
     ) -> BackendResult<()> {
         // SAFETY: the caller's contract (arguments readable as the metadata says).
         let (bytes, group) = unsafe { kernargs(kernel, dims, args) }?;
+        check_cell(&self.error)?;
         let hsa = state.hsa;
         self.reclaim(state, false)?;
         let mut kernarg: *mut c_void = std::ptr::null_mut();
@@ -240,6 +292,7 @@ impl Queue {
 
     /// Adds a barrier packet that completes `signal` after all earlier packets (an event record).
     pub(crate) fn record(&self, state: &State, signal: hsa_signal_t) -> BackendResult<()> {
+        check_cell(&self.error)?;
         let hsa = state.hsa;
         let own = new_signal(hsa)?;
         // The event's signal goes back to 1; a barrier completes it after all earlier packets,
@@ -281,54 +334,90 @@ pub(crate) fn drain_all(state: &State, gpu: &Gpu) -> BackendResult<()> {
     Ok(())
 }
 
-/// An event: a signal at 0 (complete) or 1 (recorded, pending).
+/// An event: a signal at 0 (complete) or 1 (recorded, pending), and the error cell of the
+/// queue it was last recorded on (so that waiting for it stops if that queue does).
+pub(crate) struct Event {
+    signal: hsa_signal_t,
+    recorded_on: Mutex<Option<ErrorCell>>,
+}
+
+impl Event {
+    /// Waits for the last record to complete.
+    fn wait(&self, hsa: &Hsa) -> BackendResult<()> {
+        let cell = self.recorded_on.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        wait(hsa, self.signal, cell.as_deref())
+    }
+}
+
+/// # Safety
+/// `event` is a live value from `event_create`.
+unsafe fn event<'a>(event: u64) -> &'a Event {
+    // SAFETY: the caller's contract.
+    unsafe { &*(event as usize as *const Event) }
+}
+
 pub(crate) fn event_create(state: &State) -> BackendResult<u64> {
     let hsa = state.hsa;
-    let s = new_signal(hsa)?;
+    let signal = new_signal(hsa)?;
     // SAFETY: a fresh signal: an event that was never recorded is complete.
-    unsafe { (hsa.hsa_signal_store_screlease)(s, 0) };
-    Ok(s.handle)
+    unsafe { (hsa.hsa_signal_store_screlease)(signal, 0) };
+    Ok(Box::into_raw(Box::new(Event { signal, recorded_on: Mutex::new(None) })) as u64)
 }
 
 /// # Safety
 /// `event` is a live value from `event_create`, not used again.
 pub(crate) unsafe fn event_destroy(state: &State, event: u64) -> BackendResult<()> {
-    let s = hsa_signal_t { handle: event };
-    // A pending record's barrier still completes this signal: wait for it first.
-    wait(state.hsa, s);
-    // SAFETY: complete and not referenced by any packet still to be processed.
-    check_release(unsafe { (state.hsa.hsa_signal_destroy)(s) })
+    // SAFETY: the caller's contract: the box `event_create` leaked, reclaimed once.
+    let event = unsafe { Box::from_raw(event as usize as *mut Event) };
+    // A pending record's barrier still completes this signal: wait for it first (unless its
+    // queue stopped: then nothing touches the signal again).
+    let waited = event.wait(state.hsa);
+    // SAFETY: complete (or its queue stopped), not referenced by any packet still to be processed.
+    let destroyed = check_release(unsafe { (state.hsa.hsa_signal_destroy)(event.signal) });
+    destroyed.and(waited.or_else(|e| if e.code == ErrorCode::DeviceLost { Ok(()) } else { Err(e) }))
 }
 
 /// # Safety
 /// `event` and `queue` are live values.
-pub(crate) unsafe fn event_record(state: &State, event: u64, queue: u64) -> BackendResult<()> {
-    let s = hsa_signal_t { handle: event };
-    wait(state.hsa, s); // an earlier record of this event completes first
+pub(crate) unsafe fn event_record(state: &State, event_value: u64, queue: u64) -> BackendResult<()> {
     // SAFETY: the caller's contract.
-    unsafe { from_value(queue) }.record(state, s)
-}
-
-/// # Safety
-/// `event` and `queue` are live values.
-pub(crate) unsafe fn wait_event(state: &State, queue: u64, event: u64) -> BackendResult<()> {
-    let hsa = state.hsa;
-    let s = hsa_signal_t { handle: event };
-    // SAFETY: a live signal.
-    if unsafe { (hsa.hsa_signal_load_scacquire)(s) } < 1 {
-        return Ok(()); // complete already: nothing to wait for
-    }
-    // A pending event is waited for here, on the host: a barrier packet naming its signal could
-    // outlive the event (destroyed right after this call, as CUDA allows), and HSA would then
-    // read a destroyed signal.
-    let _ = queue;
-    wait(hsa, s);
+    let (e, q) = unsafe { (event(event_value), from_value(queue)) };
+    e.wait(state.hsa)?; // an earlier record of this event completes first
+    q.record(state, e.signal)?;
+    *e.recorded_on.lock().unwrap_or_else(|p| p.into_inner()) = Some(q.error.clone());
     Ok(())
 }
 
 /// # Safety
+/// `event` and `queue` are live values.
+pub(crate) unsafe fn wait_event(state: &State, queue: u64, event_value: u64) -> BackendResult<()> {
+    // SAFETY: the caller's contract.
+    let (e, q) = unsafe { (event(event_value), from_value(queue)) };
+    check_cell(&q.error)?;
+    // A pending event is waited for here, on the host: a barrier packet naming its signal could
+    // outlive the event (destroyed right after this call, as CUDA allows), and HSA would then
+    // read a destroyed signal.
+    e.wait(state.hsa)
+}
+
+/// # Safety
 /// `event` is a live value.
-pub(crate) unsafe fn event_done(state: &State, event: u64) -> bool {
+pub(crate) unsafe fn event_synchronize(state: &State, event_value: u64) -> BackendResult<()> {
+    // SAFETY: the caller's contract.
+    unsafe { event(event_value) }.wait(state.hsa)
+}
+
+/// # Safety
+/// `event` is a live value.
+pub(crate) unsafe fn event_done(state: &State, event_value: u64) -> BackendResult<bool> {
+    // SAFETY: the caller's contract.
+    let e = unsafe { event(event_value) };
     // SAFETY: a live signal.
-    unsafe { (state.hsa.hsa_signal_load_scacquire)(hsa_signal_t { handle: event }) < 1 }
+    if unsafe { (state.hsa.hsa_signal_load_scacquire)(e.signal) } < 1 {
+        return Ok(true);
+    }
+    match e.recorded_on.lock().unwrap_or_else(|p| p.into_inner()).as_deref() {
+        Some(cell) => check_cell(cell).map(|()| false),
+        None => Ok(false),
+    }
 }

@@ -386,3 +386,42 @@ fn checked_in_code_objects_are_what_build_sh_makes() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn a_faulting_kernel_is_device_lost_never_a_hang_and_the_teardown_completes() {
+    let _l = lock();
+    let sim = sim();
+    sim.reset(1, None, 0);
+    let rt = sim.runtime();
+    rt.init().unwrap();
+    let d = device(rt, 0).unwrap();
+    let q = rt.queue_create(d).unwrap();
+    let program = rt.program_load(d, BUILTIN_BUNDLE).unwrap();
+    let add = rt.kernel_get(program, "vector_add_f32").unwrap();
+    let e = rt.event_create(d).unwrap();
+    let m = rt.mem_alloc(d, MemKind::Device, 64).unwrap();
+    // A pointer into no allocation: on the GPU a memory fault; HSA stops the queue.
+    let (bad, good, n) = (0x10u64, m.0, 16u32);
+    // SAFETY: the argument types match; the kernel's access through `bad` is the fault under test
+    // (it happens in the simulated device, not in this process).
+    unsafe {
+        rt.launch(
+            q,
+            add,
+            &LaunchDims::linear(1, 16),
+            &KernelArgs::unsized_params(&[p(&bad), p(&good), p(&good), p(&n)]).unwrap(),
+        )
+        .unwrap();
+    }
+    rt.event_record(e, q).unwrap_or(());
+    assert_eq!(code(rt.queue_synchronize(q)), ErrorCode::DeviceLost, "a stopped queue: DeviceLost, not a hang");
+    assert_eq!(code(rt.event_synchronize(e)), ErrorCode::DeviceLost);
+    assert_eq!(code(rt.event_query(e)), ErrorCode::DeviceLost);
+    // Another queue of the device still works.
+    let q2 = rt.queue_create(d).unwrap();
+    rt.fill(m, FillValue::U32(7), 16, Some(q2)).unwrap();
+    // The teardown releases everything, the dead queue's signals and kernargs included.
+    let Shutdown::TornDown(summary) = rt.shutdown().unwrap() else { panic!("torn down") };
+    assert!(summary.failures >= 1, "the lost queue is reported: {summary:?}");
+    assert_clean(sim);
+}

@@ -12,6 +12,10 @@
 //! - a queue destroyed with packets not yet processed; `hsa_shut_down` with live objects; any
 //!   call after `hsa_shut_down`.
 //!
+//! A kernel that touches memory outside every allocation faults, as on hardware: the queue's
+//! error callback is called with `HSA_STATUS_ERROR_EXCEPTION`, the queue stops, and the
+//! dispatch's completion signal never fires (the program's bug, not a violation).
+//!
 //! A dispatch runs a host twin of the named kernel (`vector_add_f32`, `reduce_sum_f32`,
 //! `empty`, `noop`, `mixed_args`), reading its arguments from the kernarg bytes at the offsets of the
 //! code object's own metadata (parsed here independently of ordo), and the work-group size from
@@ -126,8 +130,15 @@ struct Alloc {
     granted: Vec<u64>,
 }
 
+type QueueCallback = unsafe extern "C" fn(Status, *mut hsa_queue_t, *mut c_void);
+
 struct QueueCtl {
     mem: *mut SimQueueMem,
+    /// The error callback and its data.
+    callback: Option<QueueCallback>,
+    data: *mut c_void,
+    /// Set when a kernel faulted: the queue processes nothing more.
+    stopped: AtomicBool,
     agent: u64,
     doorbell: Arc<Signal>,
     stop: AtomicBool,
@@ -631,9 +642,11 @@ pub extern "C" fn hsa_signal_wait_scacquire(
     signal: Handle,
     condition: u32,
     compare: i64,
-    _timeout: u64,
+    timeout: u64,
     _state: u32,
 ) -> i64 {
+    // The hint is taken as nanoseconds (the simulation's timestamp unit); u64::MAX: no limit.
+    let deadline = std::time::Instant::now().checked_add(Duration::from_nanos(timeout));
     let Some(s) = live_signal(signal, "hsa_signal_wait_scacquire") else { return 0 };
     let holds = |v: i64| match condition {
         0 => v == compare,
@@ -643,7 +656,10 @@ pub extern "C" fn hsa_signal_wait_scacquire(
     };
     let mut v = s.value.lock().unwrap();
     while !holds(*v) {
-        let (g, _) = s.changed.wait_timeout(v, Duration::from_millis(50)).unwrap();
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            return *v;
+        }
+        let (g, _) = s.changed.wait_timeout(v, Duration::from_millis(1)).unwrap();
         v = g;
         if s.destroyed.load(Ordering::Acquire) {
             drop(v);
@@ -662,8 +678,8 @@ pub unsafe extern "C" fn hsa_queue_create(
     agent: Handle,
     size: u32,
     _type: u32,
-    _callback: *const c_void,
-    _data: *mut c_void,
+    callback: Option<QueueCallback>,
+    data: *mut c_void,
     _private: u32,
     _group: u32,
     out: *mut *mut hsa_queue_t,
@@ -704,6 +720,9 @@ pub unsafe extern "C" fn hsa_queue_create(
         }));
         let ctl = Arc::new(QueueCtl {
             mem,
+            callback,
+            data,
+            stopped: AtomicBool::new(false),
             agent: agent.handle,
             doorbell,
             stop: AtomicBool::new(false),
@@ -738,7 +757,7 @@ pub extern "C" fn hsa_queue_destroy(queue: *mut hsa_queue_t) -> Status {
     // SAFETY: the queue memory lives until freed below.
     let mem = unsafe { &*ctl.mem };
     let (r, w) = (mem.read_index.load(Ordering::Acquire), mem.write_index.load(Ordering::Acquire));
-    if r != w {
+    if r != w && !ctl.stopped.load(Ordering::Acquire) {
         report(format!("hsa_queue_destroy with {} packet(s) not yet processed", w - r));
     }
     ctl.stop.store(true, Ordering::Release);
@@ -775,7 +794,7 @@ fn process(ctl: &QueueCtl) {
     let ring = mem.public.base_address.cast::<u8>();
     loop {
         let r = mem.read_index.load(Ordering::Acquire);
-        if r == mem.write_index.load(Ordering::Acquire) {
+        if r == mem.write_index.load(Ordering::Acquire) || ctl.stopped.load(Ordering::Acquire) {
             if ctl.stop.load(Ordering::Acquire) {
                 return;
             }
@@ -807,7 +826,7 @@ fn process(ctl: &QueueCtl) {
         unsafe { &*packet.cast::<AtomicU16>() }.store(1, Ordering::Release);
         mem.read_index.store(r + 1, Ordering::Release);
         match kind {
-            2 => dispatch(ctl.agent, &bytes),
+            2 => dispatch(ctl, &bytes),
             3 => barrier(&bytes),
             k => report(format!("packet of unknown type {k}")),
         }
@@ -849,7 +868,8 @@ fn barrier(p: &[u8]) {
     complete(u64_at(p, 56), "barrier-AND completion");
 }
 
-fn dispatch(agent: u64, p: &[u8]) {
+fn dispatch(ctl: &QueueCtl, p: &[u8]) {
+    let agent = ctl.agent;
     let setup = u16_at(p, 2);
     let wg = [u16_at(p, 4), u16_at(p, 6), u16_at(p, 8)].map(u32::from);
     let grid = [u32_at(p, 12), u32_at(p, 16), u32_at(p, 20)];
@@ -898,11 +918,43 @@ fn dispatch(agent: u64, p: &[u8]) {
             // SAFETY: checked: a kernarg-pool allocation of exactly the kernel's segment size.
             unsafe { std::slice::from_raw_parts(kernarg as usize as *const u8, k.kernarg_size as usize) }
         };
-        if let Err(e) = run_twin(agent, &k, args, wg, grid, group_size) {
-            report(format!("dispatch of {}: {e}", k.name));
+        match run_twin(agent, &k, args, wg, grid, group_size) {
+            Ok(()) => {}
+            Err(Twin::Fault(what)) => {
+                // As hardware does: the queue stops, its error callback runs, and this
+                // dispatch never completes.
+                let _ = what;
+                ctl.stopped.store(true, Ordering::Release);
+                if let Some(cb) = ctl.callback {
+                    // SAFETY: the callback and data the queue was created with.
+                    unsafe { cb(0x1016, ctl.mem.cast(), ctl.data) };
+                }
+                return;
+            }
+            Err(Twin::Violation(e)) => report(format!("dispatch of {}: {e}", k.name)),
         }
     }
     complete(signal, "dispatch completion");
+}
+
+/// Why a host twin did not finish.
+enum Twin {
+    /// The kernel touched memory outside every allocation: a fault of the program.
+    Fault(String),
+    /// Something ordo must not do (memory not granted, wrong hidden arguments, …).
+    Violation(String),
+}
+
+impl From<String> for Twin {
+    fn from(s: String) -> Self {
+        Self::Violation(s)
+    }
+}
+
+impl From<&str> for Twin {
+    fn from(s: &str) -> Self {
+        Self::Violation(s.to_string())
+    }
 }
 
 /// Kernel arguments read at the metadata's offsets.
@@ -929,24 +981,35 @@ impl Args<'_> {
     }
 }
 
-fn access(agent: u64, addr: u64, len: usize, what: &str) -> Result<(), String> {
-    if with(|s| s.check_access(agent, addr, len, what)) { Ok(()) } else { Err(format!("{what}: access not granted")) }
+fn access(agent: u64, addr: u64, len: usize, what: &str) -> Result<(), Twin> {
+    with(|s| {
+        let mapped = len == 0
+            || s.allocs.range(..=addr).next_back().is_some_and(|(&base, a)| addr + len as u64 <= base + a.size as u64);
+        if !mapped {
+            return Err(Twin::Fault(format!("{what}: {len} bytes at {addr:#x} lie outside every allocation")));
+        }
+        if s.check_access(agent, addr, len, what) {
+            Ok(())
+        } else {
+            Err(Twin::Violation(format!("{what}: access not granted")))
+        }
+    })
 }
 
 /// Runs the host twin of `k` over the grid, as the compiled kernel computes its indices: the
 /// work-group size from `hidden_group_size_x`, the grid from the packet.
-fn run_twin(agent: u64, k: &Kernel, bytes: &[u8], wg: [u32; 3], grid: [u32; 3], group: usize) -> Result<(), String> {
+fn run_twin(agent: u64, k: &Kernel, bytes: &[u8], wg: [u32; 3], grid: [u32; 3], group: usize) -> Result<(), Twin> {
     let a = Args { k, bytes };
     if k.name == "empty" || k.name == "noop" {
         return Ok(());
     }
     let group_x = a.hidden("hidden_group_size_x")?;
     if group_x != u64::from(wg[0]) {
-        return Err(format!("hidden_group_size_x is {group_x}, the packet's work-group is {}", wg[0]));
+        return Err(format!("hidden_group_size_x is {group_x}, the packet's work-group is {}", wg[0]).into());
     }
     let blocks = a.hidden("hidden_block_count_x")?;
     if blocks * u64::from(wg[0]) != u64::from(grid[0]) {
-        return Err(format!("hidden_block_count_x is {blocks}, the grid is {} work-items of {}", grid[0], wg[0]));
+        return Err(format!("hidden_block_count_x is {blocks}, the grid is {} work-items of {}", grid[0], wg[0]).into());
     }
     let items = (blocks * group_x) as usize;
     match k.name.as_str() {
@@ -983,7 +1046,8 @@ fn run_twin(agent: u64, k: &Kernel, bytes: &[u8], wg: [u32; 3], grid: [u32; 3], 
                 return Err(format!(
                     "LDS writes at {lds}..{} beyond the dispatch's group segment of {group} bytes",
                     lds + wg[0] as usize * 4
-                ));
+                )
+                .into());
             }
             if lds + dynamic > group {
                 return Err("hidden_dynamic_lds_size reaches beyond the group segment".into());
@@ -996,7 +1060,7 @@ fn run_twin(agent: u64, k: &Kernel, bytes: &[u8], wg: [u32; 3], grid: [u32; 3], 
                 unsafe { *(pout as *mut f32).add(i) = v };
             }
         }
-        other => return Err(format!("no host twin for kernel {other}")),
+        other => return Err(format!("no host twin for kernel {other}").into()),
     }
     Ok(())
 }
