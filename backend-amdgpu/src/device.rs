@@ -126,7 +126,9 @@ fn global_flags(hsa: &Hsa, pool: hsa_amd_memory_pool_t) -> BackendResult<Option<
 /// succeeded, HSA is shut down again before returning.
 pub(crate) fn open(library: Library) -> BackendResult<State> {
     let path = library.path();
-    let hsa = sys::load(&path).map_err(|e| {
+    // SAFETY: `AmdgpuBackend::with_library`'s contract for a given path; otherwise Debian's
+    // HSA runtime, or what `ORDO_HSA_LIBRARY` names, trusted as `LD_LIBRARY_PATH` is.
+    let hsa = unsafe { sys::load(&path) }.map_err(|e| {
         log::debug!("amdgpu: {e}");
         absent("the HSA runtime library (libhsa-runtime64.so.1 or ORDO_HSA_LIBRARY) could not be loaded")
     })?;

@@ -50,13 +50,19 @@ pub struct AmdgpuBackend {
 
 impl AmdgpuBackend {
     /// A backend over `ORDO_HSA_LIBRARY` when that is set at init, else `libhsa-runtime64.so.1`
-    /// (nothing is loaded until `init`).
+    /// (nothing is loaded until `init`). Like `LD_LIBRARY_PATH`, which already decides which
+    /// `libhsa-runtime64.so.1` is loaded, the variable is trusted to name an HSA runtime.
     pub const fn new() -> Self {
         Self { library: Library::Default, state: RwLock::new(None) }
     }
 
     /// A backend over the HSA library at `path` (a ROCm install, or the tests' simulation).
-    pub const fn with_library(path: &'static str) -> Self {
+    ///
+    /// # Safety
+    /// The library at `path`, if one loads, is an HSA runtime: it exports the functions of
+    /// `sys::Hsa` with those C signatures and HSA's behaviour (ordo calls them as declared and
+    /// trusts what they return, as it trusts the CUDA driver).
+    pub const unsafe fn with_library(path: &'static str) -> Self {
         Self { library: Library::Path(path), state: RwLock::new(None) }
     }
 

@@ -315,7 +315,11 @@ pub const DEFAULT_LIBRARY: &str = "libhsa-runtime64.so.1";
 
 /// Loads `path` and resolves the table; the library stays loaded for the rest of the process.
 /// One load per distinct path (later calls for the same path reuse it).
-pub fn load(path: &str) -> Result<&'static Hsa, String> {
+///
+/// # Safety
+/// The library at `path`, if one loads, is an HSA runtime: loading it runs its initialisers,
+/// and it exports the functions of `Hsa` with those C signatures.
+pub unsafe fn load(path: &str) -> Result<&'static Hsa, String> {
     use std::collections::HashMap;
     use std::sync::Mutex;
     static LOADED: Mutex<Option<HashMap<String, &'static Hsa>>> = Mutex::new(None);
@@ -323,10 +327,10 @@ pub fn load(path: &str) -> Result<&'static Hsa, String> {
     if let Some(&hsa) = loaded.as_ref().and_then(|m| m.get(path)) {
         return Ok(hsa);
     }
-    // SAFETY: loading runs the library's initialisers; an HSA runtime's are sound to run.
+    // SAFETY: the caller's contract (an HSA runtime, whose initialisers are sound to run).
     let lib = unsafe { libloading::Library::new(path) }.map_err(|e| format!("cannot load {path}: {e}"))?;
-    // SAFETY: the library is an HSA runtime (it exports these names with these C signatures);
-    // it is leaked below, so it is never unloaded.
+    // SAFETY: the caller's contract (these names with these C signatures); the library is
+    // leaked below, so it is never unloaded.
     let table = unsafe { Hsa::resolve(&lib) }?;
     std::mem::forget(lib);
     let hsa: &'static Hsa = Box::leak(Box::new(table));

@@ -137,7 +137,8 @@ impl Sim {
 
     /// An AMDGPU backend over the simulation (leaked).
     pub fn backend(&self) -> &'static AmdgpuBackend {
-        Box::leak(Box::new(AmdgpuBackend::with_library(self.path)))
+        // SAFETY: the simulation exports every HSA function ordo uses, with HSA's signatures.
+        Box::leak(Box::new(unsafe { AmdgpuBackend::with_library(self.path) }))
     }
 
     /// A runtime over one AMDGPU backend over the simulation.

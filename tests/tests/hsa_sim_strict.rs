@@ -45,7 +45,8 @@ fn signal(hsa: &Hsa) -> hsa_signal_t {
 fn open() -> Raw {
     let sim = sim();
     sim.reset(1, None, 0);
-    let hsa = load(sim.path()).unwrap();
+    // SAFETY: the simulation exports every HSA function of the table, with HSA's signatures.
+    let hsa = unsafe { load(sim.path()) }.unwrap();
     // SAFETY: the HSA API as documented, with valid pointers throughout.
     unsafe {
         ok((hsa.hsa_init)());
