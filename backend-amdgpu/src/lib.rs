@@ -24,7 +24,7 @@ mod program;
 mod queue;
 pub mod sys;
 
-use std::sync::RwLock;
+use spin::RwLock;
 
 use ordo_core::{
     Backend, BackendError, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, ErrorCode, FillValue,
@@ -67,7 +67,7 @@ impl AmdgpuBackend {
     }
 
     fn with<R>(&self, f: impl FnOnce(&State) -> BackendResult<R>) -> BackendResult<R> {
-        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let state = self.state.read();
         match state.as_ref() {
             Some(s) => f(s),
             None => Err(BackendError::new(ErrorCode::Uninitialized, 0, "the AMDGPU backend is not initialised")),
@@ -95,7 +95,7 @@ impl Backend for AmdgpuBackend {
     }
 
     fn init(&self) -> BackendResult<u32> {
-        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.write();
         if state.is_some() {
             return Err(BackendError::new(ErrorCode::Busy, 0, "the AMDGPU backend is already initialised"));
         }
@@ -106,7 +106,7 @@ impl Backend for AmdgpuBackend {
     }
 
     unsafe fn deinit(&self) -> BackendResult<()> {
-        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.write();
         match state.take() {
             // SAFETY: every object was released (the runtime's teardown order); HSA was
             // initialised by `init`.
@@ -116,10 +116,22 @@ impl Backend for AmdgpuBackend {
     }
 
     unsafe fn forget_after_fork(&self) {
-        // The lock may be held by a thread of the parent: replace it without touching it.
-        // SAFETY: the child has no other thread; nothing borrows the lock (the runtime makes no
-        // call into the backend at this point).
-        unsafe { std::ptr::write(&raw const self.state as *mut RwLock<Option<State>>, RwLock::new(None)) };
+        // Threads of the parent may have held the lock (a shared call waiting on a queue): they
+        // do not exist in the child, so their holds are released here, and the state (the
+        // parent's HSA objects, unusable in the child) is forgotten without an HSA call.
+        // SAFETY: the child has one thread, which holds no guard of this lock: every hold
+        // counted now belongs to a thread that is gone.
+        unsafe {
+            if self.state.writer_count() > 0 {
+                self.state.force_write_unlock();
+            }
+            for _ in 0..self.state.reader_count() {
+                self.state.force_read_decrement();
+            }
+        }
+        if let Some(mut state) = self.state.try_write() {
+            std::mem::forget(state.take());
+        }
     }
 
     unsafe fn device_release(&self, device: u32) -> BackendResult<()> {
@@ -259,5 +271,27 @@ impl Backend for AmdgpuBackend {
     unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
         // SAFETY: forwarded contract.
         self.with_gpu(device, |_, _| Ok(unsafe { program::from_value(kernel) }.meta.explicit().count()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locks_held_by_vanished_threads_are_released_after_a_fork() {
+        // SAFETY: no library is loaded by this test (init fails before loading: bad path).
+        let b = unsafe { AmdgpuBackend::with_library("/nonexistent/libhsa-runtime64.so.1") };
+        // A parent thread in a shared call held a read guard at the fork.
+        std::mem::forget(b.state.read());
+        std::mem::forget(b.state.read());
+        // SAFETY: the test thread holds no guard of its own.
+        unsafe { b.forget_after_fork() };
+        assert_eq!(b.init().unwrap_err().code, ErrorCode::NotPresent, "init runs again, not blocked");
+        // And a writer that vanished mid-init.
+        std::mem::forget(b.state.write());
+        // SAFETY: as above.
+        unsafe { b.forget_after_fork() };
+        assert_eq!(b.init().unwrap_err().code, ErrorCode::NotPresent);
     }
 }
