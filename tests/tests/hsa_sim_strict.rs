@@ -151,7 +151,7 @@ fn dispatch(r: &Raw, kernarg: *mut c_void, items: u32, wg: u16, done: hsa_signal
         if header_first {
             (*packet.cast::<AtomicU32>()).store(header, Ordering::Release);
             (hsa.hsa_signal_store_screlease)(q.doorbell_signal, index as i64);
-            std::thread::sleep(std::time::Duration::from_millis(50));
+            std::thread::sleep(std::time::Duration::from_millis(200));
             std::ptr::copy_nonoverlapping(bytes[4..].as_ptr(), packet.add(4), 60);
         } else {
             std::ptr::copy_nonoverlapping(bytes[4..].as_ptr(), packet.add(4), 60);
