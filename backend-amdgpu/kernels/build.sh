@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Rebuilds the checked-in AMDGPU code objects from builtin.cl with Debian's clang-22 and lld-22
-# (clang 22.1.8): one per target ISA (code object version 5, clang's default), and both in one
-# clang offload bundle (as HIP fat binaries hold them, with an empty host entry), from which
-# program_load picks the code object for the device's ISA.
+# Rebuilds the checked-in AMDGPU code objects from builtin.cl with Debian's clang-22, lld-22 and
+# clang-tools-22 (clang-offload-bundler), all 22.1.8: one per target ISA (code object version 5,
+# clang's default), and both in one clang offload bundle (as HIP fat binaries hold them, with an
+# empty host entry), from which program_load picks the code object for the device's ISA.
 # Usage: build.sh [OUTPUT_DIR] (default: this directory). The output is deterministic:
 # tests/amdgpu.rs rebuilds into a temporary directory and compares with the checked-in files.
 set -euo pipefail

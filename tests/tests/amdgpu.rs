@@ -367,10 +367,14 @@ fn the_demo_runs_on_the_simulated_gpus_with_checked_numbers() {
 #[test]
 fn checked_in_code_objects_are_what_build_sh_makes() {
     let have = Command::new("clang-22").arg("--version").output().is_ok_and(|o| o.status.success())
-        && Command::new("ld.lld-22").arg("--version").output().is_ok_and(|o| o.status.success());
+        && Command::new("ld.lld-22").arg("--version").output().is_ok_and(|o| o.status.success())
+        && std::path::Path::new("/usr/lib/llvm-22/bin/clang-offload-bundler").exists();
     if !have {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true: clang-22 and lld-22 are not installed");
-        eprintln!("skipped: clang-22 / lld-22 not installed");
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true: clang-22, lld-22 or clang-tools-22 (clang-offload-bundler) is not installed"
+        );
+        eprintln!("skipped: clang-22, lld-22 or clang-tools-22 (clang-offload-bundler) not installed");
         return;
     }
     let kernels = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend-amdgpu/kernels");
