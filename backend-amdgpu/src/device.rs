@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use ordo_core::{BackendError, BackendResult, DeviceInfo, ErrorCode, InfoValue, LaunchLimits};
 
 use crate::conv::{self, StatusExt};
-use crate::sys::*;
+use crate::sys::{self, *};
 
 /// Where the HSA runtime library comes from.
 #[derive(Clone, Copy, Debug)]
@@ -142,8 +142,6 @@ pub(crate) fn open(library: Library) -> BackendResult<State> {
         let _ = unsafe { (hsa.hsa_shut_down)() };
     })
 }
-
-use crate::sys;
 
 fn discover(hsa: &'static Hsa) -> BackendResult<State> {
     let mut cpu = None;

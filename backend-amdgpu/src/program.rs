@@ -339,92 +339,134 @@ pub(crate) unsafe fn kernel(state: &State, gpu: &Gpu, program: u64, name: &str) 
     Ok(value)
 }
 
-/// The kernel argument bytes of one dispatch (the symbol's kernarg size), and the dispatch's
-/// group segment size (static + dynamic LDS).
-///
-/// # Safety
-/// Each explicit argument pointer is readable for the metadata's size of that argument.
-pub(crate) unsafe fn kernargs(
-    kernel: &Kernel,
-    dims: &LaunchDims,
-    args: &KernelArgs<'_>,
-) -> BackendResult<(Vec<u8>, u32)> {
+/// The number of dimensions a launch uses (1–3): what `hidden_grid_dims` and the dispatch
+/// packet's setup word both say.
+pub(crate) fn dimensions(dims: &LaunchDims) -> u16 {
+    if dims.grid[2] > 1 || dims.block[2] > 1 {
+        3
+    } else if dims.grid[1] > 1 || dims.block[1] > 1 {
+        2
+    } else {
+        1
+    }
+}
+
+/// A launch's kernel arguments, checked against the kernel's metadata before anything is
+/// allocated: the dispatch's group segment (static + dynamic LDS) and where dynamic LDS
+/// starts for each alignment asked.
+pub(crate) struct ArgPlan {
+    /// Static LDS of the kernel (bytes).
+    static_group: u32,
+    /// The dispatch packet's group segment size.
+    pub(crate) group_segment: u32,
+}
+
+fn too_much_lds() -> BackendError {
+    BackendError::new(ErrorCode::InvalidValue, 0, "the kernel's static and dynamic LDS sizes overflow")
+}
+
+/// Checks `args` against the kernel: their count, their sizes when given, and argument kinds
+/// ordo can lay out; and the LDS arithmetic (a malformed code object's sizes are an error, not
+/// an overflow).
+pub(crate) fn plan(kernel: &Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> BackendResult<ArgPlan> {
     let meta = &kernel.meta;
-    let explicit = meta.explicit().count();
-    if args.params().len() != explicit {
+    let explicit: Vec<&ArgMeta> = meta.explicit().collect();
+    if args.params().len() != explicit.len() {
         return Err(BackendError::new(
             ErrorCode::InvalidArgument,
             0,
             "the argument count differs from the kernel's (its code object metadata)",
         ));
     }
-    let group = kernel.group_size.max(meta.group_fixed);
-    let total_group = group.checked_add(dims.shared_mem_bytes).ok_or(BackendError::new(
-        ErrorCode::InvalidValue,
-        0,
-        "dynamic LDS size overflows",
-    ))?;
-    let mut bytes = vec![0u8; kernel.kernarg_size as usize];
-    // A hidden or LDS value, little-endian, in the argument's bytes (at most 8).
-    let put = |bytes: &mut [u8], offset: u32, size: u32, value: u64| {
-        let n = (size as usize).min(8);
-        bytes[offset as usize..offset as usize + n].copy_from_slice(&value.to_le_bytes()[..n]);
-    };
-    let dims_used: u64 = if dims.grid[2] > 1 || dims.block[2] > 1 {
-        3
-    } else if dims.grid[1] > 1 || dims.block[1] > 1 {
-        2
-    } else {
-        1
-    };
-    let mut next = 0usize;
-    for a in &meta.args {
-        match a.kind {
-            ArgKind::Explicit => {
-                let i = next;
-                next += 1;
-                if let Some(sizes) = args.sizes() {
-                    if sizes[i] != a.size as usize {
-                        return Err(BackendError::new(
-                            ErrorCode::InvalidSize,
-                            0,
-                            "an argument size differs from the kernel's (its code object metadata)",
-                        ));
-                    }
-                }
-                let src = args.params()[i].cast::<u8>().cast_const();
-                let dst = &mut bytes[a.offset as usize..(a.offset + a.size) as usize];
-                // SAFETY: the caller's contract: the argument is readable for `a.size` bytes;
-                // `dst` is exactly that long (checked against the segment when parsed).
-                unsafe { std::ptr::copy_nonoverlapping(src, dst.as_mut_ptr(), dst.len()) };
-            }
-            ArgKind::DynamicShared { align } => {
-                next += 1;
-                put(&mut bytes, a.offset, a.size, u64::from(group.next_multiple_of(align)));
-            }
-            ArgKind::Unsupported => {
-                return Err(BackendError::new(
-                    ErrorCode::Unsupported,
-                    0,
-                    "the kernel takes an image, sampler, pipe or queue argument",
-                ));
-            }
-            ArgKind::BlockCount(d) => put(&mut bytes, a.offset, a.size, u64::from(dims.grid[d])),
-            ArgKind::GroupSize(d) => put(&mut bytes, a.offset, a.size, u64::from(dims.block[d])),
-            ArgKind::Remainder(_) | ArgKind::HiddenZero => {}
-            ArgKind::GridDims => put(&mut bytes, a.offset, a.size, dims_used),
-            ArgKind::DynamicLdsSize => put(&mut bytes, a.offset, a.size, u64::from(dims.shared_mem_bytes)),
+    if explicit.iter().any(|a| a.kind == ArgKind::Unsupported) {
+        return Err(BackendError::new(
+            ErrorCode::Unsupported,
+            0,
+            "the kernel takes an image, sampler, pipe or queue argument",
+        ));
+    }
+    if let Some(sizes) = args.sizes() {
+        if explicit.iter().zip(sizes).any(|(a, &size)| a.kind == ArgKind::Explicit && size != a.size as usize) {
+            return Err(BackendError::new(
+                ErrorCode::InvalidSize,
+                0,
+                "an argument size differs from the kernel's (its code object metadata)",
+            ));
         }
     }
-    // The dynamic LDS pointer sits after the static LDS, aligned: count that padding too.
-    let padding = meta
-        .args
-        .iter()
-        .filter_map(|a| if let ArgKind::DynamicShared { align } = a.kind { Some(align) } else { None })
-        .map(|align| group.next_multiple_of(align) - group)
-        .max()
-        .unwrap_or(0);
-    Ok((bytes, total_group + padding))
+    let static_group = kernel.group_size.max(meta.group_fixed);
+    // The dynamic LDS pointer sits after the static LDS, aligned (at most 256): every offset
+    // below is within `static_group + 255`.
+    let mut dynamic_at = static_group;
+    for a in &meta.args {
+        if let ArgKind::DynamicShared { align } = a.kind {
+            dynamic_at = dynamic_at.max(static_group.checked_next_multiple_of(align).ok_or_else(too_much_lds)?);
+        }
+    }
+    let group_segment = dynamic_at.checked_add(dims.shared_mem_bytes).ok_or_else(too_much_lds)?;
+    Ok(ArgPlan { static_group, group_segment })
+}
+
+/// Writes one dispatch's kernel arguments into `out` (the kernarg buffer, of the symbol's
+/// kernarg size): explicit arguments from the caller's pointers at the metadata's offsets,
+/// hidden arguments of code object v5 from the launch, the rest zero.
+///
+/// # Safety
+/// `plan` came from `plan` for these arguments; each explicit argument pointer is readable for
+/// the metadata's size of that argument.
+pub(crate) unsafe fn write_kernargs(
+    kernel: &Kernel,
+    dims: &LaunchDims,
+    args: &KernelArgs<'_>,
+    plan: &ArgPlan,
+    out: &mut [u8],
+) {
+    out.fill(0);
+    // A hidden or LDS value, little-endian, in the argument's bytes (at most 8). The metadata's
+    // offsets and sizes lie within the segment (checked when parsed) and `out` is the symbol's
+    // segment, at least as large (checked at lookup).
+    fn put(out: &mut [u8], offset: u32, size: u32, value: u64) {
+        let n = (size as usize).min(8);
+        out[offset as usize..offset as usize + n].copy_from_slice(&value.to_le_bytes()[..n]);
+    }
+    let mut params = args.params().iter();
+    for a in &kernel.meta.args {
+        match a.kind {
+            ArgKind::Explicit => {
+                let Some(&src) = params.next() else { return };
+                let dst = &mut out[a.offset as usize..(a.offset + a.size) as usize];
+                // SAFETY: the caller's contract: the argument is readable for `a.size` bytes;
+                // `dst` is exactly that long.
+                unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>().cast_const(), dst.as_mut_ptr(), dst.len()) };
+            }
+            ArgKind::DynamicShared { align } => {
+                params.next(); // a placeholder: its value is not read
+                // No overflow: `plan` checked the same rounding.
+                put(out, a.offset, a.size, u64::from(plan.static_group.next_multiple_of(align)));
+            }
+            ArgKind::Unsupported => {
+                params.next(); // refused by `plan`
+            }
+            ArgKind::BlockCount(d) => put(out, a.offset, a.size, u64::from(dims.grid[d])),
+            ArgKind::GroupSize(d) => put(out, a.offset, a.size, u64::from(dims.block[d])),
+            ArgKind::Remainder(_) | ArgKind::HiddenZero => {}
+            ArgKind::GridDims => put(out, a.offset, a.size, u64::from(dimensions(dims))),
+            ArgKind::DynamicLdsSize => put(out, a.offset, a.size, u64::from(dims.shared_mem_bytes)),
+        }
+    }
+}
+
+/// `plan` and `write_kernargs` into a fresh buffer, for the tests.
+///
+/// # Safety
+/// As `write_kernargs`.
+#[cfg(test)]
+unsafe fn kernargs(kernel: &Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> BackendResult<(Vec<u8>, u32)> {
+    let plan = plan(kernel, dims, args)?;
+    let mut bytes = vec![0xa5u8; kernel.kernarg_size as usize];
+    // SAFETY: the caller's contract.
+    unsafe { write_kernargs(kernel, dims, args, &plan, &mut bytes) };
+    Ok((bytes, plan.group_segment))
 }
 
 /// A kernel value as a reference.
@@ -480,6 +522,24 @@ mod tests {
         let at = image.windows(14).position(|w| w == b"amdhsa.kernels").unwrap();
         bad[at..at + 14].copy_from_slice(b"amdhsa.kernelz");
         assert_eq!(parse(&bad), Err("AMDGPU metadata lists no kernels"));
+    }
+
+    #[test]
+    fn lds_sizes_from_a_malformed_code_object_are_an_error_not_an_overflow() {
+        let kernels = parse(crate::BUILTIN_GFX90A).unwrap();
+        let mut meta = kernels.into_iter().find(|k| k.name == "mixed_args").unwrap();
+        meta.group_fixed = u32::MAX - 1;
+        let kernel = Kernel { object: 1, kernarg_size: meta.kernarg_size, group_size: 0, private_size: 0, meta };
+        let x = 0u64;
+        let params = [(&raw const x).cast_mut().cast::<c_void>(); 6];
+        let args = KernelArgs::unsized_params(&params).unwrap();
+        let dims = LaunchDims { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+        assert_eq!(plan(&kernel, &dims, &args).err().map(|e| e.code), Some(ErrorCode::InvalidValue));
+        let mut kernel = kernel;
+        kernel.meta.group_fixed = 64;
+        let big = LaunchDims { shared_mem_bytes: u32::MAX, ..dims };
+        assert_eq!(plan(&kernel, &big, &args).err().map(|e| e.code), Some(ErrorCode::InvalidValue));
+        assert_eq!(plan(&kernel, &dims, &args).unwrap().group_segment, 64);
     }
 
     #[test]

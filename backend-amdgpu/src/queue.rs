@@ -22,7 +22,7 @@ use ordo_core::{BackendError, BackendResult, ErrorCode, KernelArgs, LaunchDims};
 
 use crate::conv::{StatusExt, check_release};
 use crate::device::{Gpu, State};
-use crate::program::{Kernel, kernargs};
+use crate::program::{Kernel, dimensions, plan, write_kernargs};
 use crate::sys::*;
 
 /// Packets per queue (a power of two).
@@ -138,8 +138,12 @@ impl Queue {
     /// that stopped after an error, `all` frees everything (nothing of a stopped queue runs
     /// again) and returns `DeviceLost`.
     fn reclaim(&self, state: &State, all: bool) -> BackendResult<()> {
-        let hsa = state.hsa;
         let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        self.reclaim_locked(state.hsa, &mut inflight, all)
+    }
+
+    /// `reclaim` with the list already locked (a launch reclaims and submits under one lock).
+    fn reclaim_locked(&self, hsa: &Hsa, inflight: &mut VecDeque<InFlight>, all: bool) -> BackendResult<()> {
         let mut stopped = check_cell(&self.error);
         if all && stopped.is_ok() {
             if let Some(last) = inflight.back() {
@@ -175,7 +179,7 @@ impl Queue {
         // SAFETY: a live queue.
         let index = unsafe { (hsa.hsa_queue_add_write_index_scacq_screl)(self.q, 1) };
         // SAFETY: a live queue; wait while the ring is full.
-        while index - unsafe { (hsa.hsa_queue_load_read_index_scacquire)(self.q) } >= u64::from(q.size) {
+        while index.wrapping_sub(unsafe { (hsa.hsa_queue_load_read_index_scacquire)(self.q) }) >= u64::from(q.size) {
             std::thread::yield_now();
         }
         let slot = (index % u64::from(q.size)) as usize;
@@ -230,17 +234,22 @@ impl Queue {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
-        // SAFETY: the caller's contract (arguments readable as the metadata says).
-        let (bytes, group) = unsafe { kernargs(kernel, dims, args) }?;
+        // Everything about the arguments is checked before anything is allocated.
+        let plan = plan(kernel, dims, args)?;
         check_cell(&self.error)?;
         let hsa = state.hsa;
-        self.reclaim(state, false)?;
+        let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        self.reclaim_locked(hsa, &mut inflight, false)?;
         let mut kernarg: *mut c_void = std::ptr::null_mut();
-        if !bytes.is_empty() {
+        let size = kernel.kernarg_size as usize;
+        if size > 0 {
             // SAFETY: the kernarg pool; valid out-pointer.
-            unsafe { (hsa.hsa_amd_memory_pool_allocate)(state.kernarg_pool, bytes.len(), 0, &mut kernarg) }.result()?;
-            // SAFETY: a fresh allocation of `bytes.len()` bytes.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), kernarg.cast::<u8>(), bytes.len()) };
+            unsafe { (hsa.hsa_amd_memory_pool_allocate)(state.kernarg_pool, size, 0, &mut kernarg) }.result()?;
+            // SAFETY: a fresh allocation of `size` bytes, written in place (the symbol's kernarg
+            // size); the arguments are readable as the metadata says (the caller's contract).
+            unsafe {
+                write_kernargs(kernel, dims, args, &plan, std::slice::from_raw_parts_mut(kernarg.cast::<u8>(), size))
+            };
         }
         let signal = match new_signal(hsa) {
             Ok(s) => s,
@@ -266,25 +275,17 @@ impl Queue {
             grid_size_y: gy * by,
             grid_size_z: gz * bz,
             private_segment_size: kernel.private_size,
-            group_segment_size: group,
+            group_segment_size: plan.group_segment,
             kernel_object: kernel.object,
             kernarg_address: kernarg,
             reserved2: 0,
             completion_signal: signal,
         };
-        let dimensions: u16 = if gz * bz > 1 {
-            3
-        } else if gy * by > 1 {
-            2
-        } else {
-            1
-        };
         // SAFETY: a 64-byte plain-data packet viewed as bytes.
         let bytes: [u8; 64] = unsafe { std::mem::transmute(packet) };
         let body: [u8; 60] = bytes[4..].try_into().expect("60 bytes");
-        let setup = dimensions << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
-        // Under the list's lock, so that the list's order is the ring's.
-        let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        let setup = dimensions(dims) << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+        // Still under the list's lock, so that the list's order is the ring's.
         inflight.push_back(InFlight { signal, kernarg });
         self.publish(hsa, u32::from(Self::header(HSA_PACKET_TYPE_KERNEL_DISPATCH)) | u32::from(setup) << 16, &body);
         Ok(())
