@@ -143,8 +143,9 @@ fn from_ptr(p: *mut c_void) -> u64 {
 
 // ---- streams and events: pools per device ---------------------------------------------------
 
-/// Idle objects by device handle (raw). A device handle from before a teardown is stale; its
-/// entry is dropped when found so (its objects went with the teardown).
+/// Idle objects by device handle (raw). Handles are never reused, so the entry of a live
+/// device holds only objects of the current runtime; entries of devices from before a teardown
+/// (whose objects went with it) are dropped when a new device's entry is added.
 struct DevicePool<T>(Mutex<Vec<(u64, Vec<T>)>>);
 
 impl<T: Copy + PartialEq> DevicePool<T> {
@@ -152,17 +153,10 @@ impl<T: Copy + PartialEq> DevicePool<T> {
         Self(Mutex::new(Vec::new()))
     }
 
-    /// The pool's entries, with those of stale devices dropped.
-    fn live(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Vec<T>)>> {
-        let rt = runtime();
-        let mut pool = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        pool.retain(|(dev, _)| rt.device_platform(Device::from_raw(*dev)).is_ok());
-        pool
-    }
-
-    /// Takes an idle object of `d` (`keep`: leaves it in the pool, for a shared one).
+    /// Takes an idle object of the live device `d` (`keep`: leaves it in the pool, for a shared
+    /// one). No runtime call: `d` was just found live.
     fn take(&self, d: Device, keep: bool) -> Option<T> {
-        let mut pool = self.live();
+        let mut pool = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let items = &mut pool.iter_mut().find(|(dev, _)| *dev == d.to_raw())?.1;
         if keep { items.last().copied() } else { items.pop() }
     }
@@ -173,7 +167,33 @@ impl<T: Copy + PartialEq> DevicePool<T> {
         match pool.iter_mut().find(|(dev, _)| *dev == d.to_raw()) {
             Some((_, items)) if items.contains(&item) => {}
             Some((_, items)) => items.push(item),
-            None => pool.push((d.to_raw(), vec![item])),
+            None => {
+                let rt = runtime();
+                pool.retain(|(dev, _)| rt.device_platform(Device::from_raw(*dev)).is_ok());
+                pool.push((d.to_raw(), vec![item]));
+            }
+        }
+    }
+
+    /// `mgpu*Create`: an idle object of the calling thread's default device, or a new one from
+    /// `make` (null after one line on stderr naming the driver call `what`).
+    fn take_or_make(
+        &self,
+        what: &str,
+        make: impl FnOnce(Device) -> ordo_core::Result<T>,
+        raw: fn(T) -> u64,
+    ) -> *mut c_void {
+        let Some(d) = device() else { return core::ptr::null_mut() };
+        match self.take(d, false) {
+            Some(item) => to_ptr(raw(item)),
+            None => created(what, make(d).map(raw)),
+        }
+    }
+
+    /// `mgpu*Destroy`: the object goes back to its device's pool; a stale one is ignored.
+    fn give_back(&self, item: T, device_of: impl FnOnce(T) -> ordo_core::Result<Device>) {
+        if let Ok(d) = device_of(item) {
+            self.give(d, item);
         }
     }
 }
@@ -205,11 +225,7 @@ fn stream_or_null(stream: *mut c_void) -> Option<Queue> {
 #[unsafe(no_mangle)]
 pub extern "C" fn mgpuStreamCreate() -> *mut c_void {
     contain_or(core::ptr::null_mut(), || {
-        let Some(d) = device() else { return core::ptr::null_mut() };
-        match STREAMS.take(d, false) {
-            Some(q) => to_ptr(q.to_raw()),
-            None => created("cuStreamCreate", runtime().queue_create_independent(d).map(Queue::to_raw)),
-        }
+        STREAMS.take_or_make("cuStreamCreate", |d| runtime().queue_create_independent(d), Queue::to_raw)
     })
 }
 
@@ -217,12 +233,7 @@ pub extern "C" fn mgpuStreamCreate() -> *mut c_void {
 /// running, as after `cuStreamDestroy`). A stale stream is ignored.
 #[unsafe(no_mangle)]
 pub extern "C" fn mgpuStreamDestroy(stream: *mut c_void) {
-    contain_or((), || {
-        let q = Queue::from_raw(from_ptr(stream));
-        if let Ok(d) = runtime().queue_device(q) {
-            STREAMS.give(d, q);
-        }
-    })
+    contain_or((), || STREAMS.give_back(Queue::from_raw(from_ptr(stream)), |q| runtime().queue_device(q)))
 }
 
 /// `mgpuStreamSynchronize(ptr)`.
@@ -253,23 +264,14 @@ pub extern "C" fn mgpuStreamWaitEvent(stream: *mut c_void, event: *mut c_void) {
 #[unsafe(no_mangle)]
 pub extern "C" fn mgpuEventCreate() -> *mut c_void {
     contain_or(core::ptr::null_mut(), || {
-        let Some(d) = device() else { return core::ptr::null_mut() };
-        match EVENTS.take(d, false) {
-            Some(e) => to_ptr(e.to_raw()),
-            None => created("cuEventCreate", runtime().event_create(d).map(Event::to_raw)),
-        }
+        EVENTS.take_or_make("cuEventCreate", |d| runtime().event_create(d), Event::to_raw)
     })
 }
 
 /// `mgpuEventDestroy(ptr)`: the event goes back to its device's pool. A stale event is ignored.
 #[unsafe(no_mangle)]
 pub extern "C" fn mgpuEventDestroy(event: *mut c_void) {
-    contain_or((), || {
-        let e = Event::from_raw(from_ptr(event));
-        if let Ok(d) = runtime().event_device(e) {
-            EVENTS.give(d, e);
-        }
-    })
+    contain_or((), || EVENTS.give_back(Event::from_raw(from_ptr(event)), |e| runtime().event_device(e)))
 }
 
 /// `mgpuEventSynchronize(ptr)`.

@@ -74,46 +74,36 @@ static void *o_module, *o_fn, *o_stream;
 
 enum { LAUNCHES = 1000, SEQUENCES = 300, ROUNDS = 24 };
 
-static double raw_launches(void) {
-  double t = now();
-  for (int i = 0; i < LAUNCHES; i++) CHECK(cuLaunchKernel(raw_fn, 1, 1, 1, 1, 1, 1, 0, raw_stream, NULL, NULL));
-  CHECK(cuStreamSynchronize(raw_stream));
-  return (now() - t) / LAUNCHES;
+/* n empty-kernel launches on a driver stream / through libordo, per launch: timed to the end of
+ * the synchronise, or (host_only) before it, which is the host's share alone. */
+static double raw_batch(CUstream s, int n, int host_only) {
+  double t = now(), host;
+  for (int i = 0; i < n; i++) CHECK(cuLaunchKernel(raw_fn, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+  host = now() - t;
+  CHECK(cuStreamSynchronize(s));
+  return (host_only ? host : now() - t) / n;
 }
 
-/* The same on a blocking stream (CU_STREAM_DEFAULT), the kind ordo's queues are (so that calls
+static double ordo_batch(int n, int host_only) {
+  double t = now(), host;
+  for (int i = 0; i < n; i++) mgpuLaunchKernel(o_fn, 1, 1, 1, 1, 1, 1, 0, o_stream, NULL, NULL, 0);
+  host = now() - t;
+  mgpuStreamSynchronize(o_stream);
+  return (host_only ? host : now() - t) / n;
+}
+
+/* Short batches, many rounds: drift of the host between the two arms of a round matters less.
+ * ENQUEUES launches are timed before the synchronise (the queue does not fill). */
+enum { SHORT = 200, SHORT_ROUNDS = 301, ENQUEUES = 100 };
+static double raw_launches(void) { return raw_batch(raw_stream, LAUNCHES, 0); }
+static double ordo_launches(void) { return ordo_batch(LAUNCHES, 0); }
+static double raw_short(void) { return raw_batch(raw_stream, SHORT, 0); }
+static double ordo_short(void) { return ordo_batch(SHORT, 0); }
+static double raw_enqueue(void) { return raw_batch(raw_stream, ENQUEUES, 1); }
+static double ordo_enqueue(void) { return ordo_batch(ENQUEUES, 1); }
+/* On a blocking stream (CU_STREAM_DEFAULT), the kind ordo's own queues are (so that calls
  * without a queue, on the legacy stream, are ordered after queued work). */
-static double raw_blocking_launches(void) {
-  double t = now();
-  for (int i = 0; i < LAUNCHES; i++) CHECK(cuLaunchKernel(raw_fn, 1, 1, 1, 1, 1, 1, 0, raw_blocking, NULL, NULL));
-  CHECK(cuStreamSynchronize(raw_blocking));
-  return (now() - t) / LAUNCHES;
-}
-
-static double ordo_launches(void) {
-  double t = now();
-  for (int i = 0; i < LAUNCHES; i++) mgpuLaunchKernel(o_fn, 1, 1, 1, 1, 1, 1, 0, o_stream, NULL, NULL, 0);
-  mgpuStreamSynchronize(o_stream);
-  return (now() - t) / LAUNCHES;
-}
-
-/* The host's share alone: 100 launches timed before the synchronise (the queue does not fill). */
-enum { ENQUEUES = 100 };
-static double raw_enqueue(void) {
-  double t = now();
-  for (int i = 0; i < ENQUEUES; i++) CHECK(cuLaunchKernel(raw_fn, 1, 1, 1, 1, 1, 1, 0, raw_stream, NULL, NULL));
-  t = now() - t;
-  CHECK(cuStreamSynchronize(raw_stream));
-  return t / ENQUEUES;
-}
-
-static double ordo_enqueue(void) {
-  double t = now();
-  for (int i = 0; i < ENQUEUES; i++) mgpuLaunchKernel(o_fn, 1, 1, 1, 1, 1, 1, 0, o_stream, NULL, NULL, 0);
-  t = now() - t;
-  mgpuStreamSynchronize(o_stream);
-  return t / ENQUEUES;
-}
+static double raw_blocking_launches(void) { return raw_batch(raw_blocking, LAUNCHES, 0); }
 
 static double raw_sequence(void) {
   double t = now();
@@ -251,22 +241,6 @@ static void report(const char *name, double (*bare)(void), double (*ordo)(void),
   report_rounds(name, bare, ordo, ROUNDS, target);
 }
 
-/* Short batches (200 launches, then a synchronise), many rounds: drift of the host between the
- * two arms of a round matters less. */
-enum { SHORT = 200, SHORT_ROUNDS = 301 };
-static double raw_short(void) {
-  double t = now();
-  for (int i = 0; i < SHORT; i++) CHECK(cuLaunchKernel(raw_fn, 1, 1, 1, 1, 1, 1, 0, raw_stream, NULL, NULL));
-  CHECK(cuStreamSynchronize(raw_stream));
-  return (now() - t) / SHORT;
-}
-
-static double ordo_short(void) {
-  double t = now();
-  for (int i = 0; i < SHORT; i++) mgpuLaunchKernel(o_fn, 1, 1, 1, 1, 1, 1, 0, o_stream, NULL, NULL, 0);
-  mgpuStreamSynchronize(o_stream);
-  return (now() - t) / SHORT;
-}
 
 int main(int argc, char **argv) {
   /* ordo first (its init retains the primary context), then the same primary context for the
