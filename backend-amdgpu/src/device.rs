@@ -263,6 +263,7 @@ pub(crate) fn info(gpu: &Gpu, key: DeviceInfo) -> BackendResult<InfoValue> {
         DeviceInfo::MultiprocessorCount => InfoValue::Int(u64::from(gpu.compute_units)),
         DeviceInfo::MaxSharedMemoryPerBlock | DeviceInfo::MaxSharedMemoryPerBlockOptin => InfoValue::Int(gpu.lds_bytes),
         DeviceInfo::WarpSize => InfoValue::Int(u64::from(gpu.wavefront)),
+        DeviceInfo::Vendor => InfoValue::text("AMD"),
         _ => return Err(BackendError::new(ErrorCode::Unsupported, 0, "device property not available from HSA")),
     })
 }

@@ -358,6 +358,24 @@ impl Devices {
                 InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?)
             }
             DeviceInfo::WarpSize => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE)?),
+            DeviceInfo::Vendor => InfoValue::text("NVIDIA"),
+            DeviceInfo::DriverVersion => {
+                let mut v: c_int = 0;
+                // SAFETY: valid out-pointer.
+                check(unsafe { sys::cuDriverGetVersion(&mut v) })?;
+                InfoValue::text(&format!("{}.{}", v / 1000, (v % 1000) / 10))
+            }
+            DeviceInfo::Uuid => {
+                // SAFETY: an all-zero CUuuid (plain bytes) is valid.
+                let mut uuid: sys::CUuuid = unsafe { std::mem::zeroed() };
+                // SAFETY: valid out-pointer and device.
+                check(unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, dev) })?;
+                let hex: String = uuid.bytes.iter().map(|b| format!("{:02x}", *b as u8)).collect();
+                InfoValue::text(&format!("GPU-{hex}"))
+            }
+            // The driver reports kHz.
+            DeviceInfo::ClockRateMhz => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000),
+            DeviceInfo::MemoryClockRateMhz => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? / 1000),
             // Answered from the launch limits above.
             _ => return Err(BackendError::new(ErrorCode::Internal, 0, "launch limit not answered")),
         })

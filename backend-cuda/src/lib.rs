@@ -21,8 +21,8 @@ mod queue;
 pub mod tensor_map;
 
 use ordo_core::{
-    Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs,
-    LaunchDims, LaunchLimits, MemKind,
+    Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue, KernelArgs,
+    LaunchDims, LaunchLimits, MemKind, ParamLayout,
 };
 
 pub use device::MAX_CUDA_DEVICES;
@@ -277,5 +277,56 @@ impl Backend for CudaBackend {
         let _program_context = self.devices.make_current(device)?;
         // SAFETY: a live kernel of this device.
         unsafe { program::param_count(kernel) }
+    }
+
+    unsafe fn kernel_param_layout(&self, device: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: a live kernel of this device (the trait's contract).
+        unsafe { program::param_layout(kernel, out) }
+    }
+
+    unsafe fn kernel_optimal_block_size(&self, device: u32, kernel: u64, dynamic_shared: usize) -> BackendResult<u32> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: as above.
+        unsafe { program::optimal_block_size(kernel, dynamic_shared) }
+    }
+
+    unsafe fn program_global(&self, device: u32, program: u64, name: &str) -> BackendResult<(u64, usize)> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: a live module of this device.
+        unsafe { program::global(program, name) }
+    }
+
+    fn program_check(&self, device: u32, image: &[u8]) -> BackendResult<bool> {
+        let cc = match self.devices.info(device, DeviceInfo::ComputeCapability)? {
+            InfoValue::Version(major, minor) => (major, minor),
+            _ => (0, 0),
+        };
+        Ok(program::compatible(image, cc))
+    }
+
+    unsafe fn fill_pattern(
+        &self,
+        device: u32,
+        dst: u64,
+        pattern: &[u8],
+        count: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: the trait's contract.
+        unsafe { memory::fill_pattern(dst, pattern, count, queue.map(queue::stream)) }
+    }
+
+    unsafe fn queue_host_function(
+        &self,
+        device: u32,
+        q: u64,
+        f: HostFn,
+        data: *mut std::ffi::c_void,
+    ) -> BackendResult<()> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: the trait's contract.
+        unsafe { queue::host_function(q, f, data) }
     }
 }

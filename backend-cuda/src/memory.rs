@@ -27,11 +27,11 @@ pub(crate) fn alloc(kind: MemKind, size: usize) -> BackendResult<u64> {
             check(unsafe { sys::cuMemAllocHost_v2(&mut p, size) })?;
             addr = p as u64;
         }
-        MemKind::Registered => {
+        MemKind::Registered | MemKind::Global => {
             return Err(ordo_core::BackendError::new(
                 ordo_core::ErrorCode::InvalidArgument,
                 0,
-                "registered memory is not allocated",
+                "registered memory and program globals are not allocated",
             ));
         }
     }
@@ -73,6 +73,12 @@ pub(crate) unsafe fn free(kind: MemKind, addr: u64) -> BackendResult<()> {
         MemKind::Host => check_release(unsafe { sys::cuMemFreeHost(addr as *mut c_void) }),
         // SAFETY: a range `register` registered (validated by the runtime).
         MemKind::Registered => check_release(unsafe { sys::cuMemHostUnregister(addr as *mut c_void) }),
+        // Never passed (the runtime frees no global); the driver frees them with their module.
+        MemKind::Global => Err(ordo_core::BackendError::new(
+            ordo_core::ErrorCode::InvalidArgument,
+            0,
+            "a program's global variable is not freed",
+        )),
     }
 }
 
@@ -126,5 +132,67 @@ pub(crate) unsafe fn fill(dst: u64, value: FillValue, count: usize, stream: Opti
         }
     };
     check(r)?;
+    finish_if_synchronous(stream)
+}
+
+/// Writes `pattern` `count` times from `dst`: patterns of 1, 2 or 4 bytes at an aligned address
+/// as one `cuMemsetD8/16/32`; longer ones as strided 2D sets (`cuMemsetD2D8/16/32`, one per
+/// element of the widest width that divides both the pattern length and the address: pitch =
+/// pattern length, height = `count`), or, when that would take more calls than there are
+/// repetitions, as `count` host-to-device copies of the pattern (the driver stages pageable
+/// sources before the call returns, so the pattern need not outlive it).
+///
+/// # Safety
+/// `count * pattern.len()` bytes from `dst` lie in one live allocation of the current context;
+/// `pattern` is non-empty and `count` is not 0; the stream, when given, is live.
+pub(crate) unsafe fn fill_pattern(
+    dst: u64,
+    pattern: &[u8],
+    count: usize,
+    stream: Option<CUstream>,
+) -> BackendResult<()> {
+    let len = pattern.len();
+    let width = [4usize, 2, 1].into_iter().find(|&w| len % w == 0 && dst % w as u64 == 0).unwrap_or(1);
+    if len == width {
+        let value = match *pattern {
+            [a, b, c, d] => FillValue::U32(u32::from_ne_bytes([a, b, c, d])),
+            [a, b] => FillValue::U16(u16::from_ne_bytes([a, b])),
+            _ => FillValue::U8(pattern[0]),
+        };
+        // SAFETY: the caller's contract; `dst` is aligned to the width.
+        return unsafe { fill(dst, value, count, stream) };
+    }
+    if len / width > count {
+        for i in 0..count {
+            let at = dst + (i * len) as u64;
+            // SAFETY: the caller's contract: each repetition lies in the allocation.
+            check(unsafe {
+                match stream {
+                    Some(s) => sys::cuMemcpyHtoDAsync_v2(at, pattern.as_ptr().cast(), len, s),
+                    None => sys::cuMemcpyHtoD_v2(at, pattern.as_ptr().cast(), len),
+                }
+            })?;
+        }
+        return finish_if_synchronous(stream);
+    }
+    for (i, element) in pattern.chunks_exact(width).enumerate() {
+        let at = dst + (i * width) as u64;
+        // SAFETY: the caller's contract: rows of `width` bytes every `len` bytes, `count` rows,
+        // all inside the allocation; `at` is aligned to the width.
+        let r = unsafe {
+            match (element, stream) {
+                (&[a, b, c, d], None) => sys::cuMemsetD2D32_v2(at, len, u32::from_ne_bytes([a, b, c, d]), 1, count),
+                (&[a, b, c, d], Some(s)) => {
+                    sys::cuMemsetD2D32Async(at, len, u32::from_ne_bytes([a, b, c, d]), 1, count, s)
+                }
+                (&[a, b], None) => sys::cuMemsetD2D16_v2(at, len, u16::from_ne_bytes([a, b]), 1, count),
+                (&[a, b], Some(s)) => sys::cuMemsetD2D16Async(at, len, u16::from_ne_bytes([a, b]), 1, count, s),
+                (&[a], None) => sys::cuMemsetD2D8_v2(at, len, a, 1, count),
+                (&[a], Some(s)) => sys::cuMemsetD2D8Async(at, len, a, 1, count, s),
+                _ => unreachable!("chunks of the width"),
+            }
+        };
+        check(r)?;
+    }
     finish_if_synchronous(stream)
 }

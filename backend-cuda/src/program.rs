@@ -277,3 +277,100 @@ fn params_pointer(args: &KernelArgs<'_>) -> *mut *mut c_void {
         params => params.as_ptr() as *mut *mut c_void,
     }
 }
+
+/// A kernel's parameter layout from `cuFuncGetParamInfo` (CUDA 12.4 drivers and up).
+///
+/// # Safety
+/// `kernel` is a live function of the current context.
+pub(crate) unsafe fn param_layout(kernel: u64, out: &mut ordo_core::ParamLayout) -> BackendResult<()> {
+    if !driver_has("cuFuncGetParamInfo") {
+        return Err(old_driver("the CUDA driver is too old to describe kernel parameters (cuFuncGetParamInfo)"));
+    }
+    out.clear();
+    for index in 0.. {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: a live function, valid out-pointers.
+        let r = unsafe { sys::cuFuncGetParamInfo(kernel as usize as CUfunction, index, &mut offset, &mut size) };
+        match r {
+            CUresult::CUDA_SUCCESS => {}
+            CUresult::CUDA_ERROR_INVALID_VALUE => return Ok(()),
+            other => return check(other),
+        }
+        let slot = ordo_core::ParamSlot { offset: offset as u32, size: size as u32 };
+        if out.push(slot).is_err() {
+            return Err(BackendError::new(
+                ErrorCode::Unsupported,
+                0,
+                "kernel has more than MAX_KERNEL_PARAMS parameters",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `cuOccupancyMaxPotentialBlockSize` with a fixed dynamic shared memory size.
+///
+/// # Safety
+/// `kernel` is a live function of the current context.
+pub(crate) unsafe fn optimal_block_size(kernel: u64, dynamic_shared: usize) -> BackendResult<u32> {
+    let (mut min_grid, mut block) = (0, 0);
+    // SAFETY: a live function, valid out-pointers, no size callback.
+    check(unsafe {
+        sys::cuOccupancyMaxPotentialBlockSize(
+            &mut min_grid,
+            &mut block,
+            kernel as usize as CUfunction,
+            None,
+            dynamic_shared,
+            0,
+        )
+    })?;
+    Ok(block.max(0) as u32)
+}
+
+/// `cuModuleGetGlobal`: a global variable's address and size.
+///
+/// # Safety
+/// `program` is a live module of the current context.
+pub(crate) unsafe fn global(program: u64, global_name: &str) -> BackendResult<(u64, usize)> {
+    let c_name = CString::new(global_name)
+        .map_err(|_| BackendError::new(ErrorCode::InvalidArgument, 0, "global variable name contains NUL"))?;
+    let (mut addr, mut size) = (0u64, 0usize);
+    // SAFETY: valid out-pointers, live module, NUL-terminated name.
+    check(unsafe { sys::cuModuleGetGlobal_v2(&mut addr, &mut size, program as usize as CUmodule, c_name.as_ptr()) })?;
+    Ok((addr, size))
+}
+
+/// Whether a device of compute capability `cc` can load `image`, without loading it: a PTX
+/// image whose `.target` is `sm_NN` at most the device's (an `sm_NNa` target: exactly the
+/// device's); a cubin (`EM_CUDA`) built for the device's major version and a minor at most the
+/// device's (an arch-specific cubin: exactly the device's); a fatbin whose structure is sound
+/// (the driver picks its entry when it loads it). A malformed image is not valid (`false`).
+pub(crate) fn compatible(image: &[u8], cc: (u32, u32)) -> bool {
+    let device = cc.0 * 10 + cc.1;
+    match crate::image::check(image) {
+        Err(_) => false,
+        Ok(crate::image::Format::Text) => {
+            ptx_target(image).is_some_and(|(sm, specific)| if specific { sm == device } else { sm <= device })
+        }
+        Ok(crate::image::Format::Binary) if image.starts_with(b"\x7fELF") => {
+            const EM_CUDA: u16 = 190;
+            let machine = u16::from_le_bytes([image[0x12], image[0x13]]);
+            let flags = u32::from_le_bytes([image[0x30], image[0x31], image[0x32], image[0x33]]);
+            // Cubins of CUDA 12.8 and later (ELF ABI version 8 and up) keep the architecture in
+            // bits 8..16 of e_flags; older ones in bits 0..8.
+            let sm = if image[8] >= 8 { (flags >> 8) & 0xff } else { flags & 0xff };
+            machine == EM_CUDA && sm / 10 == cc.0 && sm % 10 <= cc.1
+        }
+        Ok(crate::image::Format::Binary) => true,
+    }
+}
+
+/// The `sm_NN` of a PTX image's `.target` directive, and whether it is arch-specific (`sm_NNa`).
+fn ptx_target(image: &[u8]) -> Option<(u32, bool)> {
+    let text = std::str::from_utf8(image.split(|&b| b == 0).next()?).ok()?;
+    let target = text.lines().find_map(|l| l.trim_start().strip_prefix(".target"))?;
+    let sm = target.split([' ', ',', '\t']).find_map(|w| w.trim().strip_prefix("sm_"))?;
+    let digits: String = sm.chars().take_while(char::is_ascii_digit).collect();
+    Some((digits.parse().ok()?, sm[digits.len()..].starts_with(['a', 'f'])))
+}

@@ -107,3 +107,13 @@ pub(crate) unsafe fn event_elapsed_ms(start: u64, end: u64) -> BackendResult<f32
     check(unsafe { sys::cuEventElapsedTime_v2(&mut ms, event(start), event(end)) })?;
     Ok(ms)
 }
+
+/// `cuLaunchHostFunc`: `f(data)` runs on a driver thread in stream order.
+///
+/// # Safety
+/// `queue` is a live stream of the current context; `f(data)` is sound to call once from any
+/// thread and makes no CUDA call.
+pub(crate) unsafe fn host_function(queue: u64, f: ordo_core::HostFn, data: *mut std::ffi::c_void) -> BackendResult<()> {
+    // SAFETY: the caller's contract.
+    check(unsafe { sys::cuLaunchHostFunc(stream(queue), Some(f), data) })
+}

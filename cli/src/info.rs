@@ -29,6 +29,11 @@ fn key_name(key: DeviceInfo) -> &'static str {
         DeviceInfo::MaxGridDimY => "max_grid_dim_y",
         DeviceInfo::MaxGridDimZ => "max_grid_dim_z",
         DeviceInfo::MaxThreadsPerLaunch => "max_threads_per_launch",
+        DeviceInfo::Vendor => "vendor",
+        DeviceInfo::DriverVersion => "driver_version",
+        DeviceInfo::Uuid => "uuid",
+        DeviceInfo::ClockRateMhz => "clock_rate_mhz",
+        DeviceInfo::MemoryClockRateMhz => "memory_clock_rate_mhz",
     }
 }
 

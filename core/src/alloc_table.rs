@@ -18,7 +18,12 @@ pub(crate) struct AllocEntry {
     /// Slot index of the owning device in the device table.
     pub device: u32,
     pub kind: MemKind,
+    /// Slot of the program that owns the range (`MemKind::Global`), else `NO_OWNER`.
+    pub owner: u32,
 }
+
+/// `AllocEntry::owner` of memory no program owns.
+pub(crate) const NO_OWNER: u32 = u32::MAX;
 
 pub(crate) struct AllocTable<const N: usize> {
     pub(crate) slots: Table<AllocEntry, N, { ObjectKind::Allocation as u8 }>,
@@ -134,7 +139,7 @@ mod tests {
     use super::*;
 
     fn entry(base: u64, size: usize) -> AllocEntry {
-        AllocEntry { base, size, device: 0, kind: MemKind::Device }
+        AllocEntry { base, size, device: 0, kind: MemKind::Device, owner: NO_OWNER }
     }
 
     #[test]

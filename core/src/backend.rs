@@ -82,6 +82,11 @@ c_enum!(
         /// and mapped for the device at the same address. Not an allocation kind: `mem_alloc`
         /// refuses it (`InvalidEnumeration`), and `mem_free` of such a range unregisters it.
         Registered = 3,
+        /// A global variable of a loaded program (`Runtime::program_global`): owned by the
+        /// program and gone with it. Not an allocation kind: `mem_alloc` refuses it
+        /// (`InvalidEnumeration`) and `mem_free` refuses its address (`InvalidArgument`); copies,
+        /// fills and `mem_info` accept it.
+        Global = 4,
     }
 );
 
@@ -131,6 +136,16 @@ c_enum!(
         /// Most threads in one launch (grid times block); `u64::MAX` where only the grid and
         /// block limits apply.
         MaxThreadsPerLaunch = 14,
+        /// The device's vendor (text).
+        Vendor = 15,
+        /// The driver's version (text; CUDA: `cuDriverGetVersion`, as `13.0`).
+        DriverVersion = 16,
+        /// A unique identifier of the device (text; CUDA: the UUID in hexadecimal).
+        Uuid = 17,
+        /// Maximum clock frequency in MHz (`Unsupported` where the driver does not tell).
+        ClockRateMhz = 18,
+        /// Memory clock frequency in MHz (`Unsupported` where the driver does not tell).
+        MemoryClockRateMhz = 19,
     }
 );
 
@@ -214,6 +229,41 @@ impl core::fmt::Display for InfoValue {
             Self::Text(s) => f.write_str(s),
         }
     }
+}
+
+/// A function a queue runs on the host, in order with its other work (`Runtime::queue_host_function`).
+pub type HostFn = unsafe extern "C" fn(*mut c_void);
+
+/// Where one kernel parameter lies in a packed argument buffer (C struct layout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ParamSlot {
+    /// Offset in bytes from the start of the buffer.
+    pub offset: u32,
+    /// Size in bytes.
+    pub size: u32,
+}
+
+/// Most parameters `kernel_param_layout` describes (a CUDA kernel's parameters take at most
+/// 32,764 bytes; kernels with more parameters than this are `Unsupported` there).
+pub const MAX_KERNEL_PARAMS: usize = 256;
+
+/// A kernel's parameter layout: offsets and sizes in order.
+pub type ParamLayout = heapless::Vec<ParamSlot, MAX_KERNEL_PARAMS>;
+
+/// The layout of parameters of the given sizes in a C struct: each at the next multiple of its
+/// alignment (the largest power of two dividing its size, at most 8). `None` on overflow, more
+/// than `MAX_KERNEL_PARAMS` parameters or a zero size.
+pub fn c_layout(sizes: &[usize]) -> Option<ParamLayout> {
+    let mut out = ParamLayout::new();
+    let mut at = 0u32;
+    for &size in sizes {
+        let size = u32::try_from(size).ok().filter(|&s| s > 0)?;
+        let align = (1u32 << size.trailing_zeros()).min(8);
+        at = at.checked_next_multiple_of(align)?;
+        out.push(ParamSlot { offset: at, size }).ok()?;
+        at = at.checked_add(size)?;
+    }
+    Some(out)
 }
 
 /// The value a fill writes, repeated `count` times.
@@ -670,6 +720,86 @@ pub trait Backend: Sync {
     unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
         let _ = (device, kernel);
         Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot count a kernel's parameters"))
+    }
+    /// Writes a kernel's parameter layout (offsets and sizes, in order) into `out`: CUDA from
+    /// `cuFuncGetParamInfo`, the host backend from the sizes its kernels declare. Default:
+    /// `Unsupported`.
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn kernel_param_layout(&self, device: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {
+        let _ = (device, kernel, out);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot describe a kernel's parameters"))
+    }
+    /// The block size (threads) that gives the kernel the highest occupancy with `dynamic_shared`
+    /// bytes of dynamic shared memory per block (CUDA: `cuOccupancyMaxPotentialBlockSize`).
+    /// Default: `Unsupported`.
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn kernel_optimal_block_size(&self, device: u32, kernel: u64, dynamic_shared: usize) -> BackendResult<u32> {
+        let _ = (device, kernel, dynamic_shared);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot compute occupancy"))
+    }
+    /// The address and size of the global variable `name` (non-empty, no NUL) of a program
+    /// (CUDA: `cuModuleGetGlobal`); it lives as long as the program. `NotFound` when there is
+    /// none. Default: `Unsupported`.
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn program_global(&self, device: u32, program: u64, name: &str) -> BackendResult<(u64, usize)> {
+        let _ = (device, program, name);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend has no program global variables"))
+    }
+    /// Whether `image` (non-empty) is a program this device can load, without loading it.
+    /// Default: `Unsupported`.
+    fn program_check(&self, device: u32, image: &[u8]) -> BackendResult<bool> {
+        let _ = (device, image);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot check images without loading them"))
+    }
+    /// Writes `pattern` `count` times from `dst`, like `fill` (with a queue, asynchronously;
+    /// without, ordered like `memcpy`). The default handles patterns `fill` can: 1, 2 or 4 bytes
+    /// with `dst` aligned to that width, and patterns whose bytes are all equal; others are
+    /// `Unsupported`.
+    ///
+    /// # Safety
+    /// See the trait docs: `count * pattern.len()` bytes from `dst` (no alignment promised) lie in
+    /// one live allocation of the device; `pattern` is non-empty and `count` is not 0.
+    unsafe fn fill_pattern(
+        &self,
+        device: u32,
+        dst: u64,
+        pattern: &[u8],
+        count: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
+        let aligned = dst % pattern.len() as u64 == 0;
+        let (value, count) = match *pattern {
+            [a] => (FillValue::U8(a), count),
+            [a, b] if aligned => (FillValue::U16(u16::from_ne_bytes([a, b])), count),
+            [a, b, c, d] if aligned => (FillValue::U32(u32::from_ne_bytes([a, b, c, d])), count),
+            [a, ..] if pattern.iter().all(|&b| b == a) => (FillValue::U8(a), count * pattern.len()),
+            _ => {
+                return Err(BackendError::new(
+                    ErrorCode::Unsupported,
+                    0,
+                    "this backend fills only 1-, 2- and 4-byte patterns at aligned addresses",
+                ));
+            }
+        };
+        // SAFETY: the same range, now as aligned elements of the width `fill` writes.
+        unsafe { self.fill(device, dst, value, count, queue) }
+    }
+    /// Enqueues `f(data)` on the queue: it runs on the host after all work submitted to the queue
+    /// before it, and work submitted after it waits until it returns (CUDA: `cuLaunchHostFunc`).
+    /// Default: `Unsupported`.
+    ///
+    /// # Safety
+    /// See the trait docs; `f(data)` may be called from any thread, once, and must not call into
+    /// the runtime or the driver.
+    unsafe fn queue_host_function(&self, device: u32, queue: u64, f: HostFn, data: *mut c_void) -> BackendResult<()> {
+        let _ = (device, queue, f, data);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot run host functions on a queue"))
     }
 }
 

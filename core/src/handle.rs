@@ -201,6 +201,14 @@ typed_handle!(
     ObjectKind::Kernel
 );
 
+typed_handle!(
+    /// Names a global variable of a loaded program (`Runtime::program_global`); it goes stale
+    /// when the program is unloaded. Its memory is also named by its address, like an
+    /// allocation's (kind `MemKind::Global`).
+    Global,
+    ObjectKind::Allocation
+);
+
 /// A device memory address, as returned by `mem_alloc`. Addresses inside an allocation (base plus
 /// an offset) are accepted wherever a `DevicePtr` is.
 #[repr(transparent)]

@@ -8,8 +8,8 @@
 use core::cell::UnsafeCell;
 
 use crate::backend::{
-    Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs,
-    LaunchDims, LaunchLimits, MemKind,
+    Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue, KernelArgs,
+    LaunchDims, LaunchLimits, MemKind, ParamLayout, c_layout,
 };
 use crate::capacity::{MAX_ALLOCATIONS, MAX_EVENTS};
 use crate::error::{BackendError, Error, ErrorCode};
@@ -209,6 +209,9 @@ pub struct HostKernel {
     pub name: &'static str,
     /// The function run per thread.
     pub run: HostKernelFn,
+    /// The sizes of its parameters in bytes, in order, for packed argument buffers
+    /// (`Runtime::kernel_param_layout` lays them out as a C struct would).
+    pub params: &'static [usize],
 }
 
 /// A named set of host kernels: what a host "program image" names.
@@ -284,6 +287,13 @@ impl HostBackend {
     fn program_index(&self, image: &[u8]) -> Option<usize> {
         let name = image.strip_suffix(&[0]).unwrap_or(image);
         self.programs.iter().position(|p| p.name.as_bytes() == name)
+    }
+
+    fn host_kernel(&self, kernel: u64) -> BackendResult<&HostKernel> {
+        let program = self.programs.get(((kernel >> 32) as usize).wrapping_sub(1));
+        program
+            .and_then(|p| p.kernels.get((kernel & 0xffff_ffff) as usize))
+            .ok_or_else(|| err(ErrorCode::InvalidHandle, "host kernel does not exist"))
     }
 
     fn event_slot(state: &mut HostState, raw: u64) -> BackendResult<&mut u64> {
@@ -382,6 +392,12 @@ impl Backend for HostBackend {
             DeviceInfo::ComputeCapability => InfoValue::Version(0, 0),
             DeviceInfo::TotalMemory => InfoValue::Int(self.bookkeeping().lock().len as u64),
             DeviceInfo::MultiprocessorCount | DeviceInfo::WarpSize => InfoValue::Int(1),
+            DeviceInfo::Vendor => InfoValue::text("ordo"),
+            DeviceInfo::DriverVersion => InfoValue::text(env!("CARGO_PKG_VERSION")),
+            DeviceInfo::Uuid => InfoValue::text("ordo-host-0"),
+            DeviceInfo::ClockRateMhz | DeviceInfo::MemoryClockRateMhz => {
+                return Err(err(ErrorCode::Unsupported, "the host backend does not know its clocks"));
+            }
             _ => InfoValue::Int(0), // shared memory: the host backend has none
         })
     }
@@ -562,11 +578,7 @@ impl Backend for HostBackend {
         if dims.shared_mem_bytes > 0 {
             return Err(err(ErrorCode::InvalidValue, "the host backend has no shared memory"));
         }
-        let program = self.programs.get(((kernel >> 32) as usize).wrapping_sub(1));
-        let Some(host_kernel) = program.and_then(|p| p.kernels.get((kernel & 0xffff_ffff) as usize)) else {
-            return Err(err(ErrorCode::InvalidHandle, "host kernel does not exist"));
-        };
-        let run = host_kernel.run;
+        let run = self.host_kernel(kernel)?.run;
         self.execute(|| {
             // The kernel is user code: calls it makes into ordo that would wait for this launch
             // fail with `Busy` (std builds).
@@ -588,6 +600,49 @@ impl Backend for HostBackend {
                     }
                 }
             }
+            Ok(())
+        })
+    }
+
+    unsafe fn kernel_param_layout(&self, _: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {
+        let k = self.host_kernel(kernel)?;
+        *out = c_layout(k.params).ok_or_else(|| err(ErrorCode::Unsupported, "host kernel declares unusable sizes"))?;
+        Ok(())
+    }
+
+    unsafe fn kernel_optimal_block_size(&self, _: u32, kernel: u64, _: usize) -> BackendResult<u32> {
+        // Threads run one at a time on the calling thread: no block size beats another.
+        self.host_kernel(kernel).map(|_| 1)
+    }
+
+    unsafe fn program_global(&self, _: u32, _: u64, _: &str) -> BackendResult<(u64, usize)> {
+        Err(err(ErrorCode::NotFound, "host programs have no global variables"))
+    }
+
+    fn program_check(&self, device: u32, image: &[u8]) -> BackendResult<bool> {
+        drop(self.checked_state(device)?);
+        Ok(self.program_index(image).is_some())
+    }
+
+    unsafe fn fill_pattern(&self, _: u32, dst: u64, pattern: &[u8], count: usize, _: Option<u64>) -> BackendResult<()> {
+        let p = core::ptr::with_exposed_provenance_mut::<u8>(dst as usize);
+        self.execute(|| {
+            for i in 0..count {
+                // SAFETY: the runtime validated that `count` copies of the pattern from `dst` lie
+                // in one live allocation of this arena; bytes are written through raw pointers
+                // under the execution lock; `pattern` is a separate (caller's) slice.
+                unsafe { core::ptr::copy_nonoverlapping(pattern.as_ptr(), p.add(i * pattern.len()), pattern.len()) };
+            }
+            Ok(())
+        })
+    }
+
+    unsafe fn queue_host_function(&self, _: u32, _: u64, f: HostFn, data: *mut core::ffi::c_void) -> BackendResult<()> {
+        // Host queues run their work when it is submitted: everything before it has finished.
+        self.execute(|| {
+            let _callback = reentry::mark();
+            // SAFETY: the caller's contract for `f(data)`.
+            unsafe { f(data) };
             Ok(())
         })
     }
@@ -647,10 +702,12 @@ pub mod builtin {
         Ok(())
     }
 
+    const PTR: usize = core::mem::size_of::<usize>();
+
     /// The kernels of `ordo.builtin`.
     pub const KERNELS: &[HostKernel] = &[
-        HostKernel { name: "vector_add_f32", run: vector_add_f32 },
-        HostKernel { name: "reduce_sum_f32", run: reduce_sum_f32 },
+        HostKernel { name: "vector_add_f32", run: vector_add_f32, params: &[PTR, PTR, PTR, 4] },
+        HostKernel { name: "reduce_sum_f32", run: reduce_sum_f32, params: &[PTR, PTR, 4] },
     ];
 
     /// The `ordo.builtin` program.
@@ -721,6 +778,51 @@ mod tests {
         RT.copy_from_device(&mut out, m).unwrap();
         assert_eq!(&out[2..8], &[7, 0, 7, 0, 7, 0]);
         assert_eq!(RT.mem_free(DevicePtr(m.0)), Ok(()));
+        RT.shutdown().unwrap();
+    }
+
+    unsafe extern "C" fn bump(data: *mut core::ffi::c_void) {
+        // SAFETY: the test passes a live `u32`.
+        unsafe { *data.cast::<u32>() += 1 };
+    }
+
+    /// The calls liboffload's API needs: fills of any pattern size at any alignment, host
+    /// functions on a queue, declared parameter layouts, image checks, and no globals.
+    #[test]
+    fn patterns_host_functions_layouts_and_checks() {
+        RT.init().unwrap();
+        let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
+        let m = RT.mem_alloc(d, MemKind::Device, 32).unwrap();
+        let q = RT.queue_create(d).unwrap();
+        RT.fill_pattern(m.offset(1), &[1, 2, 3], 30, Some(q)).unwrap();
+        let mut out = [0u8; 32];
+        RT.copy_from_device(&mut out, m).unwrap();
+        assert_eq!(&out[..7], &[0, 1, 2, 3, 1, 2, 3]);
+        assert_eq!(out[29..], [2, 3, 0]);
+        let code = |r: crate::Result<()>| r.unwrap_err().code;
+        assert_eq!(code(RT.fill_pattern(m, &[1, 2, 3], 31, None)), ErrorCode::InvalidSize);
+        assert_eq!(code(RT.fill_pattern(m, &[], 0, None)), ErrorCode::InvalidSize);
+        assert_eq!(code(RT.fill_pattern(m, &[1, 2], 34, None)), ErrorCode::InvalidSize);
+        assert_eq!(RT.fill_pattern(m, &[1, 2], 0, None), Ok(()));
+        let mut calls = 0u32;
+        // SAFETY: `bump` takes the live `calls`.
+        unsafe { RT.queue_host_function(q, bump, core::ptr::addr_of_mut!(calls).cast()) }.unwrap();
+        assert_eq!(calls, 1, "host queues run the function before the call returns");
+        let p = RT.program_load(d, builtin::PROGRAM_NAME.as_bytes()).unwrap();
+        let add = RT.kernel_get(p, "vector_add_f32").unwrap();
+        let layout = RT.kernel_param_layout(add).unwrap();
+        let ptr = core::mem::size_of::<usize>() as u32;
+        let want = [(0, ptr), (ptr, ptr), (2 * ptr, ptr), (3 * ptr, 4)];
+        assert_eq!(layout.iter().map(|s| (s.offset, s.size)).collect::<std::vec::Vec<_>>(), want);
+        assert_eq!(RT.kernel_optimal_block_size(add, 0), Ok(1));
+        assert_eq!(RT.program_check(d, b"ordo.builtin"), Ok(true));
+        assert_eq!(RT.program_check(d, b"nope"), Ok(false));
+        assert_eq!(RT.program_check(d, b"").unwrap_err().code, ErrorCode::InvalidSize);
+        assert_eq!(RT.program_global(p, "g").unwrap_err().code, ErrorCode::NotFound);
+        assert_eq!(RT.mem_alloc(d, MemKind::Global, 8).unwrap_err().code, ErrorCode::InvalidEnumeration);
+        RT.program_unload(p).unwrap();
+        assert_eq!(RT.kernel_param_layout(add).unwrap_err().code, ErrorCode::InvalidHandle);
+        RT.mem_free(m).unwrap();
         RT.shutdown().unwrap();
     }
 }

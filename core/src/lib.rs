@@ -43,12 +43,12 @@ mod sync;
 mod table;
 
 pub use backend::{
-    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue,
-    KernelArgs, LaunchDims, LaunchLimits, MemKind,
+    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue,
+    KernelArgs, LaunchDims, LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, c_layout,
 };
 pub use error::{BackendError, Error, ErrorCode, Result};
 pub use guard::InitGuard;
-pub use handle::{Device, DevicePtr, Event, Kernel, ObjectKind, Platform, Program, Queue, RawHandle};
+pub use handle::{Device, DevicePtr, Event, Global, Kernel, ObjectKind, Platform, Program, Queue, RawHandle};
 pub use lifecycle::{MAX_REFS, Phase, State};
 pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep, TeardownSummary};
 #[cfg(feature = "std")]

@@ -312,6 +312,7 @@ impl Backend for ScriptedBackend {
         Ok(match key {
             DeviceInfo::Name => InfoValue::text("scripted device"),
             DeviceInfo::ComputeCapability => InfoValue::Version(9, 0),
+            DeviceInfo::Vendor | DeviceInfo::DriverVersion | DeviceInfo::Uuid => InfoValue::text("scripted"),
             _ => InfoValue::Int(1 << 20),
         })
     }

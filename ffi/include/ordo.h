@@ -162,11 +162,22 @@ typedef struct ordo_launch_dims_t {
   uint32_t shared_mem_bytes;
 } ordo_launch_dims_t;
 
+// Where one kernel parameter lies in a packed argument buffer (`ordo_kernel_param_layout`).
+typedef struct ordo_param_slot_t {
+  // Offset in bytes from the start of the buffer.
+  uint32_t offset;
+  // Size in bytes.
+  uint32_t size;
+} ordo_param_slot_t;
+
 // An event.
 typedef struct ordo_event_t {
   // The handle's bits; 0 is the null handle.
   uint64_t raw;
 } ordo_event_t;
+
+// A function a queue runs on the host (`ordo_queue_host_function`).
+typedef void (*ordo_host_fn_t)(void*);
 
 // The call succeeded.
 #define ORDO_SUCCESS 0
@@ -243,6 +254,11 @@ typedef struct ordo_event_t {
 // allocation kind: `ordo_mem_alloc` refuses it with `ORDO_ERROR_INVALID_ENUMERATION`).
 #define ORDO_MEM_REGISTERED 3
 
+// A loaded program's global variable (`ordo_program_global`; reported by `ordo_mem_info`; not an
+// allocation kind: `ordo_mem_alloc` refuses it with `ORDO_ERROR_INVALID_ENUMERATION` and
+// `ordo_mem_free` with `ORDO_ERROR_INVALID_ARGUMENT`).
+#define ORDO_MEM_GLOBAL 4
+
 // Host memory to a device allocation.
 #define ORDO_COPY_HOST_TO_DEVICE 0
 
@@ -297,6 +313,21 @@ typedef struct ordo_event_t {
 // Most threads in one launch (UINT64_MAX where only the grid and block limits apply; the host
 // platform: 2^28).
 #define ORDO_DEVICE_INFO_MAX_THREADS_PER_LAUNCH 14
+
+// The device's vendor (text).
+#define ORDO_DEVICE_INFO_VENDOR 15
+
+// The driver's version (text; CUDA: as `13.0`).
+#define ORDO_DEVICE_INFO_DRIVER_VERSION 16
+
+// A unique identifier of the device (text; CUDA: `GPU-` and the UUID in hexadecimal).
+#define ORDO_DEVICE_INFO_UUID 17
+
+// Maximum clock frequency in MHz (ORDO_ERROR_UNSUPPORTED where the driver does not tell).
+#define ORDO_DEVICE_INFO_CLOCK_RATE_MHZ 18
+
+// Memory clock frequency in MHz (ORDO_ERROR_UNSUPPORTED where the driver does not tell).
+#define ORDO_DEVICE_INFO_MEMORY_CLOCK_RATE_MHZ 19
 
 // `integer` holds it.
 #define ORDO_INFO_INTEGER 0
@@ -435,6 +466,21 @@ ordo_status_t ordo_fill(void *dst,
                         size_t count,
                         struct ordo_queue_t queue);
 
+// Writes the `pattern_size` bytes at `pattern` repeatedly over `size` bytes from `dst` (any
+// alignment). With a null `queue`, it starts after all work submitted earlier to the device's
+// queues and returns when done; otherwise it is enqueued (the pattern is read before this call
+// returns). `ORDO_ERROR_INVALID_SIZE` when `pattern_size` is 0 or `size` is not a multiple of
+// it; `ORDO_ERROR_NULL_POINTER` for a NULL `pattern`; `ORDO_ERROR_UNSUPPORTED` from AMDGPU for
+// patterns other than 1, 2 or 4 bytes. `size` 0 succeeds and does nothing.
+//
+// # Safety
+// `pattern` must be NULL or valid for reads of `pattern_size` bytes.
+ordo_status_t ordo_fill_pattern(void *dst,
+                                const void *pattern,
+                                size_t pattern_size,
+                                size_t size,
+                                struct ordo_queue_t queue);
+
 // Number of platforms (one per registered backend, present or absent).
 //
 // # Safety
@@ -528,6 +574,58 @@ ordo_status_t ordo_builtin_program_image(struct ordo_device_t device,
                                          const void **image,
                                          size_t *size);
 
+// The global variable `name` of a loaded program: `*addr` gets its address and `*size` its size.
+// Its memory is named by that address like an allocation (copies and fills accept it;
+// `ordo_mem_info` reports `ORDO_MEM_GLOBAL`; `ordo_mem_free` refuses it) until the program is
+// unloaded. `ORDO_ERROR_NOT_FOUND` when the program has none of that name (host programs have
+// none); `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_program_global(struct ordo_program_t program,
+                                  const char *name,
+                                  void **addr,
+                                  size_t *size);
+
+// A kernel's parameter layout: up to `capacity` slots (offset and size of each parameter in a
+// packed argument buffer, in order) into `out`, and the number of parameters into `*count`
+// (`out` may be NULL when `capacity` is 0, to ask for the count). CUDA: from the driver (12.4
+// and up); the host platform: from its kernels' declared sizes; `ORDO_ERROR_UNSUPPORTED` on
+// AMDGPU. `ORDO_ERROR_INVALID_SIZE` when `capacity` is non-zero but below the count.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents (`out`: `capacity` slots), as C requires of its callers.
+ordo_status_t ordo_kernel_param_layout(struct ordo_kernel_t kernel,
+                                       struct ordo_param_slot_t *out,
+                                       size_t capacity,
+                                       size_t *count);
+
+// `*out` = the block size (threads) with the highest occupancy for a kernel using
+// `dynamic_shared` bytes of dynamic shared memory per block (CUDA: the driver's occupancy
+// calculator; the host platform: 1; `ORDO_ERROR_UNSUPPORTED` on AMDGPU).
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_kernel_optimal_block_size(struct ordo_kernel_t kernel,
+                                             size_t dynamic_shared,
+                                             uint32_t *out);
+
+// `*valid` = 1 when `image` (`size` bytes) is a program the device can load, else 0, checked
+// without loading it: CUDA reads a PTX image's `.target` and a cubin's architecture (a
+// well-formed fatbin counts as valid: the driver picks its entry); the host platform compares
+// program names. `ORDO_ERROR_INVALID_SIZE` for size 0; `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents (`image`: `size` bytes), as C requires of its callers.
+ordo_status_t ordo_program_image_check(struct ordo_device_t device,
+                                       const void *image,
+                                       size_t size,
+                                       int32_t *valid);
+
 // Creates an in-order queue on a device.
 //
 // # Safety
@@ -580,6 +678,15 @@ ordo_status_t ordo_event_query(struct ordo_event_t event, int32_t *done);
 // Each pointer argument must be NULL or valid for the reads and writes this function
 // documents, as C requires of its callers.
 ordo_status_t ordo_event_elapsed_ms(struct ordo_event_t start, struct ordo_event_t end, float *ms);
+
+// Enqueues `f(data)` on a queue: it runs on the host after all work submitted to the queue
+// before it, and work submitted after it waits until it returns (CUDA: on a driver thread; the
+// host platform: before this call returns). `f` must not call ordo or the driver.
+// `ORDO_ERROR_NULL_POINTER` for a NULL `f`; `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
+//
+// # Safety
+// `f(data)` must be sound to call once from any thread.
+ordo_status_t ordo_queue_host_function(struct ordo_queue_t queue, ordo_host_fn_t f, void *data);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -142,3 +142,33 @@ pub extern "C" fn ordo_fill(
         status(runtime().fill(DevicePtr(dst as u64), fill, count, queue_or_none(queue)))
     })
 }
+
+/// Writes the `pattern_size` bytes at `pattern` repeatedly over `size` bytes from `dst` (any
+/// alignment). With a null `queue`, it starts after all work submitted earlier to the device's
+/// queues and returns when done; otherwise it is enqueued (the pattern is read before this call
+/// returns). `ORDO_ERROR_INVALID_SIZE` when `pattern_size` is 0 or `size` is not a multiple of
+/// it; `ORDO_ERROR_NULL_POINTER` for a NULL `pattern`; `ORDO_ERROR_UNSUPPORTED` from AMDGPU for
+/// patterns other than 1, 2 or 4 bytes. `size` 0 succeeds and does nothing.
+///
+/// # Safety
+/// `pattern` must be NULL or valid for reads of `pattern_size` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_fill_pattern(
+    dst: *mut c_void,
+    pattern: *const c_void,
+    pattern_size: usize,
+    size: usize,
+    queue: ordo_queue_t,
+) -> ordo_status_t {
+    guard(|| {
+        if let Err(e) = ready().and_then(|()| non_null(pattern, "pattern is NULL")) {
+            return fail(e);
+        }
+        if pattern_size > isize::MAX as usize {
+            return fail(Error::new(ErrorCode::InvalidSize, "pattern size is too large"));
+        }
+        // SAFETY: non-NULL and valid for `pattern_size` bytes by the caller's contract.
+        let pattern = unsafe { core::slice::from_raw_parts(pattern.cast::<u8>(), pattern_size) };
+        status(runtime().fill_pattern(DevicePtr(dst as u64), pattern, size, queue_or_none(queue)))
+    })
+}

@@ -4,6 +4,8 @@ use core::ffi::{CStr, c_char, c_void};
 
 use ordo_core::{Device, Error, ErrorCode, Kernel, KernelArgs, LaunchDims, Program, Queue};
 
+use crate::boundary::produce;
+
 use crate::boundary::{fail, guard, non_null, output, ready, status};
 use crate::runtime;
 use crate::types::*;
@@ -152,5 +154,134 @@ pub unsafe extern "C" fn ordo_builtin_program_image(
         // SAFETY: `size` was checked non-NULL above.
         unsafe { size.write(bytes.len()) };
         output(image, Ok(bytes.as_ptr().cast()))
+    })
+}
+
+/// A NUL-terminated, UTF-8 name from C.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+unsafe fn c_name<'a>(name: *const c_char, what: &'static str) -> ordo_core::Result<&'a str> {
+    non_null(name, what)?;
+    // SAFETY: non-NULL and, by the C caller's contract, NUL-terminated.
+    unsafe { CStr::from_ptr(name) }.to_str().map_err(|_| Error::new(ErrorCode::InvalidArgument, "name is not UTF-8"))
+}
+
+/// The global variable `name` of a loaded program: `*addr` gets its address and `*size` its size.
+/// Its memory is named by that address like an allocation (copies and fills accept it;
+/// `ordo_mem_info` reports `ORDO_MEM_GLOBAL`; `ordo_mem_free` refuses it) until the program is
+/// unloaded. `ORDO_ERROR_NOT_FOUND` when the program has none of that name (host programs have
+/// none); `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_program_global(
+    program: ordo_program_t,
+    name: *const c_char,
+    addr: *mut *mut c_void,
+    size: *mut usize,
+) -> ordo_status_t {
+    guard(|| {
+        if let Err(err) = non_null(addr, "addr is NULL").and(non_null(size, "size is NULL")).and_then(|()| ready()) {
+            return fail(err);
+        }
+        // SAFETY: the caller's contract.
+        let name = match unsafe { c_name(name, "name is NULL") } {
+            Ok(n) => n,
+            Err(e) => return fail(e),
+        };
+        match runtime().program_global(Program::from_raw(program.raw), name) {
+            Ok((_, ptr, bytes)) => {
+                // SAFETY: `size` was checked non-NULL above.
+                unsafe { size.write(bytes) };
+                output(addr, Ok(ptr.as_ptr()))
+            }
+            Err(e) => fail(e),
+        }
+    })
+}
+
+/// A kernel's parameter layout: up to `capacity` slots (offset and size of each parameter in a
+/// packed argument buffer, in order) into `out`, and the number of parameters into `*count`
+/// (`out` may be NULL when `capacity` is 0, to ask for the count). CUDA: from the driver (12.4
+/// and up); the host platform: from its kernels' declared sizes; `ORDO_ERROR_UNSUPPORTED` on
+/// AMDGPU. `ORDO_ERROR_INVALID_SIZE` when `capacity` is non-zero but below the count.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents (`out`: `capacity` slots), as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_kernel_param_layout(
+    kernel: ordo_kernel_t,
+    out: *mut ordo_param_slot_t,
+    capacity: usize,
+    count: *mut usize,
+) -> ordo_status_t {
+    guard(|| {
+        if let Err(err) = non_null(count, "count is NULL").and_then(|()| ready()) {
+            return fail(err);
+        }
+        if capacity > 0 && out.is_null() {
+            return fail(Error::new(ErrorCode::NullPointer, "out is NULL"));
+        }
+        let layout = match runtime().kernel_param_layout(Kernel::from_raw(kernel.raw)) {
+            Ok(l) => l,
+            Err(e) => return fail(e),
+        };
+        if capacity > 0 && capacity < layout.len() {
+            return fail(Error::new(ErrorCode::InvalidSize, "capacity is below the kernel's parameter count"));
+        }
+        if capacity > 0 {
+            for (i, slot) in layout.iter().enumerate() {
+                // SAFETY: `out` is valid for `capacity >= layout.len()` slots (caller's contract).
+                unsafe { out.add(i).write(ordo_param_slot_t { offset: slot.offset, size: slot.size }) };
+            }
+        }
+        output(count, Ok(layout.len()))
+    })
+}
+
+/// `*out` = the block size (threads) with the highest occupancy for a kernel using
+/// `dynamic_shared` bytes of dynamic shared memory per block (CUDA: the driver's occupancy
+/// calculator; the host platform: 1; `ORDO_ERROR_UNSUPPORTED` on AMDGPU).
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_kernel_optimal_block_size(
+    kernel: ordo_kernel_t,
+    dynamic_shared: usize,
+    out: *mut u32,
+) -> ordo_status_t {
+    produce(out, "out is NULL", || runtime().kernel_optimal_block_size(Kernel::from_raw(kernel.raw), dynamic_shared))
+}
+
+/// `*valid` = 1 when `image` (`size` bytes) is a program the device can load, else 0, checked
+/// without loading it: CUDA reads a PTX image's `.target` and a cubin's architecture (a
+/// well-formed fatbin counts as valid: the driver picks its entry); the host platform compares
+/// program names. `ORDO_ERROR_INVALID_SIZE` for size 0; `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents (`image`: `size` bytes), as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_program_image_check(
+    device: ordo_device_t,
+    image: *const c_void,
+    size: usize,
+    valid: *mut i32,
+) -> ordo_status_t {
+    produce(valid, "valid is NULL", || {
+        ready()?;
+        non_null(image, "image is NULL")?;
+        if size > isize::MAX as usize {
+            return Err(Error::new(ErrorCode::InvalidSize, "image size is too large"));
+        }
+        // SAFETY: non-NULL, valid for `size` bytes by the caller's contract.
+        let bytes = unsafe { core::slice::from_raw_parts(image.cast::<u8>(), size) };
+        runtime().program_check(Device::from_raw(device.raw), bytes).map(i32::from)
     })
 }

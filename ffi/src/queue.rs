@@ -103,3 +103,25 @@ pub unsafe extern "C" fn ordo_event_query(event: ordo_event_t, done: *mut i32) -
 pub unsafe extern "C" fn ordo_event_elapsed_ms(start: ordo_event_t, end: ordo_event_t, ms: *mut f32) -> ordo_status_t {
     produce(ms, "ms is NULL", || runtime().event_elapsed_ms(e(start), e(end)))
 }
+
+/// Enqueues `f(data)` on a queue: it runs on the host after all work submitted to the queue
+/// before it, and work submitted after it waits until it returns (CUDA: on a driver thread; the
+/// host platform: before this call returns). `f` must not call ordo or the driver.
+/// `ORDO_ERROR_NULL_POINTER` for a NULL `f`; `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
+///
+/// # Safety
+/// `f(data)` must be sound to call once from any thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_queue_host_function(
+    queue: ordo_queue_t,
+    f: ordo_host_fn_t,
+    data: *mut core::ffi::c_void,
+) -> ordo_status_t {
+    guard(|| {
+        let Some(f) = f else {
+            return crate::boundary::fail(ordo_core::Error::new(ordo_core::ErrorCode::NullPointer, "function is NULL"));
+        };
+        // SAFETY: forwarded contract.
+        status(unsafe { runtime().queue_host_function(q(queue), f, data) })
+    })
+}

@@ -136,6 +136,10 @@ pub const ORDO_MEM_MANAGED: ordo_mem_kind_t = 2;
 /// Existing host memory registered with `ordo_host_register` (reported by `ordo_mem_info`; not an
 /// allocation kind: `ordo_mem_alloc` refuses it with `ORDO_ERROR_INVALID_ENUMERATION`).
 pub const ORDO_MEM_REGISTERED: ordo_mem_kind_t = 3;
+/// A loaded program's global variable (`ordo_program_global`; reported by `ordo_mem_info`; not an
+/// allocation kind: `ordo_mem_alloc` refuses it with `ORDO_ERROR_INVALID_ENUMERATION` and
+/// `ordo_mem_free` with `ORDO_ERROR_INVALID_ARGUMENT`).
+pub const ORDO_MEM_GLOBAL: ordo_mem_kind_t = 4;
 
 /// The direction of a copy.
 pub type ordo_copy_kind_t = u32;
@@ -179,6 +183,16 @@ pub const ORDO_DEVICE_INFO_MAX_GRID_DIM_Z: ordo_device_info_t = 13;
 /// Most threads in one launch (UINT64_MAX where only the grid and block limits apply; the host
 /// platform: 2^28).
 pub const ORDO_DEVICE_INFO_MAX_THREADS_PER_LAUNCH: ordo_device_info_t = 14;
+/// The device's vendor (text).
+pub const ORDO_DEVICE_INFO_VENDOR: ordo_device_info_t = 15;
+/// The driver's version (text; CUDA: as `13.0`).
+pub const ORDO_DEVICE_INFO_DRIVER_VERSION: ordo_device_info_t = 16;
+/// A unique identifier of the device (text; CUDA: `GPU-` and the UUID in hexadecimal).
+pub const ORDO_DEVICE_INFO_UUID: ordo_device_info_t = 17;
+/// Maximum clock frequency in MHz (ORDO_ERROR_UNSUPPORTED where the driver does not tell).
+pub const ORDO_DEVICE_INFO_CLOCK_RATE_MHZ: ordo_device_info_t = 18;
+/// Memory clock frequency in MHz (ORDO_ERROR_UNSUPPORTED where the driver does not tell).
+pub const ORDO_DEVICE_INFO_MEMORY_CLOCK_RATE_MHZ: ordo_device_info_t = 19;
 
 /// Which field of `ordo_info_value_t` holds the value.
 pub type ordo_info_type_t = u32;
@@ -237,6 +251,19 @@ pub const ORDO_CAP_MANAGED_MEMORY: u32 = 4;
 pub const ORDO_CAP_SHARED_MEMORY: u32 = 8;
 /// Device memory is directly readable by host code.
 pub const ORDO_CAP_HOST_ACCESSIBLE_MEMORY: u32 = 16;
+
+/// Where one kernel parameter lies in a packed argument buffer (`ordo_kernel_param_layout`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ordo_param_slot_t {
+    /// Offset in bytes from the start of the buffer.
+    pub offset: u32,
+    /// Size in bytes.
+    pub size: u32,
+}
+
+/// A function a queue runs on the host (`ordo_queue_host_function`).
+pub type ordo_host_fn_t = Option<unsafe extern "C" fn(*mut core::ffi::c_void)>;
 
 /// Grid and block dimensions and dynamic shared memory of a launch.
 #[repr(C)]

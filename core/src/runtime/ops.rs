@@ -6,10 +6,12 @@
 //! run exclusive. A failed release (free, destroy, unload) still retires the handle: the backend
 //! was told once, and it is never told twice.
 
-use crate::alloc_table::AllocEntry;
-use crate::backend::{Backend, CopyKind, DeviceInfo, FillValue, InfoValue, KernelArgs, LaunchDims, MemKind};
+use crate::alloc_table::{AllocEntry, NO_OWNER};
+use crate::backend::{
+    Backend, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue, KernelArgs, LaunchDims, MemKind, ParamLayout,
+};
 use crate::error::{BackendError, Error, ErrorCode, Result, fail};
-use crate::handle::{Device, DevicePtr, Event, Kernel, Platform, Program, Queue};
+use crate::handle::{Device, DevicePtr, Event, Global, Kernel, Platform, Program, Queue};
 
 use super::{DeviceEntry, EventEntry, KernelEntry, NO_SLOT, ProgramEntry, QueueEntry, Runtime, Tables, teardown};
 
@@ -150,12 +152,12 @@ impl Runtime {
     pub fn mem_alloc(&self, device: Device, kind: MemKind, size: usize) -> Result<DevicePtr> {
         self.with_exclusive(|t| {
             check_size(size)?;
-            if kind == MemKind::Registered {
-                // Not an allocation kind: `ORDO_MEM_REGISTERED` is as unknown to `mem_alloc` as
-                // it was before registration existed.
+            if let MemKind::Registered | MemKind::Global = kind {
+                // Not allocation kinds: `ORDO_MEM_REGISTERED` and `ORDO_MEM_GLOBAL` are as unknown
+                // to `mem_alloc` as they were before registration and globals existed.
                 return fail(
                     ErrorCode::InvalidEnumeration,
-                    "registered memory is not an allocation kind (host_register)",
+                    "registered memory and program globals are not allocation kinds",
                 );
             }
             let d = self.dev(t, device)?;
@@ -163,7 +165,7 @@ impl Runtime {
                 return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
             }
             let base = d.backend.mem_alloc(d.ordinal, kind, size)?;
-            let entry = AllocEntry { base, size, device: d.slot, kind };
+            let entry = AllocEntry { base, size, device: d.slot, kind, owner: NO_OWNER };
             if let Err(e) = t.allocations.insert(entry) {
                 // SAFETY: the allocation the backend just returned, with its kind and size.
                 let _ = unsafe { d.backend.mem_free(d.ordinal, kind, base, size) };
@@ -201,7 +203,7 @@ impl Runtime {
             }
             // SAFETY: the caller's contract; the table holds no range containing its start.
             unsafe { d.backend.host_register(d.ordinal, base, size) }?;
-            let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Registered };
+            let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Registered, owner: NO_OWNER };
             if let Err(e) = t.allocations.insert(entry) {
                 // SAFETY: the range just registered, unregistered once.
                 let _ = unsafe { d.backend.mem_free(d.ordinal, MemKind::Registered, base, size) };
@@ -215,6 +217,12 @@ impl Runtime {
     pub fn mem_free(&self, ptr: DevicePtr) -> Result<()> {
         self.with_exclusive(|t| {
             let slot = t.allocations.find_base(ptr.0)?;
+            if t.allocations.slots.at(slot).kind == MemKind::Global {
+                return fail(
+                    ErrorCode::InvalidArgument,
+                    "the address is a program's global variable: unload the program",
+                );
+            }
             let d = self.dev_at(t, t.allocations.slots.at(slot).device);
             let m = t.allocations.remove_at(slot);
             // SAFETY: a live allocation of this device (found by its base), removed from the
@@ -358,7 +366,53 @@ impl Runtime {
         })
     }
 
+    /// Writes the bytes of `pattern` repeatedly over `size` bytes from `dst` (liboffload's
+    /// `olMemFill`); with a queue, asynchronously, else ordered like a copy without a queue.
+    /// `dst` need not be aligned. Errors: `InvalidSize` for an empty pattern or a `size` that is
+    /// not a multiple of its length; `Unsupported` from backends that cannot write the pattern
+    /// (the AMDGPU backend writes 1-, 2- and 4-byte patterns only); then as `fill`. A zero size
+    /// succeeds and does nothing (a queue, when given, is still checked).
+    pub fn fill_pattern(&self, dst: DevicePtr, pattern: &[u8], size: usize, queue: Option<Queue>) -> Result<()> {
+        self.with_shared(|t| {
+            let q = queue.map(|q| self.queue(t, q)).transpose()?;
+            if pattern.is_empty() {
+                return fail(ErrorCode::InvalidSize, "fill pattern is empty");
+            }
+            if size % pattern.len() != 0 {
+                return fail(ErrorCode::InvalidSize, "fill size is not a multiple of the pattern size");
+            }
+            if size == 0 {
+                return Ok(());
+            }
+            if dst.0 == 0 {
+                return fail(ErrorCode::NullPointer, "device address is null");
+            }
+            let d = self.range_device(t, dst.0, size)?;
+            let q = Self::queue_for(d, q)?;
+            // SAFETY: `size` bytes from `dst` lie in a live allocation of this device, `size` is a
+            // non-zero multiple of the non-empty pattern; the queue is a live queue of it.
+            Ok(unsafe { d.backend.fill_pattern(d.ordinal, dst.0, pattern, size / pattern.len(), q) }?)
+        })
+    }
+
     // ---- queues ---------------------------------------------------------------------------
+
+    /// Enqueues `f(data)` on a queue (liboffload's `olLaunchHostFunction`): it runs on the host
+    /// after all work submitted to the queue before it, and work submitted after it waits for it
+    /// to return. On the host backend it runs before this call returns. `Unsupported` from
+    /// backends without it (AMDGPU).
+    ///
+    /// # Safety
+    /// `f(data)` is sound to call once from any thread; it must not call ordo or the driver
+    /// (CUDA forbids driver calls there; ordo calls that would wait for it fail with `Busy` on
+    /// the host backend).
+    pub unsafe fn queue_host_function(&self, queue: Queue, f: HostFn, data: *mut core::ffi::c_void) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, q) = self.queue(t, queue)?;
+            // SAFETY: a live queue of this device; the function's contract is the caller's.
+            Ok(unsafe { d.backend.queue_host_function(d.ordinal, q, f, data) }?)
+        })
+    }
 
     /// Creates an in-order queue on a device.
     pub fn queue_create(&self, device: Device) -> Result<Queue> {
@@ -559,6 +613,7 @@ impl Runtime {
             let d = self.dev_at(t, t.programs.at(slot).device);
             let entry = t.programs.remove_at(slot);
             teardown::forget_kernels(t, entry.first_kernel);
+            teardown::forget_globals(t, slot, false);
             // SAFETY: a live program of this device, removed from the table (with its kernels)
             // so never passed again.
             Ok(unsafe { d.backend.program_unload(d.ordinal, entry.raw) }?)
@@ -612,6 +667,99 @@ impl Runtime {
             let d = self.dev_at(t, k.device);
             // SAFETY: a live kernel of this device.
             Ok(unsafe { d.backend.kernel_param_count(d.ordinal, k.raw) }?)
+        })
+    }
+
+    /// A kernel's parameter layout: the offset and size of each parameter in a packed argument
+    /// buffer, in order (CUDA: `cuFuncGetParamInfo`, drivers 12.4 and up; the host backend: the
+    /// sizes its kernels declare, in C struct layout). `Unsupported` where the backend cannot
+    /// tell (AMDGPU).
+    pub fn kernel_param_layout(&self, kernel: Kernel) -> Result<ParamLayout> {
+        self.with_shared(|t| {
+            let k = t.kernels.get(kernel.0)?;
+            let d = self.dev_at(t, k.device);
+            let mut layout = ParamLayout::new();
+            // SAFETY: a live kernel of this device.
+            unsafe { d.backend.kernel_param_layout(d.ordinal, k.raw, &mut layout) }?;
+            Ok(layout)
+        })
+    }
+
+    /// The block size (threads per block) with the highest occupancy for a kernel using
+    /// `dynamic_shared` bytes of dynamic shared memory per block (CUDA:
+    /// `cuOccupancyMaxPotentialBlockSize`; the host backend, which runs one thread at a time: 1).
+    /// `Unsupported` where the backend cannot tell (AMDGPU).
+    pub fn kernel_optimal_block_size(&self, kernel: Kernel, dynamic_shared: usize) -> Result<u32> {
+        self.with_shared(|t| {
+            let k = t.kernels.get(kernel.0)?;
+            let d = self.dev_at(t, k.device);
+            // SAFETY: a live kernel of this device.
+            Ok(unsafe { d.backend.kernel_optimal_block_size(d.ordinal, k.raw, dynamic_shared) }?)
+        })
+    }
+
+    /// The global variable `name` of a program (CUDA: `cuModuleGetGlobal`): a handle, its
+    /// address and its size. The range is registered as program-owned memory (`MemKind::Global`):
+    /// copies, fills and `mem_info` accept addresses in it, `mem_free` refuses it, and it leaves
+    /// with the program. The same name gives the same handle. Errors: `InvalidArgument` for an
+    /// empty name or one with NUL, the program's handle errors, `NotFound` when the program has
+    /// no such variable (host programs have none), `OutOfResources` when the allocation table is
+    /// full, `Unsupported` from backends without globals (AMDGPU).
+    pub fn program_global(&self, program: Program, name: &str) -> Result<(Global, DevicePtr, usize)> {
+        self.with_exclusive(|t| {
+            if name.is_empty() || name.contains('\0') {
+                return fail(ErrorCode::InvalidArgument, "global variable name is empty or contains NUL");
+            }
+            let slot = t.programs.resolve(program.0)?;
+            let (device, raw_program) = {
+                let p = t.programs.at(slot);
+                (p.device, p.raw)
+            };
+            let d = self.dev_at(t, device);
+            // SAFETY: a live program of this device; the name is non-empty without NUL.
+            let (base, size) = unsafe { d.backend.program_global(d.ordinal, raw_program, name) }?;
+            if base == 0 || size == 0 {
+                return fail(ErrorCode::NotFound, "the program's global variable has no storage");
+            }
+            if let Ok(a) = t.allocations.find_base(base) {
+                let e = t.allocations.slots.at(a);
+                if e.owner == slot && e.size == size {
+                    return Ok((Global(t.allocations.slots.handle_at(a)), DevicePtr(base), size));
+                }
+            }
+            if t.allocations.overlaps(base, size) {
+                return fail(ErrorCode::BackendFailure, "the driver placed a global variable over known memory");
+            }
+            t.allocations.insert(AllocEntry { base, size, device, kind: MemKind::Global, owner: slot })?;
+            let a = t.allocations.find_base(base)?;
+            Ok((Global(t.allocations.slots.handle_at(a)), DevicePtr(base), size))
+        })
+    }
+
+    /// The address, size and program of a global variable handle.
+    pub fn global_info(&self, global: Global) -> Result<(DevicePtr, usize, Program)> {
+        self.with_shared(|t| {
+            let g = t.allocations.slots.get(global.0)?;
+            // Only program globals' slots carry an owner; other allocations are not `Global`s.
+            if g.owner == NO_OWNER {
+                return fail(ErrorCode::InvalidHandle, "handle names an allocation, not a global variable");
+            }
+            Ok((DevicePtr(g.base), g.size, Program(t.programs.handle_at(g.owner))))
+        })
+    }
+
+    /// Whether `image` is a program the device can load, checked without loading it
+    /// (liboffload's `olIsValidBinary`): CUDA reads a PTX image's target and a cubin's
+    /// architecture (a fatbin passes when its structure is sound: the driver picks its entry);
+    /// the host backend compares program names. `InvalidSize` for an empty image, the device's
+    /// handle errors, `Unsupported` where the backend cannot tell (AMDGPU).
+    pub fn program_check(&self, device: Device, image: &[u8]) -> Result<bool> {
+        self.with_shared(|t| {
+            if image.is_empty() {
+                return fail(ErrorCode::InvalidSize, "program image is empty");
+            }
+            let d = self.dev(t, device)?;
+            Ok(d.backend.program_check(d.ordinal, image)?)
         })
     }
 

@@ -145,6 +145,7 @@ fn tear_down_device(backend: &dyn Backend, t: &mut Tables, device: u32, walk: &m
             let handle = t.programs.handle_at(p);
             let program = t.programs.remove_at(p);
             let kernels = forget_kernels(t, program.first_kernel);
+            forget_globals(t, p, true);
             walk.report.count_released(ObjectKind::Kernel, kernels);
             // SAFETY: as for events.
             walk.step(TeardownStep::UnloadProgram, handle, 0, || unsafe {
@@ -182,4 +183,22 @@ pub(super) fn forget_kernels(t: &mut Tables, first: u32) -> u32 {
         n += 1;
     }
     n
+}
+
+/// Removes the global-variable ranges of the program in slot `program` (no backend call: the
+/// driver frees them with the program). `teardown`: during a teardown (the address index is not
+/// maintained then; see `AllocTable::remove_at_for_teardown`).
+pub(super) fn forget_globals(t: &mut Tables, program: u32, teardown: bool) {
+    let mut cur = t.allocations.slots.newest();
+    while let Some(a) = cur {
+        cur = t.allocations.slots.older(a);
+        let e = t.allocations.slots.at(a);
+        if e.kind == crate::backend::MemKind::Global && e.owner == program {
+            if teardown {
+                t.allocations.remove_at_for_teardown(a);
+            } else {
+                t.allocations.remove_at(a);
+            }
+        }
+    }
 }
