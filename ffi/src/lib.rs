@@ -18,6 +18,8 @@ mod memory;
 #[cfg(feature = "mlir")]
 pub mod mlir;
 mod objects;
+#[cfg(all(feature = "offload", target_pointer_width = "64"))]
+pub mod offload;
 mod program;
 mod queue;
 mod types;

@@ -804,6 +804,30 @@ impl Runtime {
         })
     }
 
+    /// As `launch`, and the queue must be on `device` (liboffload's `olLaunchKernel` names the
+    /// device too): `InvalidArgument` otherwise, the device's handle errors for a bad `device`.
+    ///
+    /// # Safety
+    /// As `launch`.
+    #[inline]
+    pub unsafe fn launch_on(
+        &self,
+        device: Device,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+            if !core::ptr::eq(t.devices.get(device.0)?, d) {
+                return fail(ErrorCode::InvalidArgument, "the queue is not on the given device");
+            }
+            // SAFETY: as in `launch`.
+            Ok(unsafe { d.driver.launch(d.ordinal, q, k, dims, args) }?)
+        })
+    }
+
     /// What every launch checks: a live queue and a live kernel of one device, and dimensions
     /// within that device's limits. The device's entry and the backend's queue and kernel.
     #[inline(always)]

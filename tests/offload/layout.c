@@ -1,0 +1,146 @@
+/* Prints every enumeration value and every struct size and field offset of Debian's
+ * offload/OffloadAPI.h (LLVM 22.1.8) as "NAME VALUE" lines; tests/tests/offload.rs compares them
+ * with ordo's definitions (ffi/src/offload.rs). Written out name by name, so that a value the
+ * header renames or drops breaks this build. The header uses bool without <stdbool.h>. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <offload/OffloadAPI.h>
+
+#define E(name) printf("%s %lld\n", #name, (long long)(name))
+#define S(type) printf("sizeof(%s) %zu\n", #type, sizeof(type))
+#define F(type, field) printf("offsetof(%s.%s) %zu\n", #type, #field, offsetof(type, field))
+
+int main(void) {
+  E(OL_ALLOC_TYPE_HOST);
+  E(OL_ALLOC_TYPE_DEVICE);
+  E(OL_ALLOC_TYPE_MANAGED);
+  E(OL_ALLOC_TYPE_LAST);
+  E(OL_DEVICE_FP_CAPABILITY_FLAG_CORRECTLY_ROUNDED_DIVIDE_SQRT);
+  E(OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_NEAREST);
+  E(OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_ZERO);
+  E(OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_INF);
+  E(OL_DEVICE_FP_CAPABILITY_FLAG_INF_NAN);
+  E(OL_DEVICE_FP_CAPABILITY_FLAG_DENORM);
+  E(OL_DEVICE_FP_CAPABILITY_FLAG_FMA);
+  E(OL_DEVICE_FP_CAPABILITY_FLAG_SOFT_FLOAT);
+  E(OL_DEVICE_FP_CAPABILITY_FLAG_LAST);
+  E(OL_DEVICE_INFO_TYPE);
+  E(OL_DEVICE_INFO_PLATFORM);
+  E(OL_DEVICE_INFO_NAME);
+  E(OL_DEVICE_INFO_PRODUCT_NAME);
+  E(OL_DEVICE_INFO_UID);
+  E(OL_DEVICE_INFO_VENDOR);
+  E(OL_DEVICE_INFO_DRIVER_VERSION);
+  E(OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE);
+  E(OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION);
+  E(OL_DEVICE_INFO_MAX_WORK_SIZE);
+  E(OL_DEVICE_INFO_MAX_WORK_SIZE_PER_DIMENSION);
+  E(OL_DEVICE_INFO_VENDOR_ID);
+  E(OL_DEVICE_INFO_NUM_COMPUTE_UNITS);
+  E(OL_DEVICE_INFO_MAX_CLOCK_FREQUENCY);
+  E(OL_DEVICE_INFO_MEMORY_CLOCK_RATE);
+  E(OL_DEVICE_INFO_ADDRESS_BITS);
+  E(OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE);
+  E(OL_DEVICE_INFO_GLOBAL_MEM_SIZE);
+  E(OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE);
+  E(OL_DEVICE_INFO_SINGLE_FP_CONFIG);
+  E(OL_DEVICE_INFO_DOUBLE_FP_CONFIG);
+  E(OL_DEVICE_INFO_HALF_FP_CONFIG);
+  E(OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_CHAR);
+  E(OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_SHORT);
+  E(OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_INT);
+  E(OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_LONG);
+  E(OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_FLOAT);
+  E(OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_DOUBLE);
+  E(OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF);
+  E(OL_DEVICE_INFO_LAST);
+  E(OL_DEVICE_TYPE_DEFAULT);
+  E(OL_DEVICE_TYPE_ALL);
+  E(OL_DEVICE_TYPE_GPU);
+  E(OL_DEVICE_TYPE_CPU);
+  E(OL_DEVICE_TYPE_HOST);
+  E(OL_DEVICE_TYPE_LAST);
+  E(OL_ERRC_SUCCESS);
+  E(OL_ERRC_UNKNOWN);
+  E(OL_ERRC_HOST_IO);
+  E(OL_ERRC_INVALID_BINARY);
+  E(OL_ERRC_INVALID_NULL_POINTER);
+  E(OL_ERRC_INVALID_ARGUMENT);
+  E(OL_ERRC_NOT_FOUND);
+  E(OL_ERRC_OUT_OF_RESOURCES);
+  E(OL_ERRC_INVALID_SIZE);
+  E(OL_ERRC_INVALID_ENUMERATION);
+  E(OL_ERRC_HOST_TOOL_NOT_FOUND);
+  E(OL_ERRC_INVALID_VALUE);
+  E(OL_ERRC_UNIMPLEMENTED);
+  E(OL_ERRC_UNSUPPORTED);
+  E(OL_ERRC_ASSEMBLE_FAILURE);
+  E(OL_ERRC_COMPILE_FAILURE);
+  E(OL_ERRC_LINK_FAILURE);
+  E(OL_ERRC_BACKEND_FAILURE);
+  E(OL_ERRC_UNINITIALIZED);
+  E(OL_ERRC_INVALID_NULL_HANDLE);
+  E(OL_ERRC_INVALID_PLATFORM);
+  E(OL_ERRC_INVALID_DEVICE);
+  E(OL_ERRC_INVALID_QUEUE);
+  E(OL_ERRC_INVALID_EVENT);
+  E(OL_ERRC_SYMBOL_KIND);
+  E(OL_ERRC_LAST);
+  E(OL_EVENT_INFO_QUEUE);
+  E(OL_EVENT_INFO_IS_COMPLETE);
+  E(OL_EVENT_INFO_LAST);
+  E(OL_MEM_INFO_DEVICE);
+  E(OL_MEM_INFO_BASE);
+  E(OL_MEM_INFO_SIZE);
+  E(OL_MEM_INFO_TYPE);
+  E(OL_MEM_INFO_LAST);
+  E(OL_PLATFORM_BACKEND_UNKNOWN);
+  E(OL_PLATFORM_BACKEND_CUDA);
+  E(OL_PLATFORM_BACKEND_AMDGPU);
+  E(OL_PLATFORM_BACKEND_LEVEL_ZERO);
+  E(OL_PLATFORM_BACKEND_HOST);
+  E(OL_PLATFORM_BACKEND_LAST);
+  E(OL_PLATFORM_INFO_NAME);
+  E(OL_PLATFORM_INFO_VENDOR_NAME);
+  E(OL_PLATFORM_INFO_VERSION);
+  E(OL_PLATFORM_INFO_BACKEND);
+  E(OL_PLATFORM_INFO_LAST);
+  E(OL_QUEUE_INFO_DEVICE);
+  E(OL_QUEUE_INFO_EMPTY);
+  E(OL_QUEUE_INFO_LAST);
+  E(OL_SYMBOL_INFO_KIND);
+  E(OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS);
+  E(OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE);
+  E(OL_SYMBOL_INFO_LAST);
+  E(OL_SYMBOL_KIND_KERNEL);
+  E(OL_SYMBOL_KIND_GLOBAL_VARIABLE);
+  E(OL_SYMBOL_KIND_LAST);
+  S(ol_error_struct_t);
+  F(ol_error_struct_t, Code);
+  F(ol_error_struct_t, Details);
+  S(ol_code_location_t);
+  F(ol_code_location_t, FunctionName);
+  F(ol_code_location_t, SourceFile);
+  F(ol_code_location_t, LineNumber);
+  F(ol_code_location_t, ColumnNumber);
+  S(ol_dimensions_t);
+  F(ol_dimensions_t, x);
+  F(ol_dimensions_t, y);
+  F(ol_dimensions_t, z);
+  S(ol_kernel_launch_size_args_t);
+  F(ol_kernel_launch_size_args_t, Dimensions);
+  F(ol_kernel_launch_size_args_t, NumGroups);
+  F(ol_kernel_launch_size_args_t, GroupSize);
+  F(ol_kernel_launch_size_args_t, DynSharedMemory);
+  S(ol_result_t);
+  S(ol_device_handle_t);
+  S(ol_device_iterate_cb_t);
+  S(ol_host_function_cb_t);
+  S(ol_device_fp_capability_flags_t);
+  S(ol_memory_register_flags_t);
+  S(ol_alloc_type_t);
+  S(ol_errc_t);
+  S(bool);
+  return 0;
+}
