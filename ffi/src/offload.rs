@@ -711,14 +711,19 @@ fn device_info(h: ol_device_handle_t, prop: u32) -> OlResult<Info> {
             _ => 0,
         }),
         12 => u32_of(DeviceInfo::MultiprocessorCount)?,
-        13 => u32_of(DeviceInfo::ClockRateMhz)?,
-        14 => u32_of(DeviceInfo::MemoryClockRateMhz)?,
+        // 0 where the backend does not know its clocks (ordo's host backend).
+        13 => u32_of(DeviceInfo::ClockRateMhz).or_else(unknown_as_zero)?,
+        14 => u32_of(DeviceInfo::MemoryClockRateMhz).or_else(unknown_as_zero)?,
         15 => Info::U32(64),
         16 | 17 => Info::U64(int(DeviceInfo::TotalMemory)?),
         18 => Info::U64(int(DeviceInfo::MaxSharedMemoryPerBlockOptin)?),
         19..=21 => Info::U32(FP_IEEE),
         _ => Info::U32(1),
     })
+}
+
+fn unknown_as_zero(e: OlError) -> OlResult<Info> {
+    if e.code == OL_ERRC_UNSUPPORTED { Ok(Info::U32(0)) } else { Err(e) }
 }
 
 /// liboffload's host device: the values Debian's liboffload 22.1.8 reports for it where they

@@ -1,0 +1,336 @@
+//! liboffload's `ol*` API (feature `offload`): ordo's definitions against Debian's header
+//! (`tests/offload/layout.c`), and the conformance suite (`tests/offload/conformance.c`) run on
+//! the CPU against both ordo's `libordo.so` and Debian's `libLLVMOffload.so.22.1`, printing one
+//! table of where they agree and diverge; the table must equal `tests/offload/expected-cpu.tsv`
+//! (`ORDO_BLESS=1` rewrites it). ordo must pass every case it does not skip, with empty stderr.
+//! The GPU kernels (`tests/offload/build.sh`, clang-22) are built here too. With `CI=true` a
+//! missing liboffload-22-dev or clang-22 fails the test; otherwise it is skipped with the reason.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const HEADER: &str = "/usr/lib/llvm-22/include/offload/OffloadAPI.h";
+const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn scratch() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("offload");
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// Whether `path` exists; with `CI=true` its absence fails the test.
+fn present(path: &str, package: &str) -> bool {
+    let here = Path::new(path).exists();
+    if !here {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but {package} is not installed ({path})");
+        println!("skipped: {package} is not installed ({path})");
+    }
+    here
+}
+
+fn run(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success() || out.status.code() == Some(1),
+        "{cmd:?}: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn compile(source: &str, output: &Path, libs: &[&str]) {
+    let out = Command::new("cc")
+        .args(["-std=gnu11", "-O1", "-Wall", "-Werror", "-I/usr/lib/llvm-22/include"])
+        .arg(workspace().join(source))
+        .arg("-o")
+        .arg(output)
+        .args(libs)
+        .output()
+        .expect("cc runs");
+    assert!(out.status.success(), "compiling {source} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Every value `layout.c` prints, as ordo defines it (generated once from the header list).
+fn ordo_values() -> Vec<(String, i64)> {
+    use ordo::offload::*;
+    use std::mem::{offset_of, size_of};
+    let mut v: Vec<(String, i64)> = vec![
+        ("OL_ALLOC_TYPE_HOST".into(), OL_ALLOC_TYPE_HOST as i64),
+        ("OL_ALLOC_TYPE_DEVICE".into(), OL_ALLOC_TYPE_DEVICE as i64),
+        ("OL_ALLOC_TYPE_MANAGED".into(), OL_ALLOC_TYPE_MANAGED as i64),
+        ("OL_ALLOC_TYPE_LAST".into(), OL_ALLOC_TYPE_LAST as i64),
+        (
+            "OL_DEVICE_FP_CAPABILITY_FLAG_CORRECTLY_ROUNDED_DIVIDE_SQRT".into(),
+            OL_DEVICE_FP_CAPABILITY_FLAG_CORRECTLY_ROUNDED_DIVIDE_SQRT as i64,
+        ),
+        ("OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_NEAREST".into(), OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_NEAREST as i64),
+        ("OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_ZERO".into(), OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_ZERO as i64),
+        ("OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_INF".into(), OL_DEVICE_FP_CAPABILITY_FLAG_ROUND_TO_INF as i64),
+        ("OL_DEVICE_FP_CAPABILITY_FLAG_INF_NAN".into(), OL_DEVICE_FP_CAPABILITY_FLAG_INF_NAN as i64),
+        ("OL_DEVICE_FP_CAPABILITY_FLAG_DENORM".into(), OL_DEVICE_FP_CAPABILITY_FLAG_DENORM as i64),
+        ("OL_DEVICE_FP_CAPABILITY_FLAG_FMA".into(), OL_DEVICE_FP_CAPABILITY_FLAG_FMA as i64),
+        ("OL_DEVICE_FP_CAPABILITY_FLAG_SOFT_FLOAT".into(), OL_DEVICE_FP_CAPABILITY_FLAG_SOFT_FLOAT as i64),
+        ("OL_DEVICE_FP_CAPABILITY_FLAG_LAST".into(), OL_DEVICE_FP_CAPABILITY_FLAG_LAST as i64),
+        ("OL_DEVICE_INFO_TYPE".into(), OL_DEVICE_INFO_TYPE as i64),
+        ("OL_DEVICE_INFO_PLATFORM".into(), OL_DEVICE_INFO_PLATFORM as i64),
+        ("OL_DEVICE_INFO_NAME".into(), OL_DEVICE_INFO_NAME as i64),
+        ("OL_DEVICE_INFO_PRODUCT_NAME".into(), OL_DEVICE_INFO_PRODUCT_NAME as i64),
+        ("OL_DEVICE_INFO_UID".into(), OL_DEVICE_INFO_UID as i64),
+        ("OL_DEVICE_INFO_VENDOR".into(), OL_DEVICE_INFO_VENDOR as i64),
+        ("OL_DEVICE_INFO_DRIVER_VERSION".into(), OL_DEVICE_INFO_DRIVER_VERSION as i64),
+        ("OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE".into(), OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE as i64),
+        (
+            "OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION".into(),
+            OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION as i64,
+        ),
+        ("OL_DEVICE_INFO_MAX_WORK_SIZE".into(), OL_DEVICE_INFO_MAX_WORK_SIZE as i64),
+        ("OL_DEVICE_INFO_MAX_WORK_SIZE_PER_DIMENSION".into(), OL_DEVICE_INFO_MAX_WORK_SIZE_PER_DIMENSION as i64),
+        ("OL_DEVICE_INFO_VENDOR_ID".into(), OL_DEVICE_INFO_VENDOR_ID as i64),
+        ("OL_DEVICE_INFO_NUM_COMPUTE_UNITS".into(), OL_DEVICE_INFO_NUM_COMPUTE_UNITS as i64),
+        ("OL_DEVICE_INFO_MAX_CLOCK_FREQUENCY".into(), OL_DEVICE_INFO_MAX_CLOCK_FREQUENCY as i64),
+        ("OL_DEVICE_INFO_MEMORY_CLOCK_RATE".into(), OL_DEVICE_INFO_MEMORY_CLOCK_RATE as i64),
+        ("OL_DEVICE_INFO_ADDRESS_BITS".into(), OL_DEVICE_INFO_ADDRESS_BITS as i64),
+        ("OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE".into(), OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE as i64),
+        ("OL_DEVICE_INFO_GLOBAL_MEM_SIZE".into(), OL_DEVICE_INFO_GLOBAL_MEM_SIZE as i64),
+        ("OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE".into(), OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE as i64),
+        ("OL_DEVICE_INFO_SINGLE_FP_CONFIG".into(), OL_DEVICE_INFO_SINGLE_FP_CONFIG as i64),
+        ("OL_DEVICE_INFO_DOUBLE_FP_CONFIG".into(), OL_DEVICE_INFO_DOUBLE_FP_CONFIG as i64),
+        ("OL_DEVICE_INFO_HALF_FP_CONFIG".into(), OL_DEVICE_INFO_HALF_FP_CONFIG as i64),
+        ("OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_CHAR".into(), OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_CHAR as i64),
+        ("OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_SHORT".into(), OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_SHORT as i64),
+        ("OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_INT".into(), OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_INT as i64),
+        ("OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_LONG".into(), OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_LONG as i64),
+        ("OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_FLOAT".into(), OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_FLOAT as i64),
+        ("OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_DOUBLE".into(), OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_DOUBLE as i64),
+        ("OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF".into(), OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF as i64),
+        ("OL_DEVICE_INFO_LAST".into(), OL_DEVICE_INFO_LAST as i64),
+        ("OL_DEVICE_TYPE_DEFAULT".into(), OL_DEVICE_TYPE_DEFAULT as i64),
+        ("OL_DEVICE_TYPE_ALL".into(), OL_DEVICE_TYPE_ALL as i64),
+        ("OL_DEVICE_TYPE_GPU".into(), OL_DEVICE_TYPE_GPU as i64),
+        ("OL_DEVICE_TYPE_CPU".into(), OL_DEVICE_TYPE_CPU as i64),
+        ("OL_DEVICE_TYPE_HOST".into(), OL_DEVICE_TYPE_HOST as i64),
+        ("OL_DEVICE_TYPE_LAST".into(), OL_DEVICE_TYPE_LAST as i64),
+        ("OL_ERRC_SUCCESS".into(), OL_ERRC_SUCCESS as i64),
+        ("OL_ERRC_UNKNOWN".into(), OL_ERRC_UNKNOWN as i64),
+        ("OL_ERRC_HOST_IO".into(), OL_ERRC_HOST_IO as i64),
+        ("OL_ERRC_INVALID_BINARY".into(), OL_ERRC_INVALID_BINARY as i64),
+        ("OL_ERRC_INVALID_NULL_POINTER".into(), OL_ERRC_INVALID_NULL_POINTER as i64),
+        ("OL_ERRC_INVALID_ARGUMENT".into(), OL_ERRC_INVALID_ARGUMENT as i64),
+        ("OL_ERRC_NOT_FOUND".into(), OL_ERRC_NOT_FOUND as i64),
+        ("OL_ERRC_OUT_OF_RESOURCES".into(), OL_ERRC_OUT_OF_RESOURCES as i64),
+        ("OL_ERRC_INVALID_SIZE".into(), OL_ERRC_INVALID_SIZE as i64),
+        ("OL_ERRC_INVALID_ENUMERATION".into(), OL_ERRC_INVALID_ENUMERATION as i64),
+        ("OL_ERRC_HOST_TOOL_NOT_FOUND".into(), OL_ERRC_HOST_TOOL_NOT_FOUND as i64),
+        ("OL_ERRC_INVALID_VALUE".into(), OL_ERRC_INVALID_VALUE as i64),
+        ("OL_ERRC_UNIMPLEMENTED".into(), OL_ERRC_UNIMPLEMENTED as i64),
+        ("OL_ERRC_UNSUPPORTED".into(), OL_ERRC_UNSUPPORTED as i64),
+        ("OL_ERRC_ASSEMBLE_FAILURE".into(), OL_ERRC_ASSEMBLE_FAILURE as i64),
+        ("OL_ERRC_COMPILE_FAILURE".into(), OL_ERRC_COMPILE_FAILURE as i64),
+        ("OL_ERRC_LINK_FAILURE".into(), OL_ERRC_LINK_FAILURE as i64),
+        ("OL_ERRC_BACKEND_FAILURE".into(), OL_ERRC_BACKEND_FAILURE as i64),
+        ("OL_ERRC_UNINITIALIZED".into(), OL_ERRC_UNINITIALIZED as i64),
+        ("OL_ERRC_INVALID_NULL_HANDLE".into(), OL_ERRC_INVALID_NULL_HANDLE as i64),
+        ("OL_ERRC_INVALID_PLATFORM".into(), OL_ERRC_INVALID_PLATFORM as i64),
+        ("OL_ERRC_INVALID_DEVICE".into(), OL_ERRC_INVALID_DEVICE as i64),
+        ("OL_ERRC_INVALID_QUEUE".into(), OL_ERRC_INVALID_QUEUE as i64),
+        ("OL_ERRC_INVALID_EVENT".into(), OL_ERRC_INVALID_EVENT as i64),
+        ("OL_ERRC_SYMBOL_KIND".into(), OL_ERRC_SYMBOL_KIND as i64),
+        ("OL_ERRC_LAST".into(), OL_ERRC_LAST as i64),
+        ("OL_EVENT_INFO_QUEUE".into(), OL_EVENT_INFO_QUEUE as i64),
+        ("OL_EVENT_INFO_IS_COMPLETE".into(), OL_EVENT_INFO_IS_COMPLETE as i64),
+        ("OL_EVENT_INFO_LAST".into(), OL_EVENT_INFO_LAST as i64),
+        ("OL_MEM_INFO_DEVICE".into(), OL_MEM_INFO_DEVICE as i64),
+        ("OL_MEM_INFO_BASE".into(), OL_MEM_INFO_BASE as i64),
+        ("OL_MEM_INFO_SIZE".into(), OL_MEM_INFO_SIZE as i64),
+        ("OL_MEM_INFO_TYPE".into(), OL_MEM_INFO_TYPE as i64),
+        ("OL_MEM_INFO_LAST".into(), OL_MEM_INFO_LAST as i64),
+        ("OL_PLATFORM_BACKEND_UNKNOWN".into(), OL_PLATFORM_BACKEND_UNKNOWN as i64),
+        ("OL_PLATFORM_BACKEND_CUDA".into(), OL_PLATFORM_BACKEND_CUDA as i64),
+        ("OL_PLATFORM_BACKEND_AMDGPU".into(), OL_PLATFORM_BACKEND_AMDGPU as i64),
+        ("OL_PLATFORM_BACKEND_LEVEL_ZERO".into(), OL_PLATFORM_BACKEND_LEVEL_ZERO as i64),
+        ("OL_PLATFORM_BACKEND_HOST".into(), OL_PLATFORM_BACKEND_HOST as i64),
+        ("OL_PLATFORM_BACKEND_LAST".into(), OL_PLATFORM_BACKEND_LAST as i64),
+        ("OL_PLATFORM_INFO_NAME".into(), OL_PLATFORM_INFO_NAME as i64),
+        ("OL_PLATFORM_INFO_VENDOR_NAME".into(), OL_PLATFORM_INFO_VENDOR_NAME as i64),
+        ("OL_PLATFORM_INFO_VERSION".into(), OL_PLATFORM_INFO_VERSION as i64),
+        ("OL_PLATFORM_INFO_BACKEND".into(), OL_PLATFORM_INFO_BACKEND as i64),
+        ("OL_PLATFORM_INFO_LAST".into(), OL_PLATFORM_INFO_LAST as i64),
+        ("OL_QUEUE_INFO_DEVICE".into(), OL_QUEUE_INFO_DEVICE as i64),
+        ("OL_QUEUE_INFO_EMPTY".into(), OL_QUEUE_INFO_EMPTY as i64),
+        ("OL_QUEUE_INFO_LAST".into(), OL_QUEUE_INFO_LAST as i64),
+        ("OL_SYMBOL_INFO_KIND".into(), OL_SYMBOL_INFO_KIND as i64),
+        ("OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS".into(), OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS as i64),
+        ("OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE".into(), OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE as i64),
+        ("OL_SYMBOL_INFO_LAST".into(), OL_SYMBOL_INFO_LAST as i64),
+        ("OL_SYMBOL_KIND_KERNEL".into(), OL_SYMBOL_KIND_KERNEL as i64),
+        ("OL_SYMBOL_KIND_GLOBAL_VARIABLE".into(), OL_SYMBOL_KIND_GLOBAL_VARIABLE as i64),
+        ("OL_SYMBOL_KIND_LAST".into(), OL_SYMBOL_KIND_LAST as i64),
+    ];
+    v.push(("sizeof(ol_error_struct_t)".into(), size_of::<ol_error_struct_t>() as i64));
+    v.push(("offsetof(ol_error_struct_t.Code)".into(), offset_of!(ol_error_struct_t, Code) as i64));
+    v.push(("offsetof(ol_error_struct_t.Details)".into(), offset_of!(ol_error_struct_t, Details) as i64));
+    v.push(("sizeof(ol_code_location_t)".into(), size_of::<ol_code_location_t>() as i64));
+    v.push(("offsetof(ol_code_location_t.FunctionName)".into(), offset_of!(ol_code_location_t, FunctionName) as i64));
+    v.push(("offsetof(ol_code_location_t.SourceFile)".into(), offset_of!(ol_code_location_t, SourceFile) as i64));
+    v.push(("offsetof(ol_code_location_t.LineNumber)".into(), offset_of!(ol_code_location_t, LineNumber) as i64));
+    v.push(("offsetof(ol_code_location_t.ColumnNumber)".into(), offset_of!(ol_code_location_t, ColumnNumber) as i64));
+    v.push(("sizeof(ol_dimensions_t)".into(), size_of::<ol_dimensions_t>() as i64));
+    v.push(("offsetof(ol_dimensions_t.x)".into(), offset_of!(ol_dimensions_t, x) as i64));
+    v.push(("offsetof(ol_dimensions_t.y)".into(), offset_of!(ol_dimensions_t, y) as i64));
+    v.push(("offsetof(ol_dimensions_t.z)".into(), offset_of!(ol_dimensions_t, z) as i64));
+    v.push(("sizeof(ol_kernel_launch_size_args_t)".into(), size_of::<ol_kernel_launch_size_args_t>() as i64));
+    v.push((
+        "offsetof(ol_kernel_launch_size_args_t.Dimensions)".into(),
+        offset_of!(ol_kernel_launch_size_args_t, Dimensions) as i64,
+    ));
+    v.push((
+        "offsetof(ol_kernel_launch_size_args_t.NumGroups)".into(),
+        offset_of!(ol_kernel_launch_size_args_t, NumGroups) as i64,
+    ));
+    v.push((
+        "offsetof(ol_kernel_launch_size_args_t.GroupSize)".into(),
+        offset_of!(ol_kernel_launch_size_args_t, GroupSize) as i64,
+    ));
+    v.push((
+        "offsetof(ol_kernel_launch_size_args_t.DynSharedMemory)".into(),
+        offset_of!(ol_kernel_launch_size_args_t, DynSharedMemory) as i64,
+    ));
+    v.push(("sizeof(ol_result_t)".into(), size_of::<ol_result_t>() as i64));
+    v.push(("sizeof(ol_device_handle_t)".into(), size_of::<ol_device_handle_t>() as i64));
+    v.push(("sizeof(ol_device_iterate_cb_t)".into(), size_of::<ol_device_iterate_cb_t>() as i64));
+    v.push(("sizeof(ol_host_function_cb_t)".into(), size_of::<ol_host_function_cb_t>() as i64));
+    v.push(("sizeof(ol_device_fp_capability_flags_t)".into(), size_of::<u32>() as i64));
+    v.push(("sizeof(ol_memory_register_flags_t)".into(), size_of::<u32>() as i64));
+    v.push(("sizeof(ol_alloc_type_t)".into(), size_of::<ol_alloc_type_t>() as i64));
+    v.push(("sizeof(ol_errc_t)".into(), size_of::<ol_errc_t>() as i64));
+    v.push(("sizeof(bool)".into(), size_of::<bool>() as i64));
+    v
+}
+
+#[test]
+fn every_value_and_layout_matches_debians_header() {
+    if !present(HEADER, "liboffload-22-dev") {
+        return;
+    }
+    let exe = scratch().join("layout");
+    compile("tests/offload/layout.c", &exe, &[]);
+    let out = run(&mut Command::new(&exe));
+    let header: Vec<(String, i64)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let (name, value) = l.rsplit_once(' ').expect("NAME VALUE");
+            (name.to_string(), value.parse().expect("a number"))
+        })
+        .collect();
+    assert_eq!(header, ordo_values());
+    // Every enumerator of the header is in layout.c (a value added upstream is noticed here).
+    let text = std::fs::read_to_string(HEADER).unwrap();
+    let enumerators = text
+        .lines()
+        .filter_map(|l| l.trim().split_once(" = ").map(|(n, _)| n))
+        .filter(|n| n.starts_with("OL_") && !n.ends_with("_FORCE_UINT32"))
+        .count();
+    assert_eq!(enumerators, header.iter().filter(|(n, _)| n.starts_with("OL_")).count());
+}
+
+/// Builds `libordo.so` with feature `offload` in its own target directory (the other tests'
+/// `libordo.so` keeps its features); the directory holding it.
+fn build_library() -> PathBuf {
+    let target = workspace().join("target/offload");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["build", "-p", "ordo-clib", "--features", "offload", "--target-dir"])
+        .arg(&target)
+        .current_dir(workspace())
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo runs");
+    assert!(out.status.success(), "building libordo.so failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    target.join("debug")
+}
+
+/// (case, result, detail) lines of a conformance run.
+fn results(stdout: &[u8]) -> Vec<(String, String, String)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|l| {
+            let mut parts = l.splitn(3, '\t');
+            let mut next = || parts.next().unwrap_or("").to_string();
+            (next(), next(), next())
+        })
+        .collect()
+}
+
+#[test]
+fn conformance_suite_on_ordo_and_on_debians_liboffload() {
+    if !present(HEADER, "liboffload-22-dev") || !present(&format!("{LLVM_LIB}/libLLVMOffload.so.22.1"), "liboffload-22")
+    {
+        return;
+    }
+    let lib = build_library();
+    let dir = scratch();
+    let ordo_exe = dir.join("conformance-ordo");
+    let llvm_exe = dir.join("conformance-llvm");
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    compile("tests/offload/conformance.c", &ordo_exe, &[&format!("{}/libordo.so", lib.display()), &rpath, "-lpthread"]);
+    compile(
+        "tests/offload/conformance.c",
+        &llvm_exe,
+        &[&format!("-L{LLVM_LIB}"), "-lLLVMOffload", &format!("-Wl,-rpath,{LLVM_LIB}"), "-lpthread"],
+    );
+    // ordo's host platform: its program image is the built-in program's name.
+    let image = dir.join("host-image");
+    std::fs::write(&image, "ordo.builtin").unwrap();
+    let ordo = run(Command::new(&ordo_exe).env("OL_TEST_IMAGE", &image));
+    let llvm = run(&mut Command::new(&llvm_exe));
+    let (ordo_results, llvm_results) = (results(&ordo.stdout), results(&llvm.stdout));
+    assert!(ordo_results.len() >= 80, "the suite has {} cases", ordo_results.len());
+    assert_eq!(ordo_results.len(), llvm_results.len());
+
+    let mut table = String::from("case\tordo\tDebian liboffload 22.1.8\n");
+    let (mut agree, mut diverge) = (0, 0);
+    for ((case, ours, _), (case2, theirs, detail)) in ordo_results.iter().zip(&llvm_results) {
+        assert_eq!(case, case2);
+        let theirs = if theirs == "FAIL" || theirs == "CRASH" { format!("{theirs}: {detail}") } else { theirs.clone() };
+        if *ours == theirs {
+            agree += 1
+        } else {
+            diverge += 1
+        }
+        table.push_str(&format!("{case}\t{ours}\t{theirs}\n"));
+    }
+    println!("{table}\n{agree} cases agree, {diverge} diverge");
+    for (case, result, detail) in &ordo_results {
+        assert!(result == "PASS" || result == "SKIP", "ordo: {case}: {result} {detail}");
+    }
+    let passed = ordo_results.iter().filter(|(_, r, _)| r == "PASS").count();
+    assert!(passed >= 120, "ordo passes {passed} cases on the CPU");
+    assert!(ordo.stderr.is_empty(), "ordo wrote to stderr:\n{}", String::from_utf8_lossy(&ordo.stderr));
+
+    let expected = workspace().join("tests/offload/expected-cpu.tsv");
+    if std::env::var("ORDO_BLESS").is_ok() {
+        std::fs::write(&expected, &table).unwrap();
+    }
+    let want = std::fs::read_to_string(&expected).unwrap_or_default();
+    assert_eq!(table, want, "the table differs from tests/offload/expected-cpu.tsv (ORDO_BLESS=1 rewrites it)");
+}
+
+#[test]
+fn gpu_kernels_build_with_clang() {
+    if !present("/usr/bin/clang-22", "clang-22") {
+        return;
+    }
+    let dir = scratch().join("kernels");
+    let out = Command::new("bash").arg(workspace().join("tests/offload/build.sh")).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ptx = std::fs::read_to_string(dir.join("kernels.ptx")).unwrap();
+    for entry in ["vector_add_f32(", "add_global(", "mixed(", "empty("] {
+        assert!(ptx.contains(&format!(".entry {entry}")), "no {entry} in the PTX");
+    }
+    assert!(ptx.contains(".target sm_90") && ptx.contains("ol_test_global[16]"));
+}
