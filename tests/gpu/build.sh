@@ -29,4 +29,16 @@ if [ -x /usr/lib/llvm-22/bin/mlir-opt ]; then
 else
   echo "mlir-22-tools missing: gpu-bin/mlir not built" >&2
 fi
+# liboffload's API: libordo.so with feature `offload`, the conformance suite compiled here against
+# Debian's OffloadAPI.h (absent on the GPU machine), and its kernels as PTX from clang-22.
+if [ -f /usr/lib/llvm-22/include/offload/OffloadAPI.h ] && command -v clang-22 >/dev/null; then
+  cargo build --release -p ordo-clib --features offload --target-dir target/offload
+  mkdir -p gpu-bin/offload
+  cp target/offload/release/libordo.so gpu-bin/offload/libordo.so.0 && strip gpu-bin/offload/libordo.so.0
+  bash tests/offload/build.sh gpu-bin/offload
+  cc -std=gnu11 -O2 -I/usr/lib/llvm-22/include tests/offload/conformance.c gpu-bin/offload/libordo.so.0 \
+    -Wl,-rpath,'$ORIGIN' -lpthread -o gpu-bin/offload/conformance
+else
+  echo "liboffload-22-dev or clang-22 missing: gpu-bin/offload not built" >&2
+fi
 ls -la gpu-bin

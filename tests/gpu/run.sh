@@ -15,6 +15,7 @@ step() { # name, command...
   if [ $rc -eq 0 ]; then echo "PASS $name (${ms} ms)"; else echo "FAIL $name (rc=$rc)"; status=1; fi
   tail -n 40 "$out/$name.log"
   if [ -s "$out/$name.err" ]; then echo "--- stderr of $name:"; tail -n 20 "$out/$name.err"; fi
+  return $rc
 }
 
 echo "== machine"
@@ -87,6 +88,30 @@ else
   echo "FAIL mlir (gpu-bin/mlir was not built: no mlir-22-tools where build.sh ran)"; status=1
 fi
 
+echo "== liboffload's ol* API: the conformance suite with PTX (clang-22), cubin and fatbin images"
+if [ -x gpu-bin/offload/conformance ]; then
+  ptx=gpu-bin/offload/kernels.ptx
+  offload_images=(ptx="$ptx")
+  if command -v nvcc >/dev/null; then
+    step offload_cubin nvcc -cubin -arch=sm_$arch -o /tmp/kernels.cubin "$ptx" && offload_images+=(cubin=/tmp/kernels.cubin)
+    step offload_fatbin nvcc -fatbin -arch=sm_$arch -o /tmp/kernels.fatbin "$ptx" &&
+      offload_images+=(fatbin=/tmp/kernels.fatbin)
+    foreign=80; [ "$arch" = 80 ] && foreign=90
+    step offload_foreign nvcc -cubin -arch=sm_$foreign -o /tmp/foreign.cubin tests/gpu/empty.cu
+  fi
+  for entry in "${offload_images[@]}"; do
+    kind=${entry%%=*}
+    step "offload_conformance_$kind" env OL_TEST_IMAGE="${entry#*=}" OL_TEST_GLOBAL=ol_test_global \
+      OL_TEST_FOREIGN=/tmp/foreign.cubin gpu-bin/offload/conformance
+    echo "    $(grep -c $'\tPASS' "$out/offload_conformance_$kind.log") passed," \
+      "$(grep -c $'\tSKIP' "$out/offload_conformance_$kind.log") skipped:"
+    grep $'\tSKIP' "$out/offload_conformance_$kind.log" | sed 's/^/    /'
+    if [ -s "$out/offload_conformance_$kind.err" ]; then echo "FAIL offload_conformance_$kind wrote to stderr"; status=1; fi
+  done
+else
+  echo "FAIL offload (gpu-bin/offload was not built: no liboffload-22-dev or clang-22 where build.sh ran)"; status=1
+fi
+
 echo "== benchmarks"
 step bench gpu-bin/cuda_bench
 step ordo_bench gpu-bin/ordo bench
@@ -113,6 +138,14 @@ if [ -n "$cc" ] && [ -n "$cuda_inc" ] && [ -d gpu-bin/mlir ]; then
   step mlir_bench /tmp/mlir_bench "${upstream[@]}"
 else
   echo "FAIL mlir_bench (needs cc, cuda.h and gpu-bin/mlir)"; status=1
+fi
+
+if [ -n "$cc" ] && [ -n "$cuda_inc" ] && [ -x gpu-bin/offload/conformance ]; then
+  step offload_bench_build "$cc" -O2 -I"$cuda_inc" tests/gpu/offload_bench.c gpu-bin/offload/libordo.so.0 -lcuda \
+    -Wl,-rpath,"$PWD/gpu-bin/offload" -o /tmp/offload_bench
+  step offload_bench /tmp/offload_bench gpu-bin/offload/kernels.ptx
+else
+  echo "FAIL offload_bench (needs cc, cuda.h and gpu-bin/offload)"; status=1
 fi
 
 echo "== summary: $([ $status -eq 0 ] && echo ALL PASSED || echo FAILURES)"

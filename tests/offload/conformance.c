@@ -1154,6 +1154,22 @@ static const char *valid_binary_junk(void) {
   CHECK(!valid);
   return NULL;
 }
+/* A cubin for another architecture (OL_TEST_FOREIGN; the GPU run passes an sm_80 cubin on sm_90). */
+static const char *valid_binary_other_architecture(void) {
+  discover();
+  NEED_ACCEL();
+  const char *path = getenv("OL_TEST_FOREIGN");
+  if (!path) SKIP("no image for another architecture (OL_TEST_FOREIGN)");
+  FILE *f = fopen(path, "rb");
+  if (!f) return fmt("cannot open %s", path);
+  static char foreign[1 << 20];
+  size_t n = fread(foreign, 1, sizeof foreign, f);
+  fclose(f);
+  bool valid = true;
+  OK(olIsValidBinary(accel, foreign, n, &valid));
+  CHECK(!valid);
+  return NULL;
+}
 static const char *valid_binary_zero_size(void) {
   discover();
   bool valid = true;
@@ -1596,7 +1612,7 @@ static const struct {
     CASE(program_create_destroy), CASE(program_image_is_copied), CASE(program_null_data), CASE(program_null_out),
     CASE(program_zero_size), CASE(program_invalid_binary), CASE(program_destroyed_twice),
     CASE(program_destroy_forged), CASE(program_on_host_device),
-    CASE(valid_binary_true), CASE(valid_binary_junk), CASE(valid_binary_zero_size), CASE(valid_binary_null_out),
+    CASE(valid_binary_true), CASE(valid_binary_junk), CASE(valid_binary_other_architecture), CASE(valid_binary_zero_size), CASE(valid_binary_null_out),
     CASE(symbol_same_name_same_handle), CASE(symbol_not_found), CASE(symbol_unknown_kind), CASE(symbol_null_name),
     CASE(symbol_info_kernel_has_no_address), CASE(symbol_stale_after_program_destroyed), CASE(symbol_info_forged),
     CASE(global_variable), CASE(global_variable_is_not_freed),

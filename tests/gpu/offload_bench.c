@@ -1,0 +1,163 @@
+/* liboffload's olLaunchKernel through libordo.so vs a raw cuLaunchKernel loop, in one process,
+ * ABBA rounds, per-round ratios with quartiles. Both sides launch the same kernels from the same
+ * PTX (tests/offload/kernels.ptx, built by clang-22) on a blocking stream (ordo's queues are
+ * blocking streams, so that work without a queue is ordered after them), in the device's primary
+ * context (the one ordo uses):
+ *   1. `empty()`: no arguments;
+ *   2. `vector_add_f32(a, b, c, n)` with n = 0: four arguments, split from the packed struct by
+ *      the kernel's parameter layout on ordo's side, passed as kernelParams on the driver's.
+ * Each arm: batches of 1000 launches then a synchronise (24 rounds), and 301 rounds of 200.
+ * Target <= 1.02x. The ol* functions are declared here (the GPU machine has no OffloadAPI.h; the
+ * types are the header's, checked on the CPU by tests/offload/layout.c).
+ * Built on the GPU machine: cc -O2 -I<cuda>/include offload_bench.c libordo.so.0 -lcuda
+ * Usage: offload_bench kernels.ptx */
+#include <cuda.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct { uint32_t Code; const char *Details; } ol_error_struct_t;
+typedef const ol_error_struct_t *ol_result_t;
+typedef void *ol_handle;
+typedef struct { uint32_t x, y, z; } ol_dimensions_t;
+typedef struct {
+  size_t Dimensions;
+  ol_dimensions_t NumGroups, GroupSize;
+  size_t DynSharedMemory;
+} ol_kernel_launch_size_args_t;
+ol_result_t olInit(void);
+ol_result_t olShutDown(void);
+ol_result_t olIterateDevices(bool (*cb)(ol_handle, void *), void *data);
+ol_result_t olGetDeviceInfo(ol_handle device, uint32_t prop, size_t size, void *value);
+ol_result_t olCreateQueue(ol_handle device, ol_handle *queue);
+ol_result_t olDestroyQueue(ol_handle queue);
+ol_result_t olSyncQueue(ol_handle queue);
+ol_result_t olCreateProgram(ol_handle device, const void *data, size_t size, ol_handle *program);
+ol_result_t olDestroyProgram(ol_handle program);
+ol_result_t olGetSymbol(ol_handle program, const char *name, uint32_t kind, ol_handle *symbol);
+ol_result_t olLaunchKernel(ol_handle queue, ol_handle device, ol_handle kernel, const void *args, size_t size,
+                           const ol_kernel_launch_size_args_t *launch);
+
+#define CU(x)                                                                              \
+  do {                                                                                     \
+    CUresult r_ = (x);                                                                     \
+    if (r_ != CUDA_SUCCESS) { fprintf(stderr, "%s failed: %d\n", #x, (int)r_); exit(1); } \
+  } while (0)
+#define OL(x)                                                                                        \
+  do {                                                                                               \
+    ol_result_t r_ = (x);                                                                            \
+    if (r_) { fprintf(stderr, "%s failed: %u %s\n", #x, r_->Code, r_->Details); exit(1); }          \
+  } while (0)
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+static ol_handle gpu, queue, program, ol_empty, ol_add;
+static CUstream stream;
+static CUfunction raw_empty, raw_add;
+static const ol_kernel_launch_size_args_t one = {1, {1, 1, 1}, {1, 1, 1}, 0};
+static struct { const float *a, *b; float *c; uint32_t n; } add_args;
+
+static bool first_gpu(ol_handle d, void *u) {
+  (void)u;
+  uint32_t type = 0;
+  if (!olGetDeviceInfo(d, 0 /* OL_DEVICE_INFO_TYPE */, sizeof type, &type) && type == 2 /* GPU */ && !gpu) gpu = d;
+  return true;
+}
+
+static double raw_batch(CUfunction f, void **params, int n) {
+  double t = now();
+  for (int i = 0; i < n; i++) CU(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL));
+  CU(cuStreamSynchronize(stream));
+  return (now() - t) / n;
+}
+
+static double ol_batch(ol_handle k, const void *args, size_t size, int n) {
+  double t = now();
+  for (int i = 0; i < n; i++) OL(olLaunchKernel(queue, gpu, k, args, size, &one));
+  OL(olSyncQueue(queue));
+  return (now() - t) / n;
+}
+
+enum { LONG = 1000, ROUNDS = 24, SHORT = 200, SHORT_ROUNDS = 301 };
+static void *add_params[4];
+static double raw_empty_long(void) { return raw_batch(raw_empty, NULL, LONG); }
+static double ol_empty_long(void) { return ol_batch(ol_empty, NULL, 0, LONG); }
+static double raw_empty_short(void) { return raw_batch(raw_empty, NULL, SHORT); }
+static double ol_empty_short(void) { return ol_batch(ol_empty, NULL, 0, SHORT); }
+static double raw_add_long(void) { return raw_batch(raw_add, add_params, LONG); }
+static double ol_add_long(void) { return ol_batch(ol_add, &add_args, sizeof add_args, LONG); }
+static double raw_add_short(void) { return raw_batch(raw_add, add_params, SHORT); }
+static double ol_add_short(void) { return ol_batch(ol_add, &add_args, sizeof add_args, SHORT); }
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void report(const char *name, double (*bare)(void), double (*ordo)(void), int rounds) {
+  double *ratios = malloc(sizeof(double) * rounds), b_sum = 0, o_sum = 0;
+  for (int r = 0; r < rounds; r++) { /* ABBA */
+    double b1 = bare(), o1 = ordo(), o2 = ordo(), b2 = bare();
+    ratios[r] = (o1 + o2) / (b1 + b2);
+    b_sum += b1 + b2;
+    o_sum += o1 + o2;
+  }
+  qsort(ratios, rounds, sizeof ratios[0], cmp);
+  printf("| %s | %.0f ns | %.0f ns | %.3f [%.3f, %.3f] | <= 1.02 |\n", name, b_sum / (2 * rounds),
+         o_sum / (2 * rounds), ratios[rounds / 2], ratios[rounds / 4], ratios[(3 * rounds) / 4]);
+  free(ratios);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) { fprintf(stderr, "usage: offload_bench kernels.ptx\n"); return 2; }
+  FILE *f = fopen(argv[1], "rb");
+  if (!f) { perror(argv[1]); return 1; }
+  static char ptx[1 << 20];
+  size_t len = fread(ptx, 1, sizeof ptx - 1, f);
+  fclose(f);
+  ptx[len] = 0;
+  OL(olInit());
+  OL(olIterateDevices(first_gpu, NULL));
+  if (!gpu) { fprintf(stderr, "no GPU device\n"); return 1; }
+  OL(olCreateQueue(gpu, &queue));
+  OL(olCreateProgram(gpu, ptx, len, &program));
+  OL(olGetSymbol(program, "empty", 0, &ol_empty));
+  OL(olGetSymbol(program, "vector_add_f32", 0, &ol_add));
+  CUdevice dev;
+  CUcontext ctx;
+  CUmodule module;
+  CU(cuInit(0));
+  CU(cuDeviceGet(&dev, 0));
+  CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CU(cuCtxSetCurrent(ctx));
+  CU(cuModuleLoadData(&module, ptx));
+  CU(cuModuleGetFunction(&raw_empty, module, "empty"));
+  CU(cuModuleGetFunction(&raw_add, module, "vector_add_f32"));
+  CU(cuStreamCreate(&stream, CU_STREAM_DEFAULT));
+  add_params[0] = &add_args.a;
+  add_params[1] = &add_args.b;
+  add_params[2] = &add_args.c;
+  add_params[3] = &add_args.n;
+  raw_empty_long(); ol_empty_long(); raw_add_long(); ol_add_long(); /* warm-up */
+  printf("| benchmark | cuLaunchKernel | olLaunchKernel (libordo) | ordo / driver, per-round median [p25, p75] | target |\n");
+  printf("|---|---|---|---|---|\n");
+  report("empty kernel, batches of 1000 then a synchronise, 24 rounds", raw_empty_long, ol_empty_long, ROUNDS);
+  report("empty kernel, 301 rounds of 200", raw_empty_short, ol_empty_short, SHORT_ROUNDS);
+  report("vector_add_f32 (4 arguments, packed and split), batches of 1000, 24 rounds", raw_add_long, ol_add_long,
+         ROUNDS);
+  report("vector_add_f32, 301 rounds of 200", raw_add_short, ol_add_short, SHORT_ROUNDS);
+  CU(cuStreamDestroy(stream));
+  CU(cuModuleUnload(module));
+  CU(cuDevicePrimaryCtxRelease(dev));
+  OL(olDestroyQueue(queue));
+  OL(olDestroyProgram(program));
+  OL(olShutDown());
+  return 0;
+}
