@@ -688,6 +688,14 @@ ordo_status_t ordo_event_elapsed_ms(struct ordo_event_t start, struct ordo_event
 // `f(data)` must be sound to call once from any thread.
 ordo_status_t ordo_queue_host_function(struct ordo_queue_t queue, ordo_host_fn_t f, void *data);
 
+// `*out` = the driver's own handle of a queue (CUDA: its `CUstream`), for interoperation: work
+// put on it directly is ordered with the queue's. It stays valid while the queue lives.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_queue_native(struct ordo_queue_t queue, void **out);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -29,8 +29,7 @@ use std::sync::Mutex;
 
 use ordo_core::{
     BackendKind, CopyKind, Device, DeviceInfo, DevicePtr, Error, ErrorCode, Event, Global, InfoValue, Kernel,
-    KernelArgs, LaunchDims, MAX_KERNEL_PARAMS, MemKind, ObjectKind, ParamSlot, Platform, Program, Queue, RawHandle,
-    Shutdown,
+    KernelArgs, LaunchDims, MemKind, ObjectKind, ParamSlot, Platform, Program, Queue, RawHandle, Shutdown,
 };
 
 use crate::runtime;
@@ -860,16 +859,28 @@ unsafe fn launch_packed(
         if size < end {
             return Err(err(OL_ERRC_INVALID_SIZE, "ArgumentsSize is smaller than the kernel's parameters"));
         }
-        let mut params = [core::ptr::null_mut::<c_void>(); MAX_KERNEL_PARAMS];
-        let mut sizes = [0usize; MAX_KERNEL_PARAMS];
-        for (i, s) in layout.iter().enumerate() {
+        // Kernels with few parameters (nearly all) split into a small stack array; others into
+        // heap vectors (a launch of such a kernel costs an allocation).
+        const INLINE: usize = 16;
+        let arg = |s: &ParamSlot| {
             // SAFETY: `offset + size <= end <= size` bytes of `data`.
-            params[i] = unsafe { data.cast::<u8>().add(s.offset as usize) }.cast_mut().cast();
-            sizes[i] = s.size as usize;
-        }
-        let n = layout.len();
-        let args = KernelArgs::new(&params[..n], &sizes[..n])
-            .map_err(|e| OlError { code: code_of(&e, Arg::Other), detail: e.message })?;
+            unsafe { data.cast::<u8>().add(s.offset as usize) }.cast_mut().cast::<c_void>()
+        };
+        let (mut inline_params, mut inline_sizes) = ([core::ptr::null_mut(); INLINE], [0usize; INLINE]);
+        let (heap_params, heap_sizes): (Vec<*mut c_void>, Vec<usize>);
+        let (params, sizes): (&[*mut c_void], &[usize]) = if layout.len() <= INLINE {
+            for (i, s) in layout.iter().enumerate() {
+                inline_params[i] = arg(s);
+                inline_sizes[i] = s.size as usize;
+            }
+            (&inline_params[..layout.len()], &inline_sizes[..layout.len()])
+        } else {
+            heap_params = layout.iter().map(arg).collect();
+            heap_sizes = layout.iter().map(|s| s.size as usize).collect();
+            (&heap_params, &heap_sizes)
+        };
+        let args =
+            KernelArgs::new(params, sizes).map_err(|e| OlError { code: code_of(&e, Arg::Other), detail: e.message })?;
         // SAFETY: each pointer points at its parameter's bytes in the caller's buffer.
         let r = unsafe { runtime().launch_on(device, q, kernel, dims, &args) };
         r.map_err(|e| launch_error(e, device, q))

@@ -125,3 +125,16 @@ pub unsafe extern "C" fn ordo_queue_host_function(
         status(unsafe { runtime().queue_host_function(q(queue), f, data) })
     })
 }
+
+/// `*out` = the driver's own handle of a queue (CUDA: its `CUstream`), for interoperation: work
+/// put on it directly is ordered with the queue's. It stays valid while the queue lives.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_queue_native(queue: ordo_queue_t, out: *mut *mut core::ffi::c_void) -> ordo_status_t {
+    crate::boundary::produce(out, "out is NULL", || {
+        runtime().queue_native(q(queue)).map(|raw| raw as usize as *mut core::ffi::c_void)
+    })
+}

@@ -7,7 +7,7 @@
  * RESULT one of PASS, FAIL, SKIP, CRASH. Where the header is silent, a case expects what ordo
  * documents (README, "liboffload's API"), and says so in its comment.
  *
- * The device under test is the first device that is not liboffload's host device. Its program
+ * The device under test is the first GPU, else the first device that is not liboffload's host device. Its program
  * image comes from the file named by OL_TEST_IMAGE (CUDA: PTX built by clang-22 from
  * kernels.cpp; ordo's host platform: a file holding "ordo.builtin"); the image has the kernel
  * vector_add_f32(const float *, const float *, float *, uint32_t) and, when OL_TEST_GLOBAL names
@@ -60,6 +60,7 @@ static char *image;
 static size_t image_size;
 static const char *global_name;
 static int devices_seen;
+static bool accel_is_gpu;
 
 static bool find(ol_device_handle_t d, void *u) {
   (void)u;
@@ -68,8 +69,9 @@ static bool find(ol_device_handle_t d, void *u) {
   if (olGetDeviceInfo(d, OL_DEVICE_INFO_TYPE, sizeof t, &t)) return true;
   if (t == OL_DEVICE_TYPE_HOST) {
     if (!host_dev) host_dev = d;
-  } else if (!accel) {
-    accel = d;
+  } else if (!accel || (t == OL_DEVICE_TYPE_GPU && !accel_is_gpu)) {
+    accel = d; /* a GPU is preferred to any other device */
+    accel_is_gpu = t == OL_DEVICE_TYPE_GPU;
   }
   return true;
 }
@@ -78,6 +80,7 @@ static bool find(ol_device_handle_t d, void *u) {
 static void discover(void) {
   host_dev = accel = NULL;
   devices_seen = 0;
+  accel_is_gpu = false;
   olIterateDevices(find, NULL);
   if (accel) {
     ol_platform_handle_t p;

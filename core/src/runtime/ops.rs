@@ -397,6 +397,13 @@ impl Runtime {
 
     // ---- queues ---------------------------------------------------------------------------
 
+    /// The backend's own value for a queue (CUDA: its `CUstream`; the host backend: a counter),
+    /// for interoperation with the driver. It names the queue only while the queue lives; work
+    /// the caller puts on it directly is outside ordo's bookkeeping.
+    pub fn queue_native(&self, queue: Queue) -> Result<u64> {
+        self.with_shared(|t| self.queue(t, queue).map(|(_, raw)| raw))
+    }
+
     /// Enqueues `f(data)` on a queue (liboffload's `olLaunchHostFunction`): it runs on the host
     /// after all work submitted to the queue before it, and work submitted after it waits for it
     /// to return. On the host backend it runs before this call returns. `Unsupported` from
