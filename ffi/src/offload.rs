@@ -546,11 +546,19 @@ fn sync_queue(d: Device) -> OlResult<Queue> {
         }
     }
     let q = on(Arg::Device, rt.queue_create(d))?;
-    if let Some(old) = side(|s| s.sync_queue.insert(d.to_raw(), q.to_raw())) {
-        // Another thread made one meanwhile (or the old one went stale): keep one.
-        let _ = rt.queue_destroy(Queue::from_raw(old));
+    // Another thread may have made one meanwhile and be using it: keep that one (never destroy
+    // a queue another thread may hold) unless it went stale.
+    let kept = side(|s| match s.sync_queue.get(&d.to_raw()) {
+        Some(&other) if rt.queue_device(Queue::from_raw(other)) == Ok(d) => other,
+        _ => {
+            s.sync_queue.insert(d.to_raw(), q.to_raw());
+            q.to_raw()
+        }
+    });
+    if kept != q.to_raw() {
+        let _ = rt.queue_destroy(q);
     }
-    Ok(q)
+    Ok(Queue::from_raw(kept))
 }
 
 // ---- info queries -----------------------------------------------------------------------------
@@ -837,9 +845,36 @@ thread_local! {
     /// This thread's recent kernel parameter layouts (kernel handle, layout). A handle is never
     /// reused, so an entry stays right for as long as its kernel lives; a stale kernel fails in
     /// the launch itself.
-    static LAYOUTS: RefCell<Vec<(u64, Box<[ParamSlot]>)>> = const { RefCell::new(Vec::new()) };
+    /// Plain data (no destructor), so that reaching it costs no registration check.
+    static LAYOUTS: RefCell<LayoutCache> = const { RefCell::new(LayoutCache::EMPTY) };
 }
-const LAYOUT_CACHE: usize = 16;
+
+/// Layouts of up to `CACHED_PARAMS` parameters of the last `LAYOUT_CACHE` kernels launched.
+struct LayoutCache {
+    entries: [(u64, u8, [ParamSlot; CACHED_PARAMS]); LAYOUT_CACHE],
+    next: usize,
+}
+const LAYOUT_CACHE: usize = 8;
+const CACHED_PARAMS: usize = 16;
+
+impl LayoutCache {
+    const EMPTY: Self =
+        Self { entries: [(0, 0, [ParamSlot { offset: 0, size: 0 }; CACHED_PARAMS]); LAYOUT_CACHE], next: 0 };
+
+    fn find(&self, kernel: u64) -> Option<&[ParamSlot]> {
+        let (_, n, slots) = self.entries.iter().find(|(k, _, _)| *k == kernel)?;
+        Some(&slots[..usize::from(*n)])
+    }
+
+    fn insert(&mut self, kernel: u64, layout: &[ParamSlot]) {
+        if layout.len() <= CACHED_PARAMS {
+            let (k, n, slots) = &mut self.entries[self.next];
+            (*k, *n) = (kernel, layout.len() as u8);
+            slots[..layout.len()].copy_from_slice(layout);
+            self.next = (self.next + 1) % LAYOUT_CACHE;
+        }
+    }
+}
 
 /// Splits the packed argument buffer by the kernel's layout and launches.
 ///
@@ -885,11 +920,8 @@ unsafe fn launch_packed(
         let r = unsafe { runtime().launch_on(device, q, kernel, dims, &args) };
         r.map_err(|e| launch_error(e, device, q))
     };
-    let cached = LAYOUTS.with(|cache| {
-        let cache = cache.try_borrow().ok()?;
-        let (_, layout) = cache.iter().find(|(k, _)| *k == kernel.to_raw())?;
-        Some(with_layout(layout))
-    });
+    // (A launch from inside a host kernel finds the cache borrowed and takes the slow path.)
+    let cached = LAYOUTS.with(|cache| Some(with_layout(cache.try_borrow().ok()?.find(kernel.to_raw())?)));
     if let Some(r) = cached {
         return r;
     }
@@ -897,10 +929,7 @@ unsafe fn launch_packed(
     let r = with_layout(&layout);
     LAYOUTS.with(|cache| {
         if let Ok(mut cache) = cache.try_borrow_mut() {
-            if cache.len() == LAYOUT_CACHE {
-                cache.remove(0);
-            }
-            cache.push((kernel.to_raw(), layout.as_slice().into()));
+            cache.insert(kernel.to_raw(), &layout);
         }
     });
     r
