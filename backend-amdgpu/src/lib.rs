@@ -272,6 +272,30 @@ impl Backend for AmdgpuBackend {
         // SAFETY: forwarded contract.
         self.with_gpu(device, |_, _| Ok(unsafe { program::from_value(kernel) }.meta.explicit().count()))
     }
+
+    unsafe fn kernel_param_layout(
+        &self,
+        device: u32,
+        kernel: u64,
+        out: &mut ordo_core::ParamLayout,
+    ) -> BackendResult<()> {
+        self.with_gpu(device, |_, _| {
+            out.clear();
+            // SAFETY: forwarded contract. The explicit arguments' kernarg offsets and sizes, from
+            // the code object's metadata.
+            for a in unsafe { program::from_value(kernel) }.meta.explicit() {
+                let slot = ordo_core::ParamSlot { offset: a.offset, size: a.size };
+                if out.push(slot).is_err() {
+                    return Err(BackendError::new(
+                        ErrorCode::Unsupported,
+                        0,
+                        "kernel has more than MAX_KERNEL_PARAMS arguments",
+                    ));
+                }
+            }
+            Ok(())
+        })
+    }
 }
 
 #[cfg(test)]

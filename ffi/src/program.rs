@@ -206,8 +206,8 @@ pub unsafe extern "C" fn ordo_program_global(
 /// A kernel's parameter layout: up to `capacity` slots (offset and size of each parameter in a
 /// packed argument buffer, in order) into `out`, and the number of parameters into `*count`
 /// (`out` may be NULL when `capacity` is 0, to ask for the count). CUDA: from the driver (12.4
-/// and up); the host platform: from its kernels' declared sizes; `ORDO_ERROR_UNSUPPORTED` on
-/// AMDGPU. `ORDO_ERROR_INVALID_SIZE` when `capacity` is non-zero but below the count.
+/// and up); AMDGPU: from the code object's metadata; the host platform: from its kernels'
+/// declared sizes. `ORDO_ERROR_INVALID_SIZE` when `capacity` is non-zero but below the count.
 ///
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function

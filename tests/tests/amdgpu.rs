@@ -155,6 +155,10 @@ fn work_with_checked_numbers_and_teardown_with_live_objects() {
     assert_eq!(rt.kernel_get(program, "vector_add_f32").unwrap(), add, "same name, same handle");
     let reduce = rt.kernel_get(program, "reduce_sum_f32").unwrap();
     let mixed = rt.kernel_get(program, "mixed_args").unwrap();
+    // Its parameter layout, from the code object's metadata (liboffload's packed arguments):
+    // float, float*, long, local float*, char, uint.
+    let layout: Vec<(u32, u32)> = rt.kernel_param_layout(mixed).unwrap().iter().map(|s| (s.offset, s.size)).collect();
+    assert_eq!(layout, [(0, 4), (8, 8), (16, 8), (24, 4), (28, 1), (32, 4)]);
     let (pa, pb, pc, ps, n) = (a.0, b.0, c.0, sum.0, N as u32);
     let dims = LaunchDims::linear((N as u32).div_ceil(64), 64);
     // SAFETY: arguments as the kernels declare, over live allocations of N floats.

@@ -678,9 +678,8 @@ impl Runtime {
     }
 
     /// A kernel's parameter layout: the offset and size of each parameter in a packed argument
-    /// buffer, in order (CUDA: `cuFuncGetParamInfo`, drivers 12.4 and up; the host backend: the
-    /// sizes its kernels declare, in C struct layout). `Unsupported` where the backend cannot
-    /// tell (AMDGPU).
+    /// buffer, in order (CUDA: `cuFuncGetParamInfo`, drivers 12.4 and up; AMDGPU: the code
+    /// object's metadata; the host backend: the sizes its kernels declare, in C struct layout).
     pub fn kernel_param_layout(&self, kernel: Kernel) -> Result<ParamLayout> {
         self.with_shared(|t| {
             let k = t.kernels.get(kernel.0)?;
