@@ -4,7 +4,8 @@
 //! table of where they agree and diverge; the table must equal `tests/offload/expected-cpu.tsv`
 //! (`ORDO_BLESS=1` rewrites it). ordo must pass every case it does not skip, with empty stderr.
 //! The GPU kernels (`tests/offload/build.sh`, clang-22) are built here too. With `CI=true` a
-//! missing liboffload-22-dev or clang-22 fails the test; otherwise it is skipped with the reason.
+//! missing liboffload-22-dev, clang-22 or valgrind fails the test; otherwise it is skipped with the
+//! reason. The suite also runs on ordo under valgrind memcheck.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -318,6 +319,32 @@ fn conformance_suite_on_ordo_and_on_debians_liboffload() {
     }
     let want = std::fs::read_to_string(&expected).unwrap_or_default();
     assert_eq!(table, want, "the table differs from tests/offload/expected-cpu.tsv (ORDO_BLESS=1 rewrites it)");
+}
+
+/// The whole suite on ordo under valgrind memcheck (every child process too): no invalid read or
+/// write, no use of uninitialised memory, anywhere in ordo's `ol*` paths on the CPU.
+#[test]
+fn conformance_suite_on_ordo_under_valgrind() {
+    if !present(HEADER, "liboffload-22-dev") || !present("/usr/bin/valgrind", "valgrind") {
+        return;
+    }
+    let lib = build_library();
+    let dir = scratch();
+    let exe = dir.join("conformance-ordo-valgrind");
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    compile("tests/offload/conformance.c", &exe, &[&format!("{}/libordo.so", lib.display()), &rpath, "-lpthread"]);
+    let image = dir.join("host-image-valgrind");
+    std::fs::write(&image, "ordo.builtin").unwrap();
+    let out = Command::new("valgrind")
+        .args(["-q", "--error-exitcode=9", "--leak-check=no"])
+        .arg(&exe)
+        .env("OL_TEST_IMAGE", &image)
+        .output()
+        .expect("valgrind runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "valgrind reported:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(results(&out.stdout).iter().filter(|(_, r, _)| r == "PASS").count() >= 120, "{stdout}");
 }
 
 #[test]
