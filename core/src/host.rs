@@ -794,6 +794,8 @@ mod tests {
         let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
         let m = RT.mem_alloc(d, MemKind::Device, 32).unwrap();
         let q = RT.queue_create(d).unwrap();
+        // (The arena is shared with the other test: its memory may hold that test's bytes.)
+        RT.copy_to_device(m, &[0; 32]).unwrap();
         RT.fill_pattern(m.offset(1), &[1, 2, 3], 30, Some(q)).unwrap();
         let mut out = [0u8; 32];
         RT.copy_from_device(&mut out, m).unwrap();
