@@ -6,6 +6,8 @@
  *   1. `empty()`: no arguments;
  *   2. `vector_add_f32(a, b, c, n)` with n = 0: four arguments, split from the packed struct by
  *      the kernel's parameter layout on ordo's side, passed as kernelParams on the driver's.
+ * Diagnosis rows (informational) separate the parts: the driver call on the very stream behind
+ * ordo's queue (ordo_queue_native), ordo's own C ABI (ordo_launch) on the same queue and kernel.
  * Each arm: batches of 1000 launches then a synchronise (24 rounds), and 301 rounds of 200.
  * Target <= 1.02x. The ol* functions are declared here (the GPU machine has no OffloadAPI.h; the
  * types are the header's, checked on the CPU by tests/offload/layout.c).
@@ -32,6 +34,10 @@ typedef struct {
 } ol_kernel_launch_size_args_t;
 typedef struct { uint64_t raw; } ordo_queue_t;
 int ordo_queue_native(ordo_queue_t queue, void **out); /* ordo's C ABI: the queue's CUstream */
+typedef struct { uint64_t raw; } ordo_kernel_t;
+typedef struct { uint32_t grid[3], block[3], shared_mem_bytes; } ordo_launch_dims_t;
+int ordo_launch(ordo_queue_t queue, ordo_kernel_t kernel, const ordo_launch_dims_t *dims, void *const *args,
+                const size_t *sizes, uint32_t count);
 ol_result_t olInit(void);
 ol_result_t olShutDown(void);
 ol_result_t olIterateDevices(bool (*cb)(ol_handle, void *), void *data);
@@ -116,6 +122,18 @@ static double ol_add_long(void) { return ol_batch(ol_add, &add_args, sizeof add_
 static double raw_add_short(void) { return raw_batch(raw_add, add_params, SHORT); }
 static double ol_add_short(void) { return ol_batch(ol_add, &add_args, sizeof add_args, SHORT); }
 
+/* ordo's own C ABI on the same queue and kernel (the ol handles are ordo handles): separates
+ * the ol* layer from ordo's core. */
+static double ordo_c_empty(void) {
+  const ordo_launch_dims_t d = {{1, 1, 1}, {1, 1, 1}, 0};
+  ordo_queue_t q = {(uint64_t)(uintptr_t)queue};
+  ordo_kernel_t k = {(uint64_t)(uintptr_t)ol_empty};
+  double t = now();
+  for (int i = 0; i < LONG_N; i++)
+    if (ordo_launch(q, k, &d, NULL, NULL, 0)) { fprintf(stderr, "ordo_launch failed\n"); exit(1); }
+  OL(olSyncQueue(queue));
+  return (now() - t) / LONG_N;
+}
 static double raw_add_enqueue(void) { return raw_timed(raw_add, add_params, 100, 1); }
 static double ol_add_enqueue(void) { return ol_timed(ol_add, &add_args, sizeof add_args, 100, 1); }
 
@@ -189,6 +207,10 @@ int main(int argc, char **argv) {
                 raw_empty_long, raw_on_ordo_stream, ROUNDS, "(informational)");
   report_target("diagnosis: olLaunchKernel vs cuLaunchKernel on ordo's own stream (empty kernel, 1000)",
                 raw_on_ordo_stream, ol_empty_long, ROUNDS, "(informational)");
+  report_target("diagnosis: ordo_launch (ordo's C ABI) vs cuLaunchKernel on ordo's own stream (empty kernel, 1000)",
+                raw_on_ordo_stream, ordo_c_empty, ROUNDS, "(informational)");
+  report_target("diagnosis: olLaunchKernel vs ordo_launch, same queue and kernel (empty kernel, 1000)", ordo_c_empty,
+                ol_empty_long, ROUNDS, "(informational)");
   report_target("host time of a vector_add_f32 launch (100 enqueued, timed before the synchronise)",
                 raw_add_enqueue, ol_add_enqueue, SHORT_ROUNDS, "(informational)");
   CU(cuStreamDestroy(stream));
