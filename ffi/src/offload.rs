@@ -619,11 +619,16 @@ impl Info {
     }
 }
 
-/// The body of an `ol*Info` call: value size checks, then the write.
+/// The body of an `ol*Info` call after its handle checks: a non-NULL value of non-zero size, the
+/// query, then the write when the value fits.
 ///
 /// # Safety
 /// `value` is NULL or valid for `size` bytes.
-unsafe fn info_out(size: usize, value: *mut c_void, query: impl FnOnce() -> OlResult<Info>) -> OlResult<()> {
+unsafe fn value_out(size: usize, value: *mut c_void, query: impl FnOnce() -> OlResult<Info>) -> OlResult<()> {
+    pointer(value, "NULL == PropValue")?;
+    if size == 0 {
+        return Err(err(OL_ERRC_INVALID_SIZE, "PropSize == 0"));
+    }
     let v = query()?;
     if size < v.size() {
         return Err(err(OL_ERRC_INVALID_SIZE, "PropSize is less than the size of the property's value"));
@@ -633,12 +638,15 @@ unsafe fn info_out(size: usize, value: *mut c_void, query: impl FnOnce() -> OlRe
     Ok(())
 }
 
-/// The value checks every `ol*Info` call makes before its query: a non-NULL value of non-zero size.
-fn info_args(size: usize, value: *mut c_void) -> OlResult<()> {
-    pointer(value, "NULL == PropValue")?;
-    if size == 0 {
-        return Err(err(OL_ERRC_INVALID_SIZE, "PropSize == 0"));
-    }
+/// The body of an `ol*InfoSize` call after its handle checks.
+///
+/// # Safety
+/// `ret` is NULL or writable.
+unsafe fn size_out(ret: *mut usize, query: impl FnOnce() -> OlResult<Info>) -> OlResult<()> {
+    pointer(ret, "NULL == PropSizeRet")?;
+    let size = query()?.size();
+    // SAFETY: non-NULL, writable by the caller's contract.
+    unsafe { ret.write(size) };
     Ok(())
 }
 
@@ -1047,9 +1055,8 @@ ol_api! {
     ) {
         ready()?;
         handle(platform_h, "NULL == Platform")?;
-        info_args(PropSize, PropValue)?;
-        // SAFETY: `PropValue` is valid for `PropSize` bytes (the caller's contract).
-        unsafe { info_out(PropSize, PropValue, || platform_info(platform_h, PropName)) }
+        // SAFETY: `PropValue` is NULL or valid for `PropSize` bytes (the caller's contract).
+        unsafe { value_out(PropSize, PropValue, || platform_info(platform_h, PropName)) }
     }
 
     /// The size of a platform property.
@@ -1058,11 +1065,8 @@ ol_api! {
     ) {
         ready()?;
         handle(platform_h, "NULL == Platform")?;
-        pointer(PropSizeRet, "NULL == PropSizeRet")?;
-        let size = platform_info(platform_h, PropName)?.size();
-        // SAFETY: non-NULL, writable by the caller's contract.
-        unsafe { PropSizeRet.write(size) };
-        Ok(())
+        // SAFETY: `PropSizeRet` is NULL or writable (the caller's contract).
+        unsafe { size_out(PropSizeRet, || platform_info(platform_h, PropName)) }
     }
 
     /// A device property.
@@ -1071,9 +1075,8 @@ ol_api! {
     ) {
         ready()?;
         handle(device_h, "NULL == Device")?;
-        info_args(PropSize, PropValue)?;
-        // SAFETY: as in olGetPlatformInfo.
-        unsafe { info_out(PropSize, PropValue, || device_info(device_h, PropName)) }
+        // SAFETY: `PropValue` is NULL or valid for `PropSize` bytes (the caller's contract).
+        unsafe { value_out(PropSize, PropValue, || device_info(device_h, PropName)) }
     }
 
     /// The size of a device property.
@@ -1082,11 +1085,8 @@ ol_api! {
     ) {
         ready()?;
         handle(device_h, "NULL == Device")?;
-        pointer(PropSizeRet, "NULL == PropSizeRet")?;
-        let size = device_info(device_h, PropName)?.size();
-        // SAFETY: as in olGetPlatformInfoSize.
-        unsafe { PropSizeRet.write(size) };
-        Ok(())
+        // SAFETY: `PropSizeRet` is NULL or writable (the caller's contract).
+        unsafe { size_out(PropSizeRet, || device_info(device_h, PropName)) }
     }
 
     /// Allocates memory on a device (not on liboffload's host device: `OL_ERRC_UNSUPPORTED`).
@@ -1125,20 +1125,16 @@ ol_api! {
     ) {
         ready()?;
         pointer(Ptr, "NULL == Ptr")?;
-        info_args(PropSize, PropValue)?;
-        // SAFETY: as in olGetPlatformInfo.
-        unsafe { info_out(PropSize, PropValue, || mem_info(Ptr, PropName)) }
+        // SAFETY: `PropValue` is NULL or valid for `PropSize` bytes (the caller's contract).
+        unsafe { value_out(PropSize, PropValue, || mem_info(Ptr, PropName)) }
     }
 
     /// The size of an allocation property.
     fn olGetMemInfoSize / olGetMemInfoSizeWithCodeLoc(Ptr: *const c_void, PropName: u32, PropSizeRet: *mut usize) {
         ready()?;
         pointer(Ptr, "NULL == Ptr")?;
-        pointer(PropSizeRet, "NULL == PropSizeRet")?;
-        let size = mem_info(Ptr, PropName)?.size();
-        // SAFETY: as in olGetPlatformInfoSize.
-        unsafe { PropSizeRet.write(size) };
-        Ok(())
+        // SAFETY: `PropSizeRet` is NULL or writable (the caller's contract).
+        unsafe { size_out(PropSizeRet, || mem_info(Ptr, PropName)) }
     }
 
     /// Registers (page-locks and maps) host memory with a device; `*PinnedPtr` = `Ptr` (ordo
@@ -1312,20 +1308,16 @@ ol_api! {
     ) {
         ready()?;
         handle(queue_h, "NULL == Queue")?;
-        info_args(PropSize, PropValue)?;
-        // SAFETY: as in olGetPlatformInfo.
-        unsafe { info_out(PropSize, PropValue, || queue_info(queue_h, PropName)) }
+        // SAFETY: `PropValue` is NULL or valid for `PropSize` bytes (the caller's contract).
+        unsafe { value_out(PropSize, PropValue, || queue_info(queue_h, PropName)) }
     }
 
     /// The size of a queue property.
     fn olGetQueueInfoSize / olGetQueueInfoSizeWithCodeLoc(queue_h: ol_queue_handle_t, PropName: u32, PropSizeRet: *mut usize) {
         ready()?;
         handle(queue_h, "NULL == Queue")?;
-        pointer(PropSizeRet, "NULL == PropSizeRet")?;
-        let size = queue_info(queue_h, PropName)?.size();
-        // SAFETY: as in olGetPlatformInfoSize.
-        unsafe { PropSizeRet.write(size) };
-        Ok(())
+        // SAFETY: `PropSizeRet` is NULL or writable (the caller's contract).
+        unsafe { size_out(PropSizeRet, || queue_info(queue_h, PropName)) }
     }
 
     /// Creates an event recorded on the queue: complete when the work enqueued before it is.
@@ -1368,20 +1360,16 @@ ol_api! {
     ) {
         ready()?;
         handle(event_h, "NULL == Event")?;
-        info_args(PropSize, PropValue)?;
-        // SAFETY: as in olGetPlatformInfo.
-        unsafe { info_out(PropSize, PropValue, || event_info(event_h, PropName)) }
+        // SAFETY: `PropValue` is NULL or valid for `PropSize` bytes (the caller's contract).
+        unsafe { value_out(PropSize, PropValue, || event_info(event_h, PropName)) }
     }
 
     /// The size of an event property.
     fn olGetEventInfoSize / olGetEventInfoSizeWithCodeLoc(event_h: ol_event_handle_t, PropName: u32, PropSizeRet: *mut usize) {
         ready()?;
         handle(event_h, "NULL == Event")?;
-        pointer(PropSizeRet, "NULL == PropSizeRet")?;
-        let size = event_info(event_h, PropName)?.size();
-        // SAFETY: as in olGetPlatformInfoSize.
-        unsafe { PropSizeRet.write(size) };
-        Ok(())
+        // SAFETY: `PropSizeRet` is NULL or writable (the caller's contract).
+        unsafe { size_out(PropSizeRet, || event_info(event_h, PropName)) }
     }
 
     /// Loads a program (CUDA: PTX, cubin or fatbin; ordo's host platform: a built-in program's
@@ -1467,20 +1455,16 @@ ol_api! {
     ) {
         ready()?;
         handle(Symbol, "NULL == Symbol")?;
-        info_args(PropSize, PropValue)?;
-        // SAFETY: as in olGetPlatformInfo.
-        unsafe { info_out(PropSize, PropValue, || symbol_info(Symbol, PropName)) }
+        // SAFETY: `PropValue` is NULL or valid for `PropSize` bytes (the caller's contract).
+        unsafe { value_out(PropSize, PropValue, || symbol_info(Symbol, PropName)) }
     }
 
     /// The size of a symbol property.
     fn olGetSymbolInfoSize / olGetSymbolInfoSizeWithCodeLoc(Symbol: ol_symbol_handle_t, PropName: u32, PropSizeRet: *mut usize) {
         ready()?;
         handle(Symbol, "NULL == Symbol")?;
-        pointer(PropSizeRet, "NULL == PropSizeRet")?;
-        let size = symbol_info(Symbol, PropName)?.size();
-        // SAFETY: as in olGetPlatformInfoSize.
-        unsafe { PropSizeRet.write(size) };
-        Ok(())
+        // SAFETY: `PropSizeRet` is NULL or writable (the caller's contract).
+        unsafe { size_out(PropSizeRet, || symbol_info(Symbol, PropName)) }
     }
 
     /// The work-group size with the highest occupancy for a kernel and a dynamic shared memory
