@@ -254,6 +254,15 @@ fn build_library() -> PathBuf {
     target.join("debug")
 }
 
+/// A directory of this test's own holding the library under its SONAME (`libordo.so.0`, the name
+/// the programs linked against it ask for).
+fn library_copy(name: &str) -> PathBuf {
+    let dir = scratch().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(build_library().join("libordo.so"), dir.join("libordo.so.0")).expect("copy libordo.so");
+    dir
+}
+
 /// (case, result, detail) lines of a conformance run.
 fn results(stdout: &[u8]) -> Vec<(String, String, String)> {
     String::from_utf8_lossy(stdout)
@@ -272,12 +281,16 @@ fn conformance_suite_on_ordo_and_on_debians_liboffload() {
     {
         return;
     }
-    let lib = build_library();
+    let lib = library_copy("lib-conformance");
     let dir = scratch();
     let ordo_exe = dir.join("conformance-ordo");
     let llvm_exe = dir.join("conformance-llvm");
     let rpath = format!("-Wl,-rpath,{}", lib.display());
-    compile("tests/offload/conformance.c", &ordo_exe, &[&format!("{}/libordo.so", lib.display()), &rpath, "-lpthread"]);
+    compile(
+        "tests/offload/conformance.c",
+        &ordo_exe,
+        &[&format!("{}/libordo.so.0", lib.display()), &rpath, "-lpthread"],
+    );
     compile(
         "tests/offload/conformance.c",
         &llvm_exe,
@@ -327,11 +340,11 @@ fn conformance_suite_on_ordo_under_valgrind() {
     if !present(HEADER, "liboffload-22-dev") || !present("/usr/bin/valgrind", "valgrind") {
         return;
     }
-    let lib = build_library();
+    let lib = library_copy("lib-valgrind");
     let dir = scratch();
     let exe = dir.join("conformance-ordo-valgrind");
     let rpath = format!("-Wl,-rpath,{}", lib.display());
-    compile("tests/offload/conformance.c", &exe, &[&format!("{}/libordo.so", lib.display()), &rpath, "-lpthread"]);
+    compile("tests/offload/conformance.c", &exe, &[&format!("{}/libordo.so.0", lib.display()), &rpath, "-lpthread"]);
     let image = dir.join("host-image-valgrind");
     std::fs::write(&image, "ordo.builtin").unwrap();
     let out = Command::new("valgrind")
