@@ -29,15 +29,18 @@ pub use lifecycle::{
     ordo_get_state, ordo_init, ordo_last_teardown_report, ordo_set_host_arena, ordo_set_wait_hook, ordo_shutdown,
     ordo_shutdown_at_exit,
 };
-pub use memory::{ordo_fill, ordo_mem_alloc, ordo_mem_free, ordo_memcpy, ordo_memcpy_async};
+pub use memory::{ordo_fill, ordo_fill_pattern, ordo_mem_alloc, ordo_mem_free, ordo_memcpy, ordo_memcpy_async};
 pub use objects::{
     ordo_device_get, ordo_device_get_info, ordo_platform_count, ordo_platform_get, ordo_platform_get_info,
 };
-pub use program::{ordo_builtin_program_image, ordo_kernel_get, ordo_launch, ordo_program_load, ordo_program_unload};
+pub use program::{
+    ordo_builtin_program_image, ordo_kernel_get, ordo_kernel_optimal_block_size, ordo_kernel_param_layout, ordo_launch,
+    ordo_program_global, ordo_program_image_check, ordo_program_load, ordo_program_unload,
+};
 pub use queue::{
     ordo_event_create, ordo_event_destroy, ordo_event_elapsed_ms, ordo_event_query, ordo_event_record,
-    ordo_event_synchronize, ordo_queue_create, ordo_queue_destroy, ordo_queue_query, ordo_queue_synchronize,
-    ordo_queue_wait_event,
+    ordo_event_synchronize, ordo_queue_create, ordo_queue_destroy, ordo_queue_host_function, ordo_queue_native,
+    ordo_queue_query, ordo_queue_synchronize, ordo_queue_wait_event,
 };
 pub use types::*;
 

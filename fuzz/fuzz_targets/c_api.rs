@@ -2,7 +2,8 @@
 //! every object operation, with live, stale (released or from before a shutdown), forged,
 //! wrong-kind and null handles, and sizes including 0 and huge. Checks that every status is a
 //! defined code, that out-parameters are written only on success, and that after the final
-//! shutdowns the runtime is uninitialised. Host memory handed to ordo is always valid for the
+//! shutdowns the runtime is uninitialised. Also the calls added for liboffload's API: pattern
+//! fills, host functions on a queue, globals, parameter layouts, occupancy, image checks. Host memory handed to ordo is always valid for the
 //! size given (the host side of a copy is the caller's contract, not ordo's to check).
 #![no_main]
 
@@ -69,6 +70,12 @@ impl Pool {
     }
 }
 
+static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+unsafe extern "C" fn count_call(_: *mut c_void) {
+    CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 fn check(status: ordo_status_t) -> bool {
     assert!((0..=19).contains(&status), "undefined status {status}");
     status == ORDO_SUCCESS
@@ -86,7 +93,7 @@ fuzz_target!(|data: &[u8]| {
     unsafe {
         while let Some(op) = input.byte() {
             let Some(arg) = input.byte() else { break };
-            match op % 20 {
+            match op % 24 {
                 0 => {
                     check(ordo_init());
                 }
@@ -147,7 +154,7 @@ fuzz_target!(|data: &[u8]| {
                     let dev = if a.is_null() { a } else { a.cast::<u8>().wrapping_add(offset).cast() };
                     let host_ptr = host.as_mut_ptr().cast::<c_void>();
                     let kind = u32::from(b % 4);
-                    let s = match (op % 20, kind) {
+                    let s = match (op % 24, kind) {
                         (6, 1) => ordo_memcpy(host_ptr, dev, size, kind),
                         (6, 2) => ordo_memcpy(dev, pool.address(b).0, size, kind),
                         (6, _) => ordo_memcpy(dev, host_ptr, size, kind),
@@ -296,9 +303,70 @@ fuzz_target!(|data: &[u8]| {
                     check(ordo_get_state(&mut phase, &mut refs));
                     assert!(phase <= 3);
                 }
-                _ => {
+                19 => {
                     let _ = ordo_status_string(i32::from(arg as i8));
                     let _ = ordo_last_error_detail();
+                }
+                20 => {
+                    // A pattern of up to 16 bytes from `host` (valid for that), any size and offset.
+                    let (a, _, _) = pool.address(arg);
+                    let Some(size) = input.size() else { break };
+                    let Some(b) = input.byte() else { break };
+                    let dev = if a.is_null() { a } else { a.cast::<u8>().wrapping_add(usize::from(b % 8)).cast() };
+                    let pattern = if b % 11 == 10 { std::ptr::null() } else { host.as_ptr().cast::<c_void>() };
+                    let q = ordo_queue_t { raw: pool.pick(b.rotate_left(3)) };
+                    check(ordo_fill_pattern(dev, pattern, usize::from(arg % 17), size, q));
+                }
+                21 => {
+                    let q = ordo_queue_t { raw: pool.pick(arg) };
+                    let f: ordo_host_fn_t = if arg % 5 == 4 { None } else { Some(count_call) };
+                    let before = CALLS.load(std::sync::atomic::Ordering::Relaxed);
+                    let ok = check(ordo_queue_host_function(q, f, std::ptr::null_mut()));
+                    // The host platform runs it before the call returns; a failed call never runs it.
+                    let after = CALLS.load(std::sync::atomic::Ordering::Relaxed);
+                    assert_eq!(after, before + u32::from(ok), "host function calls");
+                }
+                22 => {
+                    let names: [&[u8]; 4] = [b"g\0", b"\0", b"vector_add_f32\0", b"\xff\0"];
+                    let (mut addr, mut size) = (SENTINEL as usize as *mut c_void, SENTINEL as usize);
+                    let program = ordo_program_t { raw: pool.pick(arg) };
+                    let name =
+                        if arg % 9 == 8 { std::ptr::null() } else { names[usize::from(arg % 4)].as_ptr().cast() };
+                    // Host programs have no global variables: never a success here.
+                    assert!(!check(ordo_program_global(program, name, &mut addr, &mut size)));
+                    assert_eq!((addr as usize as u64, size as u64), (SENTINEL, SENTINEL));
+                    let mut slots = [ordo_param_slot_t { offset: 7, size: 7 }; 8];
+                    let mut count = SENTINEL as usize;
+                    let capacity = usize::from(arg % 10);
+                    let out = if arg % 7 == 6 { std::ptr::null_mut() } else { slots.as_mut_ptr() };
+                    let k = ordo_kernel_t { raw: pool.pick(arg.rotate_left(2)) };
+                    if check(ordo_kernel_param_layout(k, out, capacity.min(8), &mut count)) {
+                        assert!(count <= 4 && (capacity == 0 || count <= capacity));
+                    } else {
+                        assert_eq!(count as u64, SENTINEL);
+                    }
+                }
+                _ => {
+                    let mut block = u32::MAX;
+                    let k = ordo_kernel_t { raw: pool.pick(arg) };
+                    if check(ordo_kernel_optimal_block_size(k, usize::from(arg), &mut block)) {
+                        assert_eq!(block, 1, "the host platform runs one thread at a time");
+                    } else {
+                        assert_eq!(block, u32::MAX);
+                    }
+                    let images: [&[u8]; 3] = [b"ordo.builtin", b"nope", b""];
+                    let image = images[usize::from(arg % 3)];
+                    let mut valid = 7;
+                    let d = ordo_device_t { raw: pool.pick(arg.rotate_left(4)) };
+                    if check(ordo_program_image_check(d, image.as_ptr().cast(), image.len(), &mut valid)) {
+                        assert_eq!(valid, i32::from(arg % 3 == 0));
+                    } else {
+                        assert_eq!(valid, 7);
+                    }
+                    let mut native = SENTINEL as usize as *mut c_void;
+                    if !check(ordo_queue_native(ordo_queue_t { raw: pool.pick(arg.rotate_left(6)) }, &mut native)) {
+                        assert_eq!(native as usize as u64, SENTINEL);
+                    }
                 }
             }
         }
