@@ -355,7 +355,7 @@ pub struct ol_kernel_launch_size_args_t {
 }
 
 /// Every `ol_device_fp_capability_flag_t` but `SOFT_FLOAT`: IEEE arithmetic in hardware.
-const FP_IEEE: u32 = 1 | 2 | 4 | 8 | 16 | 32 | 64;
+const FP_IEEE: u32 = OL_DEVICE_FP_CAPABILITY_FLAG_SOFT_FLOAT - 1;
 
 // ---- errors ---------------------------------------------------------------------------------
 
@@ -655,7 +655,7 @@ fn bad_enum() -> OlError {
 }
 
 fn platform_info(p: ol_platform_handle_t, prop: u32) -> OlResult<Info> {
-    if prop > 3 {
+    if prop >= OL_PLATFORM_INFO_LAST {
         return Err(bad_enum());
     }
     let (name, vendor, backend) = if p == host_platform() {
@@ -670,15 +670,15 @@ fn platform_info(p: ol_platform_handle_t, prop: u32) -> OlResult<Info> {
         }
     };
     Ok(match prop {
-        0 => text(name),
-        1 => text(vendor),
-        2 => text(concat!("v0.0.1 (ordo ", env!("CARGO_PKG_VERSION"), ")")),
+        OL_PLATFORM_INFO_NAME => text(name),
+        OL_PLATFORM_INFO_VENDOR_NAME => text(vendor),
+        OL_PLATFORM_INFO_VERSION => text(concat!("v0.0.1 (ordo ", env!("CARGO_PKG_VERSION"), ")")),
         _ => Info::U32(backend),
     })
 }
 
 fn device_info(h: ol_device_handle_t, prop: u32) -> OlResult<Info> {
-    if prop > 28 {
+    if prop >= OL_DEVICE_INFO_LAST {
         return Err(bad_enum());
     }
     let d = match device(h)? {
@@ -710,30 +710,32 @@ fn device_info(h: ol_device_handle_t, prop: u32) -> OlResult<Info> {
     const BLOCK: [DeviceInfo; 3] = [DeviceInfo::MaxBlockDimX, DeviceInfo::MaxBlockDimY, DeviceInfo::MaxBlockDimZ];
     const GRID: [DeviceInfo; 3] = [DeviceInfo::MaxGridDimX, DeviceInfo::MaxGridDimY, DeviceInfo::MaxGridDimZ];
     Ok(match prop {
-        0 => Info::U32(if kind == BackendKind::Host { OL_DEVICE_TYPE_CPU } else { OL_DEVICE_TYPE_GPU }),
-        1 => Info::Ptr(as_handle(platform.to_raw())),
-        2 | 3 => string(DeviceInfo::Name)?,
-        4 => string(DeviceInfo::Uuid)?,
-        5 => string(DeviceInfo::Vendor)?,
-        6 => string(DeviceInfo::DriverVersion)?,
-        7 => u32_of(DeviceInfo::MaxThreadsPerBlock)?,
-        8 => per_dim(BLOCK, None)?,
-        9 => u32_of(DeviceInfo::MaxThreadsPerLaunch)?,
-        10 => per_dim(BLOCK, Some(GRID))?,
-        11 => Info::U32(match kind {
+        OL_DEVICE_INFO_TYPE => {
+            Info::U32(if kind == BackendKind::Host { OL_DEVICE_TYPE_CPU } else { OL_DEVICE_TYPE_GPU })
+        }
+        OL_DEVICE_INFO_PLATFORM => Info::Ptr(as_handle(platform.to_raw())),
+        OL_DEVICE_INFO_NAME | OL_DEVICE_INFO_PRODUCT_NAME => string(DeviceInfo::Name)?,
+        OL_DEVICE_INFO_UID => string(DeviceInfo::Uuid)?,
+        OL_DEVICE_INFO_VENDOR => string(DeviceInfo::Vendor)?,
+        OL_DEVICE_INFO_DRIVER_VERSION => string(DeviceInfo::DriverVersion)?,
+        OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE => u32_of(DeviceInfo::MaxThreadsPerBlock)?,
+        OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION => per_dim(BLOCK, None)?,
+        OL_DEVICE_INFO_MAX_WORK_SIZE => u32_of(DeviceInfo::MaxThreadsPerLaunch)?,
+        OL_DEVICE_INFO_MAX_WORK_SIZE_PER_DIMENSION => per_dim(BLOCK, Some(GRID))?,
+        OL_DEVICE_INFO_VENDOR_ID => Info::U32(match kind {
             BackendKind::Cuda => 0x10de,
             BackendKind::Amdgpu => 0x1002,
             _ => 0,
         }),
-        12 => u32_of(DeviceInfo::MultiprocessorCount)?,
+        OL_DEVICE_INFO_NUM_COMPUTE_UNITS => u32_of(DeviceInfo::MultiprocessorCount)?,
         // 0 where the backend does not know its clocks (ordo's host backend).
-        13 => u32_of(DeviceInfo::ClockRateMhz).or_else(unknown_as_zero)?,
-        14 => u32_of(DeviceInfo::MemoryClockRateMhz).or_else(unknown_as_zero)?,
-        15 => Info::U32(64),
-        16 | 17 => Info::U64(int(DeviceInfo::TotalMemory)?),
-        18 => Info::U64(int(DeviceInfo::MaxSharedMemoryPerBlockOptin)?),
-        19..=21 => Info::U32(FP_IEEE),
-        _ => Info::U32(1),
+        OL_DEVICE_INFO_MAX_CLOCK_FREQUENCY => u32_of(DeviceInfo::ClockRateMhz).or_else(unknown_as_zero)?,
+        OL_DEVICE_INFO_MEMORY_CLOCK_RATE => u32_of(DeviceInfo::MemoryClockRateMhz).or_else(unknown_as_zero)?,
+        OL_DEVICE_INFO_ADDRESS_BITS => Info::U32(64),
+        OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE | OL_DEVICE_INFO_GLOBAL_MEM_SIZE => Info::U64(int(DeviceInfo::TotalMemory)?),
+        OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE => Info::U64(int(DeviceInfo::MaxSharedMemoryPerBlockOptin)?),
+        OL_DEVICE_INFO_SINGLE_FP_CONFIG..=OL_DEVICE_INFO_HALF_FP_CONFIG => Info::U32(FP_IEEE),
+        _ => Info::U32(1), // native vector widths
     })
 }
 
@@ -745,49 +747,53 @@ fn unknown_as_zero(e: OlError) -> OlResult<Info> {
 /// describe the host (name, UID, vendor, version), ordo's where they are its own.
 fn host_device_info(prop: u32) -> Info {
     match prop {
-        0 => Info::U32(OL_DEVICE_TYPE_HOST),
-        1 => Info::Ptr(host_platform()),
-        2 | 3 => text("Virtual Host Device"),
-        4 => text("HOST"),
-        5 => text("ordo"),
-        6 => text(env!("CARGO_PKG_VERSION")),
-        7 | 12 | 22..=27 => Info::U32(1),
-        8 => Info::Dims(ol_dimensions_t { x: 1, y: 1, z: 1 }),
-        9 => Info::U32(u32::MAX),
-        10 => Info::Dims(ol_dimensions_t { x: u32::MAX, y: u32::MAX, z: u32::MAX }),
-        15 => Info::U32(64),
-        16..=18 => Info::U64(0),
-        19 | 20 => Info::U32(FP_IEEE),
+        OL_DEVICE_INFO_TYPE => Info::U32(OL_DEVICE_TYPE_HOST),
+        OL_DEVICE_INFO_PLATFORM => Info::Ptr(host_platform()),
+        OL_DEVICE_INFO_NAME | OL_DEVICE_INFO_PRODUCT_NAME => text("Virtual Host Device"),
+        OL_DEVICE_INFO_UID => text("HOST"),
+        OL_DEVICE_INFO_VENDOR => text("ordo"),
+        OL_DEVICE_INFO_DRIVER_VERSION => text(env!("CARGO_PKG_VERSION")),
+        OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE
+        | OL_DEVICE_INFO_NUM_COMPUTE_UNITS
+        | OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_CHAR..=OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_DOUBLE => Info::U32(1),
+        OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION => Info::Dims(ol_dimensions_t { x: 1, y: 1, z: 1 }),
+        OL_DEVICE_INFO_MAX_WORK_SIZE => Info::U32(u32::MAX),
+        OL_DEVICE_INFO_MAX_WORK_SIZE_PER_DIMENSION => {
+            Info::Dims(ol_dimensions_t { x: u32::MAX, y: u32::MAX, z: u32::MAX })
+        }
+        OL_DEVICE_INFO_ADDRESS_BITS => Info::U32(64),
+        OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE..=OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE => Info::U64(0),
+        OL_DEVICE_INFO_SINGLE_FP_CONFIG | OL_DEVICE_INFO_DOUBLE_FP_CONFIG => Info::U32(FP_IEEE),
         _ => Info::U32(0),
     }
 }
 
 fn queue_info(q: ol_queue_handle_t, prop: u32) -> OlResult<Info> {
-    if prop > 1 {
+    if prop >= OL_QUEUE_INFO_LAST {
         return Err(bad_enum());
     }
     let rt = runtime();
     let d = on(Arg::Queue, rt.queue_device(queue(q)))?;
     Ok(match prop {
-        0 => Info::Ptr(as_handle(d.to_raw())),
+        OL_QUEUE_INFO_DEVICE => Info::Ptr(as_handle(d.to_raw())),
         _ => Info::Bool(on(Arg::Queue, rt.queue_query(queue(q)))?),
     })
 }
 
 fn event_info(e: ol_event_handle_t, prop: u32) -> OlResult<Info> {
-    if prop > 1 {
+    if prop >= OL_EVENT_INFO_LAST {
         return Err(bad_enum());
     }
     let rt = runtime();
     on(Arg::Event, rt.event_device(event(e)))?;
     Ok(match prop {
-        0 => Info::Ptr(as_handle(side(|s| s.event_queue.get(&(e as u64)).copied()).unwrap_or(0))),
+        OL_EVENT_INFO_QUEUE => Info::Ptr(as_handle(side(|s| s.event_queue.get(&(e as u64)).copied()).unwrap_or(0))),
         _ => Info::Bool(on(Arg::Event, rt.event_query(event(e)))?),
     })
 }
 
 fn mem_info(ptr: *const c_void, prop: u32) -> OlResult<Info> {
-    if prop > 3 {
+    if prop >= OL_MEM_INFO_LAST {
         return Err(bad_enum());
     }
     let (base, size, kind, d) = match runtime().mem_info(DevicePtr(ptr as u64)) {
@@ -797,9 +803,9 @@ fn mem_info(ptr: *const c_void, prop: u32) -> OlResult<Info> {
         r => on(Arg::Other, r)?,
     };
     Ok(match prop {
-        0 => Info::Ptr(as_handle(d.to_raw())),
-        1 => Info::Ptr(base.as_ptr()),
-        2 => Info::Usize(size),
+        OL_MEM_INFO_DEVICE => Info::Ptr(as_handle(d.to_raw())),
+        OL_MEM_INFO_BASE => Info::Ptr(base.as_ptr()),
+        OL_MEM_INFO_SIZE => Info::Usize(size),
         _ => Info::U32(match kind {
             MemKind::Host | MemKind::Registered => OL_ALLOC_TYPE_HOST,
             MemKind::Managed => OL_ALLOC_TYPE_MANAGED,
@@ -833,16 +839,16 @@ fn symbol(h: ol_symbol_handle_t) -> OlResult<Symbol> {
 }
 
 fn symbol_info(h: ol_symbol_handle_t, prop: u32) -> OlResult<Info> {
-    if prop > 2 {
+    if prop >= OL_SYMBOL_INFO_LAST {
         return Err(bad_enum());
     }
     match (symbol(h)?, prop) {
-        (Symbol::Kernel(_), 0) => Ok(Info::U32(OL_SYMBOL_KIND_KERNEL)),
-        (Symbol::Global(_), 0) => Ok(Info::U32(OL_SYMBOL_KIND_GLOBAL_VARIABLE)),
+        (Symbol::Kernel(_), OL_SYMBOL_INFO_KIND) => Ok(Info::U32(OL_SYMBOL_KIND_KERNEL)),
+        (Symbol::Global(_), OL_SYMBOL_INFO_KIND) => Ok(Info::U32(OL_SYMBOL_KIND_GLOBAL_VARIABLE)),
         (Symbol::Kernel(_), _) => Err(err(OL_ERRC_SYMBOL_KIND, "a kernel has no address or size")),
         (Symbol::Global(g), p) => {
             let (addr, size, _) = on(Arg::Other, runtime().global_info(g))?;
-            Ok(if p == 1 { Info::Ptr(addr.as_ptr()) } else { Info::Usize(size) })
+            Ok(if p == OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS { Info::Ptr(addr.as_ptr()) } else { Info::Usize(size) })
         }
     }
 }
