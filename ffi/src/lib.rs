@@ -1,7 +1,9 @@
 //! `ordo-ffi`: the C ABI of ordo (the `ordo_*` functions and `include/ordo.h`; `ordo-clib` builds
 //! them into `libordo.a` and `libordo.so`), and the process-wide default runtime that the C
 //! library and the `ordo` command use: the host backend, plus CUDA (feature `cuda`, on by
-//! default) when its driver is present.
+//! default) when its driver is present, and AMDGPU (feature `amdgpu`, on by default). Feature
+//! `mlir` adds MLIR's `mgpu*` runtime ABI (`mlir`), feature `offload` LLVM liboffload's `ol*` API
+//! (`offload`), both on the same runtime.
 //!
 //! Every exported function validates its pointers, converts C enumerations with a specific error
 //! for unknown values, writes out-parameters only on success, records a detail message for the
