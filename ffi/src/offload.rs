@@ -73,63 +73,63 @@ pub const OL_DEVICE_FP_CAPABILITY_FLAG_LAST: ol_device_fp_capability_flag_t = 25
 
 /// `ol_device_info_t`: Supported device info.
 pub type ol_device_info_t = u32;
-/// [ol_device_type_t] type of the device
+/// `[ol_device_type_t]` type of the device
 pub const OL_DEVICE_INFO_TYPE: ol_device_info_t = 0;
-/// [ol_platform_handle_t] the platform associated with the device
+/// `[ol_platform_handle_t]` the platform associated with the device
 pub const OL_DEVICE_INFO_PLATFORM: ol_device_info_t = 1;
-/// [char[]] Device name
+/// `[char[]`] Device name
 pub const OL_DEVICE_INFO_NAME: ol_device_info_t = 2;
-/// [char[]] Device user-facing marketing name
+/// `[char[]`] Device user-facing marketing name
 pub const OL_DEVICE_INFO_PRODUCT_NAME: ol_device_info_t = 3;
-/// [char[]] Device UID
+/// `[char[]`] Device UID
 pub const OL_DEVICE_INFO_UID: ol_device_info_t = 4;
-/// [char[]] Device vendor
+/// `[char[]`] Device vendor
 pub const OL_DEVICE_INFO_VENDOR: ol_device_info_t = 5;
-/// [char[]] Driver version
+/// `[char[]`] Driver version
 pub const OL_DEVICE_INFO_DRIVER_VERSION: ol_device_info_t = 6;
-/// [uint32_t] Maximum total work group size in work items
+/// `[uint32_t]` Maximum total work group size in work items
 pub const OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE: ol_device_info_t = 7;
-/// [ol_dimensions_t] Maximum work group size in each dimension
+/// `[ol_dimensions_t]` Maximum work group size in each dimension
 pub const OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION: ol_device_info_t = 8;
-/// [uint32_t] Maximum total work items
+/// `[uint32_t]` Maximum total work items
 pub const OL_DEVICE_INFO_MAX_WORK_SIZE: ol_device_info_t = 9;
-/// [ol_dimensions_t] Maximum work items in each dimension
+/// `[ol_dimensions_t]` Maximum work items in each dimension
 pub const OL_DEVICE_INFO_MAX_WORK_SIZE_PER_DIMENSION: ol_device_info_t = 10;
-/// [uint32_t] A unique vendor device identifier assigned by PCI-SIG
+/// `[uint32_t]` A unique vendor device identifier assigned by PCI-SIG
 pub const OL_DEVICE_INFO_VENDOR_ID: ol_device_info_t = 11;
-/// [uint32_t] The number of parallel compute units available to the device
+/// `[uint32_t]` The number of parallel compute units available to the device
 pub const OL_DEVICE_INFO_NUM_COMPUTE_UNITS: ol_device_info_t = 12;
-/// [uint32_t] The maximum configured clock frequency of this device in MHz
+/// `[uint32_t]` The maximum configured clock frequency of this device in MHz
 pub const OL_DEVICE_INFO_MAX_CLOCK_FREQUENCY: ol_device_info_t = 13;
-/// [uint32_t] Memory clock frequency in MHz
+/// `[uint32_t]` Memory clock frequency in MHz
 pub const OL_DEVICE_INFO_MEMORY_CLOCK_RATE: ol_device_info_t = 14;
-/// [uint32_t] Number of bits used to represent an address in device memory
+/// `[uint32_t]` Number of bits used to represent an address in device memory
 pub const OL_DEVICE_INFO_ADDRESS_BITS: ol_device_info_t = 15;
-/// [uint64_t] The maximum size of memory object allocation in bytes
+/// `[uint64_t]` The maximum size of memory object allocation in bytes
 pub const OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE: ol_device_info_t = 16;
-/// [uint64_t] The size of global device memory in bytes
+/// `[uint64_t]` The size of global device memory in bytes
 pub const OL_DEVICE_INFO_GLOBAL_MEM_SIZE: ol_device_info_t = 17;
-/// [uint64_t] The maximum size of local shared memory per work group in bytes
+/// `[uint64_t]` The maximum size of local shared memory per work group in bytes
 pub const OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE: ol_device_info_t = 18;
-/// [ol_device_fp_capability_flags_t] Single precision floating point capability
+/// `[ol_device_fp_capability_flags_t]` Single precision floating point capability
 pub const OL_DEVICE_INFO_SINGLE_FP_CONFIG: ol_device_info_t = 19;
-/// [ol_device_fp_capability_flags_t] Double precision floating point capability
+/// `[ol_device_fp_capability_flags_t]` Double precision floating point capability
 pub const OL_DEVICE_INFO_DOUBLE_FP_CONFIG: ol_device_info_t = 20;
-/// [ol_device_fp_capability_flags_t] Half precision floating point capability
+/// `[ol_device_fp_capability_flags_t]` Half precision floating point capability
 pub const OL_DEVICE_INFO_HALF_FP_CONFIG: ol_device_info_t = 21;
-/// [uint32_t] Native vector width for char
+/// `[uint32_t]` Native vector width for char
 pub const OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_CHAR: ol_device_info_t = 22;
-/// [uint32_t] Native vector width for short
+/// `[uint32_t]` Native vector width for short
 pub const OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_SHORT: ol_device_info_t = 23;
-/// [uint32_t] Native vector width for int
+/// `[uint32_t]` Native vector width for int
 pub const OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_INT: ol_device_info_t = 24;
-/// [uint32_t] Native vector width for long
+/// `[uint32_t]` Native vector width for long
 pub const OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_LONG: ol_device_info_t = 25;
-/// [uint32_t] Native vector width for float
+/// `[uint32_t]` Native vector width for float
 pub const OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_FLOAT: ol_device_info_t = 26;
-/// [uint32_t] Native vector width for double
+/// `[uint32_t]` Native vector width for double
 pub const OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_DOUBLE: ol_device_info_t = 27;
-/// [uint32_t] Native vector width for half
+/// `[uint32_t]` Native vector width for half
 pub const OL_DEVICE_INFO_NATIVE_VECTOR_WIDTH_HALF: ol_device_info_t = 28;
 /// One past the last value.
 pub const OL_DEVICE_INFO_LAST: ol_device_info_t = 29;
@@ -206,22 +206,22 @@ pub const OL_ERRC_LAST: ol_errc_t = 25;
 
 /// `ol_event_info_t`: Supported event info.
 pub type ol_event_info_t = u32;
-/// [ol_queue_handle_t] The handle of the queue associated with the device.
+/// `[ol_queue_handle_t]` The handle of the queue associated with the device.
 pub const OL_EVENT_INFO_QUEUE: ol_event_info_t = 0;
-/// [bool] True if and only if the event is complete.
+/// `[bool]` True if and only if the event is complete.
 pub const OL_EVENT_INFO_IS_COMPLETE: ol_event_info_t = 1;
 /// One past the last value.
 pub const OL_EVENT_INFO_LAST: ol_event_info_t = 2;
 
 /// `ol_mem_info_t`: Supported memory info.
 pub type ol_mem_info_t = u32;
-/// [ol_device_handle_t] The handle of the device associated with the allocation.
+/// `[ol_device_handle_t]` The handle of the device associated with the allocation.
 pub const OL_MEM_INFO_DEVICE: ol_mem_info_t = 0;
-/// [void *] Base address of this allocation.
+/// `[void *]` Base address of this allocation.
 pub const OL_MEM_INFO_BASE: ol_mem_info_t = 1;
-/// [size_t] Size of this allocation in bytes.
+/// `[size_t]` Size of this allocation in bytes.
 pub const OL_MEM_INFO_SIZE: ol_mem_info_t = 2;
-/// [ol_alloc_type_t] Type of this allocation.
+/// `[ol_alloc_type_t]` Type of this allocation.
 pub const OL_MEM_INFO_TYPE: ol_mem_info_t = 3;
 /// One past the last value.
 pub const OL_MEM_INFO_LAST: ol_mem_info_t = 4;
@@ -243,33 +243,33 @@ pub const OL_PLATFORM_BACKEND_LAST: ol_platform_backend_t = 5;
 
 /// `ol_platform_info_t`: Supported platform info.
 pub type ol_platform_info_t = u32;
-/// [char[]] The string denoting name of the platform. The size of the info needs to be dynamically queried.
+/// `[char[]`] The string denoting name of the platform. The size of the info needs to be dynamically queried.
 pub const OL_PLATFORM_INFO_NAME: ol_platform_info_t = 0;
-/// [char[]] The string denoting name of the vendor of the platform. The size of the info needs to be dynamically queried.
+/// `[char[]`] The string denoting name of the vendor of the platform. The size of the info needs to be dynamically queried.
 pub const OL_PLATFORM_INFO_VENDOR_NAME: ol_platform_info_t = 1;
-/// [char[]] The string denoting the version of the platform. The size of the info needs to be dynamically queried.
+/// `[char[]`] The string denoting the version of the platform. The size of the info needs to be dynamically queried.
 pub const OL_PLATFORM_INFO_VERSION: ol_platform_info_t = 2;
-/// [ol_platform_backend_t] The native backend of the platform.
+/// `[ol_platform_backend_t]` The native backend of the platform.
 pub const OL_PLATFORM_INFO_BACKEND: ol_platform_info_t = 3;
 /// One past the last value.
 pub const OL_PLATFORM_INFO_LAST: ol_platform_info_t = 4;
 
 /// `ol_queue_info_t`: Supported queue info.
 pub type ol_queue_info_t = u32;
-/// [ol_device_handle_t] The handle of the device associated with the queue.
+/// `[ol_device_handle_t]` The handle of the device associated with the queue.
 pub const OL_QUEUE_INFO_DEVICE: ol_queue_info_t = 0;
-/// [bool] True if the queue is known to be empty. May be unconditionally false if the device does not support status queries.
+/// `[bool]` True if the queue is known to be empty. May be unconditionally false if the device does not support status queries.
 pub const OL_QUEUE_INFO_EMPTY: ol_queue_info_t = 1;
 /// One past the last value.
 pub const OL_QUEUE_INFO_LAST: ol_queue_info_t = 2;
 
 /// `ol_symbol_info_t`: Supported symbol info.
 pub type ol_symbol_info_t = u32;
-/// [ol_symbol_kind_t] The kind of this symbol.
+/// `[ol_symbol_kind_t]` The kind of this symbol.
 pub const OL_SYMBOL_INFO_KIND: ol_symbol_info_t = 0;
-/// [void *] The address in memory for this global variable.
+/// `[void *]` The address in memory for this global variable.
 pub const OL_SYMBOL_INFO_GLOBAL_VARIABLE_ADDRESS: ol_symbol_info_t = 1;
-/// [size_t] The size in bytes for this global variable.
+/// `[size_t]` The size in bytes for this global variable.
 pub const OL_SYMBOL_INFO_GLOBAL_VARIABLE_SIZE: ol_symbol_info_t = 2;
 /// One past the last value.
 pub const OL_SYMBOL_INFO_LAST: ol_symbol_info_t = 3;
