@@ -7,7 +7,7 @@
 
 use crate::backend::MemKind;
 use crate::error::{ErrorCode, Result, fail};
-use crate::handle::ObjectKind;
+use crate::handle::{ObjectKind, RawHandle};
 use crate::table::Table;
 
 /// One live allocation.
@@ -46,8 +46,6 @@ impl<const N: usize> AllocTable<N> {
         after.checked_sub(1)
     }
 
-    /// Inserts a new allocation as the newest. Fails with `OutOfResources` when full, and with
-    /// `BackendFailure` when the backend returned a range overlapping a live allocation.
     /// Where a range starting at `base` goes in the address order, and whether `[base, base +
     /// size)` overlaps a live range (or wraps around the address space).
     fn place(&self, base: u64, size: usize) -> (usize, bool) {
@@ -67,7 +65,10 @@ impl<const N: usize> AllocTable<N> {
         self.place(base, size).1
     }
 
-    pub(crate) fn insert(&mut self, entry: AllocEntry) -> Result<()> {
+    /// Inserts a new allocation as the newest; returns its handle. Fails with `OutOfResources`
+    /// when full, and with `BackendFailure` when the backend returned a range overlapping a live
+    /// allocation.
+    pub(crate) fn insert(&mut self, entry: AllocEntry) -> Result<RawHandle> {
         if self.slots.is_full() {
             return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
         }
@@ -76,15 +77,15 @@ impl<const N: usize> AllocTable<N> {
             return fail(ErrorCode::BackendFailure, "backend returned an address overlapping a live allocation");
         }
         let len = self.slots.len();
-        let slot = match self.slots.insert(entry) {
-            Ok(h) => h.index() as u32,
+        let (slot, handle) = match self.slots.insert(entry) {
+            Ok(h) => (h.index() as u32, h),
             Err(_) => {
                 return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
             }
         };
         self.by_address.copy_within(pos..len, pos + 1);
         self.by_address[pos] = slot;
-        Ok(())
+        Ok(handle)
     }
 
     /// The slot of the allocation whose base is exactly `addr`.

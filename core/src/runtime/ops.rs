@@ -736,9 +736,8 @@ impl Runtime {
             if t.allocations.overlaps(base, size) {
                 return fail(ErrorCode::BackendFailure, "the driver placed a global variable over known memory");
             }
-            t.allocations.insert(AllocEntry { base, size, device, kind: MemKind::Global, owner: slot })?;
-            let a = t.allocations.find_base(base)?;
-            Ok((Global(t.allocations.slots.handle_at(a)), DevicePtr(base), size))
+            let h = t.allocations.insert(AllocEntry { base, size, device, kind: MemKind::Global, owner: slot })?;
+            Ok((Global(h), DevicePtr(base), size))
         })
     }
 
