@@ -1292,7 +1292,11 @@ ol_api! {
         ready()?;
         handle(queue_h, "NULL == Queue")?;
         pointer(Events, "NULL == Events")?;
-        // SAFETY: non-NULL, valid for `NumEvents` handles by the caller's contract.
+        if NumEvents > isize::MAX as usize / size_of::<ol_event_handle_t>() {
+            return Err(err(OL_ERRC_INVALID_SIZE, "NumEvents is too large"));
+        }
+        // SAFETY: non-NULL, valid for `NumEvents` handles by the caller's contract (a count no
+        // array can hold was refused above).
         let events = unsafe { core::slice::from_raw_parts(Events, NumEvents) };
         if events.iter().any(|e| e.is_null()) {
             return Err(err(OL_ERRC_INVALID_NULL_HANDLE, "an event handle in the list is NULL"));
