@@ -62,12 +62,13 @@ pub unsafe extern "C" fn ordo_kernel_get(
     out: *mut ordo_kernel_t,
 ) -> ordo_status_t {
     guard(|| {
-        if let Err(err) = non_null(out, "out is NULL").and_then(|()| ready()).and(non_null(name, "name is NULL")) {
+        if let Err(err) = non_null(out, "out is NULL").and_then(|()| ready()) {
             return fail(err);
         }
-        // SAFETY: `name` is non-NULL and, by the C caller's contract, NUL-terminated.
-        let Ok(name) = unsafe { CStr::from_ptr(name) }.to_str() else {
-            return fail(Error::new(ErrorCode::InvalidArgument, "kernel name is not UTF-8"));
+        // SAFETY: the caller's contract.
+        let name = match unsafe { c_name(name, "name is NULL", "kernel name is not UTF-8") } {
+            Ok(n) => n,
+            Err(e) => return fail(e),
         };
         output(
             out,
@@ -161,10 +162,10 @@ pub unsafe extern "C" fn ordo_builtin_program_image(
 ///
 /// # Safety
 /// `name` is NULL or NUL-terminated.
-unsafe fn c_name<'a>(name: *const c_char, what: &'static str) -> ordo_core::Result<&'a str> {
-    non_null(name, what)?;
+unsafe fn c_name<'a>(name: *const c_char, null: &'static str, not_utf8: &'static str) -> ordo_core::Result<&'a str> {
+    non_null(name, null)?;
     // SAFETY: non-NULL and, by the C caller's contract, NUL-terminated.
-    unsafe { CStr::from_ptr(name) }.to_str().map_err(|_| Error::new(ErrorCode::InvalidArgument, "name is not UTF-8"))
+    unsafe { CStr::from_ptr(name) }.to_str().map_err(|_| Error::new(ErrorCode::InvalidArgument, not_utf8))
 }
 
 /// The global variable `name` of a loaded program: `*addr` gets its address and `*size` its size.
@@ -188,7 +189,7 @@ pub unsafe extern "C" fn ordo_program_global(
             return fail(err);
         }
         // SAFETY: the caller's contract.
-        let name = match unsafe { c_name(name, "name is NULL") } {
+        let name = match unsafe { c_name(name, "name is NULL", "name is not UTF-8") } {
             Ok(n) => n,
             Err(e) => return fail(e),
         };
