@@ -28,8 +28,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use ordo_core::{
-    BackendKind, CopyKind, Device, DeviceInfo, DevicePtr, Error, ErrorCode, Event, Global, InfoValue, Kernel,
-    KernelArgs, LaunchDims, MemKind, ObjectKind, ParamSlot, Platform, Program, Queue, RawHandle, Shutdown,
+    BackendKind, Device, DeviceInfo, DevicePtr, Error, ErrorCode, Event, Global, InfoValue, Kernel, KernelArgs,
+    LaunchDims, MemKind, ObjectKind, ParamSlot, Platform, Program, Queue, RawHandle, Shutdown,
 };
 
 use crate::runtime;
@@ -1200,45 +1200,13 @@ ol_api! {
         pointer(SrcPtr, "NULL == SrcPtr")?;
         let (dst, src) = (device(DstDevice)?, device(SrcDevice)?);
         let q = (!queue_h.is_null()).then(|| queue(queue_h));
-        let rt = runtime();
-        for (side, ptr) in [(dst, DstPtr as u64), (src, SrcPtr as u64)] {
-            if let (Dev::Host, true) = (side, Size > 0) {
-                // Host memory is the program's own; device memory named with the host device
-                // would be dereferenced on the host.
-                if let Ok((_, _, MemKind::Device | MemKind::Global, _)) = rt.mem_info(DevicePtr(ptr)) {
-                    return Err(err(OL_ERRC_INVALID_ARGUMENT, "a device pointer is named with the host device"));
-                }
-            }
-            if let (Dev::Ordo(d), true) = (side, Size > 0) {
-                match rt.mem_info(DevicePtr(ptr)) {
-                    Ok((_, _, _, owner)) if owner != d => {
-                        return Err(err(OL_ERRC_INVALID_ARGUMENT, "a pointer is not memory of the device named with it"));
-                    }
-                    Ok(_) => {}
-                    Err(e) if e.code == ErrorCode::NotFound => {
-                        return Err(err(OL_ERRC_INVALID_ARGUMENT, "a device pointer is in no allocation of its device"));
-                    }
-                    Err(e) => return on(Arg::Other, Err(e)),
-                }
-            }
-        }
-        let kind = match (dst, src) {
-            (Dev::Host, Dev::Host) => {
-                if q.is_some() {
-                    return Err(err(OL_ERRC_INVALID_ARGUMENT, "a copy on a queue needs a non-host device"));
-                }
-                // SAFETY: two host ranges of `Size` bytes (the caller's contract); `copy` allows
-                // overlap.
-                unsafe { core::ptr::copy(SrcPtr.cast::<u8>(), DstPtr.cast::<u8>(), Size) };
-                return Ok(());
-            }
-            (Dev::Ordo(_), Dev::Host) => CopyKind::HostToDevice,
-            (Dev::Host, Dev::Ordo(_)) => CopyKind::DeviceToHost,
-            (Dev::Ordo(_), Dev::Ordo(_)) => CopyKind::DeviceToDevice,
+        let named = |d: Dev| match d {
+            Dev::Host => None,
+            Dev::Ordo(d) => Some(d),
         };
-        // SAFETY: device sides are validated by the runtime; host sides are the caller's
-        // contract (valid for `Size` bytes until the queue passes the copy).
-        let r = unsafe { rt.memcpy(kind, DstPtr as u64, SrcPtr as u64, Size, q) };
+        // SAFETY: device sides are validated by the runtime; host sides are the caller's contract
+        // (valid for `Size` bytes until the queue passes the copy).
+        let r = unsafe { runtime().memcpy_between(DstPtr as u64, named(dst), SrcPtr as u64, named(src), Size, q) };
         on(Arg::Queue, r)
     }
 

@@ -274,33 +274,115 @@ impl Runtime {
     /// # Safety
     /// Host pointers must be valid for `size` bytes; with a queue, until the copy completes.
     pub unsafe fn memcpy(&self, kind: CopyKind, dst: u64, src: u64, size: usize, queue: Option<Queue>) -> Result<()> {
-        self.with_shared(|t| {
-            let q = queue.map(|q| self.queue(t, q)).transpose()?;
-            if size == 0 {
-                return Ok(());
-            }
-            if dst == 0 || src == 0 {
-                return fail(ErrorCode::NullPointer, "copy source or destination is null");
-            }
-            let d = match kind {
-                CopyKind::HostToDevice => self.range_device(t, dst, size)?,
-                CopyKind::DeviceToHost => self.range_device(t, src, size)?,
-                CopyKind::DeviceToDevice => {
-                    let from = self.range_device(t, src, size)?;
-                    let to = self.range_device(t, dst, size)?;
-                    if !core::ptr::addr_eq(from.backend, to.backend) {
-                        return fail(ErrorCode::InvalidArgument, "copy between memory of two platforms");
-                    }
-                    if from.slot != to.slot {
-                        return fail(ErrorCode::Unsupported, "copy between two devices (copy through host memory)");
-                    }
-                    to
+        // SAFETY: forwarded contract.
+        self.with_shared(|t| unsafe { self.copy_in(t, kind, dst, src, size, queue) })
+    }
+
+    /// `memcpy`'s body, in a shared section the caller holds.
+    ///
+    /// # Safety
+    /// As `memcpy`.
+    unsafe fn copy_in(
+        &self,
+        t: &Tables,
+        kind: CopyKind,
+        dst: u64,
+        src: u64,
+        size: usize,
+        queue: Option<Queue>,
+    ) -> Result<()> {
+        let q = queue.map(|q| self.queue(t, q)).transpose()?;
+        if size == 0 {
+            return Ok(());
+        }
+        if dst == 0 || src == 0 {
+            return fail(ErrorCode::NullPointer, "copy source or destination is null");
+        }
+        let d = match kind {
+            CopyKind::HostToDevice => self.range_device(t, dst, size)?,
+            CopyKind::DeviceToHost => self.range_device(t, src, size)?,
+            CopyKind::DeviceToDevice => {
+                let from = self.range_device(t, src, size)?;
+                let to = self.range_device(t, dst, size)?;
+                if !core::ptr::addr_eq(from.backend, to.backend) {
+                    return fail(ErrorCode::InvalidArgument, "copy between memory of two platforms");
                 }
-            };
-            let q = Self::queue_for(d, q)?;
-            // SAFETY: the device ranges lie in live allocations of this device, the queue is a
-            // live queue of it; host ranges are the caller's contract.
-            Ok(unsafe { d.backend.memcpy(d.ordinal, kind, dst, src, size, q) }?)
+                if from.slot != to.slot {
+                    return fail(ErrorCode::Unsupported, "copy between two devices (copy through host memory)");
+                }
+                to
+            }
+        };
+        let q = Self::queue_for(d, q)?;
+        // SAFETY: the device ranges lie in live allocations of this device, the queue is a live
+        // queue of it; host ranges are the caller's contract.
+        Ok(unsafe { d.backend.memcpy(d.ordinal, kind, dst, src, size, q) }?)
+    }
+
+    /// Copies `size` bytes between memory named with its device (liboffload's `olMemcpy`):
+    /// `None` names plain host memory, which must not lie in device memory ordo knows
+    /// (`InvalidArgument`); a device side must start in an allocation of that very device
+    /// (`InvalidArgument` when it lies in none or in another device's). Host to host is copied
+    /// on the calling thread and takes no queue (`InvalidArgument` with one); everything else is
+    /// `memcpy`, checked in the same pass over the tables. A zero-byte copy checks no address.
+    ///
+    /// # Safety
+    /// As `memcpy`; host to host, both ranges are valid for `size` bytes.
+    pub unsafe fn memcpy_between(
+        &self,
+        dst: u64,
+        dst_device: Option<Device>,
+        src: u64,
+        src_device: Option<Device>,
+        size: usize,
+        queue: Option<Queue>,
+    ) -> Result<()> {
+        let kind = match (dst_device, src_device) {
+            (Some(_), None) => Some(CopyKind::HostToDevice),
+            (None, Some(_)) => Some(CopyKind::DeviceToHost),
+            (Some(_), Some(_)) => Some(CopyKind::DeviceToDevice),
+            (None, None) => None,
+        };
+        self.with_shared(|t| {
+            for (addr, named) in [(dst, dst_device), (src, src_device)] {
+                if size == 0 {
+                    break;
+                }
+                let found = t.allocations.find_range(addr, 1).map(|slot| t.allocations.slots.at(slot));
+                match (named, found) {
+                    (None, Ok(m)) if matches!(m.kind, MemKind::Device | MemKind::Global) => {
+                        return fail(ErrorCode::InvalidArgument, "a device pointer is named with the host device");
+                    }
+                    (None, _) => {}
+                    (Some(d), Ok(m)) if m.device != self.dev(t, d)?.slot => {
+                        return fail(ErrorCode::InvalidArgument, "a pointer is not memory of the device named with it");
+                    }
+                    (Some(_), Ok(_)) => {}
+                    (Some(_), Err(e)) if e.code == ErrorCode::NotFound => {
+                        return fail(ErrorCode::InvalidArgument, "a device pointer is in no allocation of its device");
+                    }
+                    (Some(_), Err(e)) => return Err(e),
+                }
+            }
+            match kind {
+                // SAFETY: forwarded contract.
+                Some(kind) => unsafe { self.copy_in(t, kind, dst, src, size, queue) },
+                None if queue.is_some() => {
+                    fail(ErrorCode::InvalidArgument, "a copy on a queue needs a non-host device")
+                }
+                None => {
+                    // SAFETY: two host ranges of `size` bytes (the caller's contract); `copy`
+                    // allows overlap.
+                    unsafe {
+                        core::ptr::copy(
+                            core::ptr::with_exposed_provenance::<u8>(src as usize),
+                            core::ptr::with_exposed_provenance_mut::<u8>(dst as usize),
+                            size,
+                        )
+                    };
+                    Ok(())
+                }
+            }
         })
     }
 
