@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "abba.h"
+
 typedef struct { uint64_t raw; } ordo_queue_t;
 int ordo_queue_native(ordo_queue_t queue, void **out); /* ordo's C ABI: the queue's CUstream */
 void *mgpuModuleLoadJIT(void *data, int32_t opt);
@@ -63,11 +65,6 @@ static void *up_module;
     if (r_ != CUDA_SUCCESS) { fprintf(stderr, "%s failed: %d\n", #x, (int)r_); exit(1); } \
   } while (0)
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
-}
 
 static CUmodule raw_module;
 static CUfunction raw_fn;
@@ -222,28 +219,9 @@ static int check_no_waiting(void) {
   return ok;
 }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static void report_rounds(const char *name, double (*bare)(void), double (*ordo)(void), int rounds,
-                          const char *target) {
-  double *ratios = malloc(sizeof(double) * rounds), b_sum = 0, o_sum = 0;
-  for (int r = 0; r < rounds; r++) { /* ABBA */
-    double b1 = bare(), o1 = ordo(), o2 = ordo(), b2 = bare();
-    ratios[r] = (o1 + o2) / (b1 + b2);
-    b_sum += b1 + b2;
-    o_sum += o1 + o2;
-  }
-  qsort(ratios, rounds, sizeof ratios[0], cmp);
-  printf("| %s | %.0f ns | %.0f ns | %.3f [%.3f, %.3f] | %s |\n", name, b_sum / (2 * rounds), o_sum / (2 * rounds),
-         ratios[rounds / 2], ratios[rounds / 4], ratios[(3 * rounds) / 4], target);
-  free(ratios);
-}
 
 static void report(const char *name, double (*bare)(void), double (*ordo)(void), const char *target) {
-  report_rounds(name, bare, ordo, ROUNDS, target);
+  abba_report(name, bare, ordo, ROUNDS, target);
 }
 
 
@@ -274,7 +252,7 @@ int main(int argc, char **argv) {
   printf("|---|---|---|---|---|\n");
   report("mgpuLaunchKernel vs cuLaunchKernel (batches of 1000, then a synchronise)", raw_launches, ordo_launches,
          "<= 1.02");
-  report_rounds("mgpuLaunchKernel vs cuLaunchKernel, 301 rounds of 200 launches then a synchronise", raw_short,
+  abba_report("mgpuLaunchKernel vs cuLaunchKernel, 301 rounds of 200 launches then a synchronise", raw_short,
                 ordo_short, SHORT_ROUNDS, "<= 1.02");
   report("mgpuLaunchKernel vs cuLaunchKernel on a blocking stream (as ordo's queues are)", raw_blocking_launches,
          ordo_launches, "(informational)");

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "abba.h"
+
 #define LONG_N 1000
 
 typedef struct { uint32_t Code; const char *Details; } ol_error_struct_t;
@@ -62,11 +64,6 @@ ol_result_t olLaunchKernel(ol_handle queue, ol_handle device, ol_handle kernel, 
     if (r_) { fprintf(stderr, "%s failed: %u %s\n", #x, r_->Code, r_->Details); exit(1); }          \
   } while (0)
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e9 + t.tv_nsec;
-}
 
 static ol_handle gpu, queue, program, ol_empty, ol_add;
 static CUstream stream, ordo_stream;
@@ -137,28 +134,9 @@ static double ordo_c_empty(void) {
 static double raw_add_enqueue(void) { return raw_timed(raw_add, add_params, 100, 1); }
 static double ol_add_enqueue(void) { return ol_timed(ol_add, &add_args, sizeof add_args, 100, 1); }
 
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static void report_target(const char *name, double (*bare)(void), double (*ordo)(void), int rounds,
-                          const char *target) {
-  double *ratios = malloc(sizeof(double) * rounds), b_sum = 0, o_sum = 0;
-  for (int r = 0; r < rounds; r++) { /* ABBA */
-    double b1 = bare(), o1 = ordo(), o2 = ordo(), b2 = bare();
-    ratios[r] = (o1 + o2) / (b1 + b2);
-    b_sum += b1 + b2;
-    o_sum += o1 + o2;
-  }
-  qsort(ratios, rounds, sizeof ratios[0], cmp);
-  printf("| %s | %.0f ns | %.0f ns | %.3f [%.3f, %.3f] | %s |\n", name, b_sum / (2 * rounds), o_sum / (2 * rounds),
-         ratios[rounds / 2], ratios[rounds / 4], ratios[(3 * rounds) / 4], target);
-  free(ratios);
-}
 
 static void report(const char *name, double (*bare)(void), double (*ordo)(void), int rounds) {
-  report_target(name, bare, ordo, rounds, "<= 1.02");
+  abba_report(name, bare, ordo, rounds, "<= 1.02");
 }
 
 int main(int argc, char **argv) {
@@ -203,15 +181,15 @@ int main(int argc, char **argv) {
   report("vector_add_f32 (4 arguments, packed and split), batches of 1000, 24 rounds", raw_add_long, ol_add_long,
          ROUNDS);
   report("vector_add_f32, 301 rounds of 200", raw_add_short, ol_add_short, SHORT_ROUNDS);
-  report_target("diagnosis: cuLaunchKernel on ordo's own stream vs on the benchmark's (empty kernel, 1000)",
+  abba_report("diagnosis: cuLaunchKernel on ordo's own stream vs on the benchmark's (empty kernel, 1000)",
                 raw_empty_long, raw_on_ordo_stream, ROUNDS, "(informational)");
-  report_target("diagnosis: olLaunchKernel vs cuLaunchKernel on ordo's own stream (empty kernel, 1000)",
+  abba_report("diagnosis: olLaunchKernel vs cuLaunchKernel on ordo's own stream (empty kernel, 1000)",
                 raw_on_ordo_stream, ol_empty_long, ROUNDS, "(informational)");
-  report_target("diagnosis: ordo_launch (ordo's C ABI) vs cuLaunchKernel on ordo's own stream (empty kernel, 1000)",
+  abba_report("diagnosis: ordo_launch (ordo's C ABI) vs cuLaunchKernel on ordo's own stream (empty kernel, 1000)",
                 raw_on_ordo_stream, ordo_c_empty, ROUNDS, "(informational)");
-  report_target("diagnosis: olLaunchKernel vs ordo_launch, same queue and kernel (empty kernel, 1000)", ordo_c_empty,
+  abba_report("diagnosis: olLaunchKernel vs ordo_launch, same queue and kernel (empty kernel, 1000)", ordo_c_empty,
                 ol_empty_long, ROUNDS, "(informational)");
-  report_target("host time of a vector_add_f32 launch (100 enqueued, timed before the synchronise)",
+  abba_report("host time of a vector_add_f32 launch (100 enqueued, timed before the synchronise)",
                 raw_add_enqueue, ol_add_enqueue, SHORT_ROUNDS, "(informational)");
   CU(cuStreamDestroy(stream));
   CU(cuModuleUnload(module));
