@@ -61,10 +61,27 @@ macro_rules! named {
     ($($name:ident),* $(,)?) => { vec![$((stringify!($name).to_string(), $name as i64)),*] };
 }
 
+/// `("sizeof(T)", its size)` for a type whose C and Rust names agree.
+macro_rules! size {
+    ($t:ident) => {
+        (concat!("sizeof(", stringify!($t), ")").to_string(), std::mem::size_of::<$t>() as i64)
+    };
+}
+
+/// `("offsetof(T.field)", its offset)`.
+macro_rules! field {
+    ($t:ident, $f:ident) => {
+        (
+            concat!("offsetof(", stringify!($t), ".", stringify!($f), ")").to_string(),
+            std::mem::offset_of!($t, $f) as i64,
+        )
+    };
+}
+
 /// Every value `layout.c` prints, as ordo defines it.
 fn ordo_values() -> Vec<(String, i64)> {
     use ordo::offload::*;
-    use std::mem::{offset_of, size_of};
+    use std::mem::size_of;
     let mut v: Vec<(String, i64)> = named![
         OL_ALLOC_TYPE_HOST,
         OL_ALLOC_TYPE_DEVICE,
@@ -171,44 +188,32 @@ fn ordo_values() -> Vec<(String, i64)> {
         OL_SYMBOL_KIND_GLOBAL_VARIABLE,
         OL_SYMBOL_KIND_LAST,
     ];
-    v.push(("sizeof(ol_error_struct_t)".into(), size_of::<ol_error_struct_t>() as i64));
-    v.push(("offsetof(ol_error_struct_t.Code)".into(), offset_of!(ol_error_struct_t, Code) as i64));
-    v.push(("offsetof(ol_error_struct_t.Details)".into(), offset_of!(ol_error_struct_t, Details) as i64));
-    v.push(("sizeof(ol_code_location_t)".into(), size_of::<ol_code_location_t>() as i64));
-    v.push(("offsetof(ol_code_location_t.FunctionName)".into(), offset_of!(ol_code_location_t, FunctionName) as i64));
-    v.push(("offsetof(ol_code_location_t.SourceFile)".into(), offset_of!(ol_code_location_t, SourceFile) as i64));
-    v.push(("offsetof(ol_code_location_t.LineNumber)".into(), offset_of!(ol_code_location_t, LineNumber) as i64));
-    v.push(("offsetof(ol_code_location_t.ColumnNumber)".into(), offset_of!(ol_code_location_t, ColumnNumber) as i64));
-    v.push(("sizeof(ol_dimensions_t)".into(), size_of::<ol_dimensions_t>() as i64));
-    v.push(("offsetof(ol_dimensions_t.x)".into(), offset_of!(ol_dimensions_t, x) as i64));
-    v.push(("offsetof(ol_dimensions_t.y)".into(), offset_of!(ol_dimensions_t, y) as i64));
-    v.push(("offsetof(ol_dimensions_t.z)".into(), offset_of!(ol_dimensions_t, z) as i64));
-    v.push(("sizeof(ol_kernel_launch_size_args_t)".into(), size_of::<ol_kernel_launch_size_args_t>() as i64));
-    v.push((
-        "offsetof(ol_kernel_launch_size_args_t.Dimensions)".into(),
-        offset_of!(ol_kernel_launch_size_args_t, Dimensions) as i64,
-    ));
-    v.push((
-        "offsetof(ol_kernel_launch_size_args_t.NumGroups)".into(),
-        offset_of!(ol_kernel_launch_size_args_t, NumGroups) as i64,
-    ));
-    v.push((
-        "offsetof(ol_kernel_launch_size_args_t.GroupSize)".into(),
-        offset_of!(ol_kernel_launch_size_args_t, GroupSize) as i64,
-    ));
-    v.push((
-        "offsetof(ol_kernel_launch_size_args_t.DynSharedMemory)".into(),
-        offset_of!(ol_kernel_launch_size_args_t, DynSharedMemory) as i64,
-    ));
-    v.push(("sizeof(ol_result_t)".into(), size_of::<ol_result_t>() as i64));
-    v.push(("sizeof(ol_device_handle_t)".into(), size_of::<ol_device_handle_t>() as i64));
-    v.push(("sizeof(ol_device_iterate_cb_t)".into(), size_of::<ol_device_iterate_cb_t>() as i64));
-    v.push(("sizeof(ol_host_function_cb_t)".into(), size_of::<ol_host_function_cb_t>() as i64));
+    v.push(size!(ol_error_struct_t));
+    v.push(field!(ol_error_struct_t, Code));
+    v.push(field!(ol_error_struct_t, Details));
+    v.push(size!(ol_code_location_t));
+    v.push(field!(ol_code_location_t, FunctionName));
+    v.push(field!(ol_code_location_t, SourceFile));
+    v.push(field!(ol_code_location_t, LineNumber));
+    v.push(field!(ol_code_location_t, ColumnNumber));
+    v.push(size!(ol_dimensions_t));
+    v.push(field!(ol_dimensions_t, x));
+    v.push(field!(ol_dimensions_t, y));
+    v.push(field!(ol_dimensions_t, z));
+    v.push(size!(ol_kernel_launch_size_args_t));
+    v.push(field!(ol_kernel_launch_size_args_t, Dimensions));
+    v.push(field!(ol_kernel_launch_size_args_t, NumGroups));
+    v.push(field!(ol_kernel_launch_size_args_t, GroupSize));
+    v.push(field!(ol_kernel_launch_size_args_t, DynSharedMemory));
+    v.push(size!(ol_result_t));
+    v.push(size!(ol_device_handle_t));
+    v.push(size!(ol_device_iterate_cb_t));
+    v.push(size!(ol_host_function_cb_t));
     v.push(("sizeof(ol_device_fp_capability_flags_t)".into(), size_of::<u32>() as i64));
     v.push(("sizeof(ol_memory_register_flags_t)".into(), size_of::<u32>() as i64));
-    v.push(("sizeof(ol_alloc_type_t)".into(), size_of::<ol_alloc_type_t>() as i64));
-    v.push(("sizeof(ol_errc_t)".into(), size_of::<ol_errc_t>() as i64));
-    v.push(("sizeof(bool)".into(), size_of::<bool>() as i64));
+    v.push(size!(ol_alloc_type_t));
+    v.push(size!(ol_errc_t));
+    v.push(size!(bool));
     v
 }
 
