@@ -244,12 +244,12 @@ pub(crate) unsafe fn launch_cluster(
     })
 }
 
-/// The number of parameters of a kernel: `cuFuncGetParamInfo` for each index until the driver
-/// says there is none (CUDA 12.4 drivers and up).
+/// Calls `each(offset, size)` for every parameter of a kernel, from `cuFuncGetParamInfo` for each
+/// index until the driver says there is none (CUDA 12.4 drivers and up); returns the count.
 ///
 /// # Safety
 /// `kernel` is a live function of the current context.
-pub(crate) unsafe fn param_count(kernel: u64) -> BackendResult<usize> {
+unsafe fn each_param(kernel: u64, mut each: impl FnMut(usize, usize) -> BackendResult<()>) -> BackendResult<usize> {
     if !driver_has("cuFuncGetParamInfo") {
         return Err(old_driver("the CUDA driver is too old to describe kernel parameters (cuFuncGetParamInfo)"));
     }
@@ -259,14 +259,24 @@ pub(crate) unsafe fn param_count(kernel: u64) -> BackendResult<usize> {
         // SAFETY: a live function, valid out-pointers.
         let r = unsafe { sys::cuFuncGetParamInfo(kernel as usize as CUfunction, count, &mut offset, &mut size) };
         match r {
-            CUresult::CUDA_SUCCESS => count += 1,
+            CUresult::CUDA_SUCCESS => each(offset, size)?,
             CUresult::CUDA_ERROR_INVALID_VALUE => return Ok(count),
             other => return check(other).map(|()| count),
         }
+        count += 1;
         if count > 4096 {
             return Err(BackendError::new(ErrorCode::Internal, 0, "kernel parameter count did not end"));
         }
     }
+}
+
+/// The number of parameters of a kernel.
+///
+/// # Safety
+/// `kernel` is a live function of the current context.
+pub(crate) unsafe fn param_count(kernel: u64) -> BackendResult<usize> {
+    // SAFETY: forwarded contract.
+    unsafe { each_param(kernel, |_, _| Ok(())) }
 }
 
 /// The `kernelParams` the driver gets: null for a kernel without arguments (an empty slice's
@@ -283,29 +293,14 @@ fn params_pointer(args: &KernelArgs<'_>) -> *mut *mut c_void {
 /// # Safety
 /// `kernel` is a live function of the current context.
 pub(crate) unsafe fn param_layout(kernel: u64, out: &mut ordo_core::ParamLayout) -> BackendResult<()> {
-    if !driver_has("cuFuncGetParamInfo") {
-        return Err(old_driver("the CUDA driver is too old to describe kernel parameters (cuFuncGetParamInfo)"));
-    }
     out.clear();
-    for index in 0.. {
-        let (mut offset, mut size) = (0usize, 0usize);
-        // SAFETY: a live function, valid out-pointers.
-        let r = unsafe { sys::cuFuncGetParamInfo(kernel as usize as CUfunction, index, &mut offset, &mut size) };
-        match r {
-            CUresult::CUDA_SUCCESS => {}
-            CUresult::CUDA_ERROR_INVALID_VALUE => return Ok(()),
-            other => return check(other),
-        }
-        let slot = ordo_core::ParamSlot { offset: offset as u32, size: size as u32 };
-        if out.push(slot).is_err() {
-            return Err(BackendError::new(
-                ErrorCode::Unsupported,
-                0,
-                "kernel has more than MAX_KERNEL_PARAMS parameters",
-            ));
-        }
-    }
-    Ok(())
+    let push = |offset: usize, size: usize| {
+        out.push(ordo_core::ParamSlot { offset: offset as u32, size: size as u32 }).map_err(|_| {
+            BackendError::new(ErrorCode::Unsupported, 0, "kernel has more than MAX_KERNEL_PARAMS parameters")
+        })
+    };
+    // SAFETY: forwarded contract.
+    unsafe { each_param(kernel, push) }.map(drop)
 }
 
 /// `cuOccupancyMaxPotentialBlockSize` with a fixed dynamic shared memory size.
