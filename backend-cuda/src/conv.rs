@@ -101,10 +101,18 @@ pub(crate) fn is_wrong_context(native: i64) -> bool {
     .any(|&r| r as i64 == native)
 }
 
-/// `Ok` for success, the translated error otherwise.
-#[inline]
+/// `Ok` for success, the translated error otherwise. The success test is inlined into every
+/// driver call's caller; the translation (two tables) stays out of line, off the launch path.
+#[inline(always)]
 pub(crate) fn check(r: CUresult) -> BackendResult<()> {
-    if r == CUresult::CUDA_SUCCESS { Ok(()) } else { Err(BackendError::new(code(r), r as i64, name(r))) }
+    if r == CUresult::CUDA_SUCCESS { Ok(()) } else { Err(error(r)) }
+}
+
+/// The `BackendError` of a failed driver call.
+#[cold]
+#[inline(never)]
+fn error(r: CUresult) -> BackendError {
+    BackendError::new(code(r), r as i64, name(r))
 }
 
 /// `check` for calls that release an object: "already gone" becomes released-by-driver.

@@ -387,6 +387,7 @@ impl<'a> KernelArgs<'a> {
     }
 
     /// Arguments without sizes (the MLIR `mgpuLaunchKernel` form).
+    #[inline]
     pub fn unsized_params(params: &'a [*mut c_void]) -> Result<Self> {
         if params.iter().any(|p| p.is_null()) {
             return fail(ErrorCode::NullPointer, "a kernel argument pointer is null");

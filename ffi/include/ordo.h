@@ -613,6 +613,15 @@ ordo_status_t ordo_kernel_optimal_block_size(struct ordo_kernel_t kernel,
                                              size_t dynamic_shared,
                                              uint32_t *out);
 
+// `*out` = the driver's own handle of a kernel (CUDA: its `CUfunction`; the host platform: an
+// index), for interoperation: attributes, or launches made with the driver directly. It stays
+// valid while the kernel's program is loaded.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_kernel_native(struct ordo_kernel_t kernel, void **out);
+
 // `*valid` = 1 when `image` (`size` bytes) is a program the device can load, else 0, checked
 // without loading it: CUDA reads a PTX image's `.target` and a cubin's architecture (a
 // well-formed fatbin counts as valid: the driver picks its entry); the host platform compares

@@ -57,6 +57,8 @@ static DEVICE_LOST: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// One line on stderr for a genuine error (upstream prints one per failed driver call), and
 /// nothing for what follows from it: calls after the at-exit teardown, and calls after the
 /// device was lost (the driver reported the cause once already).
+#[cold]
+#[inline(never)]
 fn report(what: &str, e: &ordo_core::Error) {
     use std::sync::atomic::Ordering;
     if matches!(e.code, ErrorCode::Uninitialized) || DEVICE_LOST.load(Ordering::Relaxed) {
@@ -208,10 +210,19 @@ static EVENTS: DevicePool<Event> = DevicePool::new();
 /// The queue that stands for a null stream, one per device (created on first use, kept).
 static NULL_STREAMS: DevicePool<Queue> = DevicePool::new();
 
+/// The queue a launch or copy runs on: the stream's own, or for a null stream the default
+/// device's shared one (`None` after one line on stderr when it cannot be made).
+#[inline(always)]
 fn stream_or_null(stream: *mut c_void) -> Option<Queue> {
     if !stream.is_null() {
         return Some(Queue::from_raw(from_ptr(stream)));
     }
+    null_stream()
+}
+
+/// The default device's shared stream for calls with a null stream (made on first use).
+#[inline(never)]
+fn null_stream() -> Option<Queue> {
     let d = device()?;
     if let Some(q) = NULL_STREAMS.take(d, true) {
         return Some(q);

@@ -260,6 +260,20 @@ pub unsafe extern "C" fn ordo_kernel_optimal_block_size(
     produce(out, "out is NULL", || runtime().kernel_optimal_block_size(Kernel::from_raw(kernel.raw), dynamic_shared))
 }
 
+/// `*out` = the driver's own handle of a kernel (CUDA: its `CUfunction`; the host platform: an
+/// index), for interoperation: attributes, or launches made with the driver directly. It stays
+/// valid while the kernel's program is loaded.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_kernel_native(kernel: ordo_kernel_t, out: *mut *mut c_void) -> ordo_status_t {
+    produce(out, "out is NULL", || {
+        runtime().kernel_native(Kernel::from_raw(kernel.raw)).map(|raw| raw as usize as *mut c_void)
+    })
+}
+
 /// `*valid` = 1 when `image` (`size` bytes) is a program the device can load, else 0, checked
 /// without loading it: CUDA reads a PTX image's `.target` and a cubin's architecture (a
 /// well-formed fatbin counts as valid: the driver picks its entry); the host platform compares

@@ -367,6 +367,10 @@ fuzz_target!(|data: &[u8]| {
                     if !check(ordo_queue_native(ordo_queue_t { raw: pool.pick(arg.rotate_left(6)) }, &mut native)) {
                         assert_eq!(native as usize as u64, SENTINEL);
                     }
+                    let mut native = SENTINEL as usize as *mut c_void;
+                    if !check(ordo_kernel_native(ordo_kernel_t { raw: pool.pick(arg.rotate_left(7)) }, &mut native)) {
+                        assert_eq!(native as usize as u64, SENTINEL);
+                    }
                 }
             }
         }

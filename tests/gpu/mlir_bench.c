@@ -1,8 +1,11 @@
 /* The MLIR runtime ABI through libordo.so, in one process, ABBA rounds, per-round ratios with
  * quartiles.
  *
- * 1. launch: mgpuLaunchKernel vs cuLaunchKernel (batches of 1000 empty-kernel launches on one
- *    stream, then a synchronise, 24 rounds; and 301 rounds of 200), target <= 1.02x.
+ * 1. launch: mgpuLaunchKernel vs cuLaunchKernel, target <= 1.02x. First with the very CUfunction
+ *    and CUstream behind ordo's handles (ordo_kernel_native, ordo_queue_native), so that the two
+ *    arms differ only in ordo's code (batches of 1000 empty-kernel launches, then a synchronise,
+ *    48 rounds; and 301 rounds of 200); then against the benchmark's own module and stream (24
+ *    rounds of 1000; 301 of 200), which adds the driver's cost difference between two streams.
  * 2. the synchronous gpu.launch_func sequence MLIR emits: get function, stream create, launch,
  *    stream synchronize, stream destroy, against the same five calls through upstream's
  *    wrappers (argv[1]: a libmlir_cuda_runtime built from upstream's CudaRuntimeWrappers.cpp,
@@ -28,7 +31,10 @@
 #include "abba.h"
 
 typedef struct { uint64_t raw; } ordo_queue_t;
+typedef struct { uint64_t raw; } ordo_kernel_t;
 int ordo_queue_native(ordo_queue_t queue, void **out); /* ordo's C ABI: the queue's CUstream */
+/* ... and the kernel's CUfunction (weak: a libordo from before it ran the other rows only) */
+int ordo_kernel_native(ordo_kernel_t kernel, void **out) __attribute__((weak));
 void *mgpuModuleLoadJIT(void *data, int32_t opt);
 void *mgpuModuleGetFunction(void *module, const char *name);
 void *mgpuStreamCreate(void);
@@ -67,21 +73,23 @@ static void *up_module;
 
 
 static CUmodule raw_module;
-static CUfunction raw_fn;
+static CUfunction raw_fn, ordo_fn;
 static CUstream raw_stream, raw_blocking, ordo_stream;
 static void *o_module, *o_fn, *o_stream;
 
-enum { LAUNCHES = 1000, SEQUENCES = 300, ROUNDS = 24 };
+enum { LAUNCHES = 1000, SEQUENCES = 300, ROUNDS = 24, SAME_ROUNDS = 48 };
 
 /* n empty-kernel launches on a driver stream / through libordo, per launch: timed to the end of
  * the synchronise, or (host_only) before it, which is the host's share alone. */
-static double raw_batch(CUstream s, int n, int host_only) {
+static double raw_batch_of(CUfunction f, CUstream s, int n, int host_only) {
   double t = now(), host;
-  for (int i = 0; i < n; i++) CHECK(cuLaunchKernel(raw_fn, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+  for (int i = 0; i < n; i++) CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
   host = now() - t;
   CHECK(cuStreamSynchronize(s));
   return (host_only ? host : now() - t) / n;
 }
+
+static double raw_batch(CUstream s, int n, int host_only) { return raw_batch_of(raw_fn, s, n, host_only); }
 
 static double ordo_batch(int n, int host_only) {
   double t = now(), host;
@@ -106,6 +114,11 @@ static double raw_blocking_launches(void) { return raw_batch(raw_blocking, LAUNC
 /* The driver call on the very stream behind ordo's (pooled) MLIR stream: separates the stream from
  * ordo's code. */
 static double raw_ordo_stream_launches(void) { return raw_batch(ordo_stream, LAUNCHES, 0); }
+/* The driver call with ordo's own CUfunction on ordo's own CUstream: the two arms differ only in
+ * ordo's code. */
+static double raw_same_launches(void) { return raw_batch_of(ordo_fn, ordo_stream, LAUNCHES, 0); }
+static double raw_same_short(void) { return raw_batch_of(ordo_fn, ordo_stream, SHORT, 0); }
+static double raw_same_enqueue(void) { return raw_batch_of(ordo_fn, ordo_stream, ENQUEUES, 1); }
 
 static double raw_sequence(void) {
   double t = now();
@@ -237,6 +250,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ordo_queue_native failed\n");
     return 1;
   }
+  if (ordo_kernel_native && ordo_kernel_native((ordo_kernel_t){(uint64_t)(uintptr_t)o_fn}, (void **)&ordo_fn) != 0) {
+    fprintf(stderr, "ordo_kernel_native failed\n");
+    return 1;
+  }
   CUdevice dev;
   CUcontext ctx;
   CHECK(cuInit(0));
@@ -247,13 +264,25 @@ int main(int argc, char **argv) {
   CHECK(cuModuleGetFunction(&raw_fn, raw_module, "empty"));
   CHECK(cuStreamCreate(&raw_stream, CU_STREAM_NON_BLOCKING));
   CHECK(cuStreamCreate(&raw_blocking, CU_STREAM_DEFAULT));
-  raw_launches(); raw_blocking_launches(); ordo_launches(); raw_sequence(); ordo_sequence(); /* warm-up */
+  if (ordo_fn) raw_same_launches();
+  raw_launches(); raw_blocking_launches(); ordo_launches(); raw_sequence(); ordo_sequence();
+  /* (warm-up) */
   printf("| benchmark | driver calls | libordo mgpu* | ordo / driver, per-round median [p25, p75] | target |\n");
   printf("|---|---|---|---|---|\n");
-  report("mgpuLaunchKernel vs cuLaunchKernel (batches of 1000, then a synchronise)", raw_launches, ordo_launches,
-         "<= 1.02");
-  abba_report("mgpuLaunchKernel vs cuLaunchKernel, 301 rounds of 200 launches then a synchronise", raw_short,
-                ordo_short, SHORT_ROUNDS, "<= 1.02");
+  if (ordo_fn) {
+    abba_report("mgpuLaunchKernel vs cuLaunchKernel, same CUfunction and CUstream (batches of 1000, then a "
+                "synchronise)", raw_same_launches, ordo_launches, SAME_ROUNDS, "<= 1.02");
+    abba_report("mgpuLaunchKernel vs cuLaunchKernel, same CUfunction and CUstream, 301 rounds of 200 launches then "
+                "a synchronise", raw_same_short, ordo_short, SHORT_ROUNDS, "<= 1.02");
+    report("host time of a launch, same CUfunction and CUstream (100 enqueued, timed before the synchronise)",
+           raw_same_enqueue, ordo_enqueue, "(informational)");
+  } else {
+    printf("ordo_kernel_native: not in this libordo (the same-CUfunction rows are left out)\n");
+  }
+  report("mgpuLaunchKernel vs cuLaunchKernel on the benchmark's own module and stream (batches of 1000, then a "
+         "synchronise)", raw_launches, ordo_launches, "<= 1.02");
+  abba_report("mgpuLaunchKernel vs cuLaunchKernel on the benchmark's own module and stream, 301 rounds of 200 "
+              "launches then a synchronise", raw_short, ordo_short, SHORT_ROUNDS, "<= 1.02");
   report("mgpuLaunchKernel vs cuLaunchKernel on a blocking stream (as ordo's queues are)", raw_blocking_launches,
          ordo_launches, "(informational)");
   report("diagnosis: cuLaunchKernel on ordo's own stream vs on the benchmark's non-blocking one", raw_launches,

@@ -6,8 +6,10 @@
  *   1. `empty()`: no arguments;
  *   2. `vector_add_f32(a, b, c, n)` with n = 0: four arguments, split from the packed struct by
  *      the kernel's parameter layout on ordo's side, passed as kernelParams on the driver's.
- * Diagnosis rows (informational) separate the parts: the driver call on the very stream behind
- * ordo's queue (ordo_queue_native), ordo's own C ABI (ordo_launch) on the same queue and kernel.
+ * Then the same two comparisons with the very CUfunction and CUstream behind ordo's handles
+ * (ordo_kernel_native, ordo_queue_native) on the driver's side, so that the arms differ only in
+ * ordo's code. Diagnosis rows (informational) separate the parts: the driver call on the very
+ * stream behind ordo's queue, ordo's own C ABI (ordo_launch) on the same queue and kernel.
  * Each arm: batches of 1000 launches then a synchronise (24 rounds), and 301 rounds of 200.
  * Target <= 1.02x. The ol* functions are declared here (the GPU machine has no OffloadAPI.h; the
  * types are the header's, checked on the CPU by tests/offload/layout.c).
@@ -37,6 +39,8 @@ typedef struct {
 typedef struct { uint64_t raw; } ordo_queue_t;
 int ordo_queue_native(ordo_queue_t queue, void **out); /* ordo's C ABI: the queue's CUstream */
 typedef struct { uint64_t raw; } ordo_kernel_t;
+/* the kernel's CUfunction (weak: a libordo from before it runs the other rows only) */
+int ordo_kernel_native(ordo_kernel_t kernel, void **out) __attribute__((weak));
 typedef struct { uint32_t grid[3], block[3], shared_mem_bytes; } ordo_launch_dims_t;
 int ordo_launch(ordo_queue_t queue, ordo_kernel_t kernel, const ordo_launch_dims_t *dims, void *const *args,
                 const size_t *sizes, uint32_t count);
@@ -67,7 +71,7 @@ ol_result_t olLaunchKernel(ol_handle queue, ol_handle device, ol_handle kernel, 
 
 static ol_handle gpu, queue, program, ol_empty, ol_add;
 static CUstream stream, ordo_stream;
-static CUfunction raw_empty, raw_add;
+static CUfunction raw_empty, raw_add, ordo_empty_fn, ordo_add_fn;
 static const ol_kernel_launch_size_args_t one = {1, {1, 1, 1}, {1, 1, 1}, 0};
 static struct { const float *a, *b; float *c; uint32_t n; } add_args;
 
@@ -106,6 +110,14 @@ static double raw_on_ordo_stream(void) {
   stream = own;
   return t;
 }
+/* The driver call with ordo's own CUfunction on ordo's own CUstream. */
+static double raw_same(CUfunction f, void **params, int n) {
+  CUstream own = stream;
+  stream = ordo_stream;
+  double t = raw_timed(f, params, n, 0);
+  stream = own;
+  return t;
+}
 static double ol_batch(ol_handle k, const void *args, size_t size, int n) { return ol_timed(k, args, size, n, 0); }
 
 enum { LONG = 1000, ROUNDS = 24, SHORT = 200, SHORT_ROUNDS = 301 };
@@ -117,6 +129,10 @@ static double ol_empty_short(void) { return ol_batch(ol_empty, NULL, 0, SHORT); 
 static double raw_add_long(void) { return raw_batch(raw_add, add_params, LONG); }
 static double ol_add_long(void) { return ol_batch(ol_add, &add_args, sizeof add_args, LONG); }
 static double raw_add_short(void) { return raw_batch(raw_add, add_params, SHORT); }
+static double same_empty_long(void) { return raw_same(ordo_empty_fn, NULL, LONG); }
+static double same_empty_short(void) { return raw_same(ordo_empty_fn, NULL, SHORT); }
+static double same_add_long(void) { return raw_same(ordo_add_fn, add_params, LONG); }
+static double same_add_short(void) { return raw_same(ordo_add_fn, add_params, SHORT); }
 static double ol_add_short(void) { return ol_batch(ol_add, &add_args, sizeof add_args, SHORT); }
 
 /* ordo's own C ABI on the same queue and kernel (the ol handles are ordo handles): separates
@@ -169,6 +185,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ordo_queue_native failed\n");
     return 1;
   }
+  if (ordo_kernel_native && (ordo_kernel_native((ordo_kernel_t){(uint64_t)(uintptr_t)ol_empty}, (void **)&ordo_empty_fn) ||
+                             ordo_kernel_native((ordo_kernel_t){(uint64_t)(uintptr_t)ol_add}, (void **)&ordo_add_fn))) {
+    fprintf(stderr, "ordo_kernel_native failed\n");
+    return 1;
+  }
   add_params[0] = &add_args.a;
   add_params[1] = &add_args.b;
   add_params[2] = &add_args.c;
@@ -181,6 +202,18 @@ int main(int argc, char **argv) {
   report("vector_add_f32 (4 arguments, packed and split), batches of 1000, 24 rounds", raw_add_long, ol_add_long,
          ROUNDS);
   report("vector_add_f32, 301 rounds of 200", raw_add_short, ol_add_short, SHORT_ROUNDS);
+  if (ordo_empty_fn) {
+    report("same CUfunction and CUstream: empty kernel, batches of 1000, 48 rounds", same_empty_long, ol_empty_long,
+           2 * ROUNDS);
+    report("same CUfunction and CUstream: empty kernel, 301 rounds of 200", same_empty_short, ol_empty_short,
+           SHORT_ROUNDS);
+    report("same CUfunction and CUstream: vector_add_f32, batches of 1000, 48 rounds", same_add_long, ol_add_long,
+           2 * ROUNDS);
+    report("same CUfunction and CUstream: vector_add_f32, 301 rounds of 200", same_add_short, ol_add_short,
+           SHORT_ROUNDS);
+  } else {
+    printf("ordo_kernel_native: not in this libordo (the same-CUfunction rows are left out)\n");
+  }
   abba_report("diagnosis: cuLaunchKernel on ordo's own stream vs on the benchmark's (empty kernel, 1000)",
                 raw_empty_long, raw_on_ordo_stream, ROUNDS, "(informational)");
   abba_report("diagnosis: olLaunchKernel vs cuLaunchKernel on ordo's own stream (empty kernel, 1000)",

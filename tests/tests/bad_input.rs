@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use ordo_core::scripted::ScriptedBackend;
+use ordo_core::scripted::{ScriptedBackend, ScriptedObject};
 use ordo_core::{
     CopyKind, Device, DeviceInfo, DevicePtr, ErrorCode, Event, FillValue, Kernel, KernelArgs, LaunchDims, LiveObjects,
     MemKind, Platform, Program, Queue, RawHandle, Result, Runtime,
@@ -136,6 +136,7 @@ fn queue_operations_reject_bad_handles() {
     for (q, want) in bad_queues {
         rejects(&w, want, || rt.queue_synchronize(q));
         rejects(&w, want, || rt.queue_query(q));
+        rejects(&w, want, || rt.queue_native(q));
         rejects(&w, want, || rt.queue_wait_event(q, w.e));
         rejects(&w, want, || rt.event_record(w.e, q));
         rejects(&w, want, || rt.fill(w.m, FillValue::U8(0), 1, Some(q)));
@@ -196,6 +197,7 @@ fn program_and_kernel_operations_reject_bad_handles() {
     ];
     for (k, want) in bad_kernels {
         rejects(&w, want, || rt.kernel_program(k));
+        rejects(&w, want, || rt.kernel_native(k));
         // SAFETY: rejected before any kernel could run.
         rejects(&w, want, || unsafe { rt.launch(w.q, k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) });
     }
@@ -396,6 +398,8 @@ fn every_call_before_init_and_after_shutdown_is_uninitialized() {
         assert_eq!(rt.event_elapsed_ms(Event::NULL, Event::NULL).unwrap_err().code, u);
         assert_eq!(rt.program_load(d, b"x").unwrap_err().code, u);
         assert_eq!(rt.kernel_get(Program::NULL, "k").unwrap_err().code, u);
+        assert_eq!(rt.kernel_native(Kernel::NULL).unwrap_err().code, u);
+        assert_eq!(rt.queue_native(Queue::NULL).unwrap_err().code, u);
         // SAFETY: rejected before any kernel could run.
         let launch = unsafe { rt.launch(Queue::NULL, Kernel::NULL, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) };
         assert_eq!(launch.unwrap_err().code, u);
@@ -515,4 +519,24 @@ fn cluster_launch_checks_and_the_host_backend_refuses_it() {
     assert_eq!(rt.queue_device(independent).unwrap(), d);
     assert_eq!(rt.queue_create_independent(Device::from_raw(0)).unwrap_err().code, ErrorCode::NullHandle);
     rt.shutdown().unwrap();
+}
+
+#[test]
+fn native_values_are_the_backends_own_and_die_with_their_objects() {
+    let w = world();
+    let rt = w.rt;
+    let q = rt.queue_create(w.d).unwrap();
+    let p = rt.program_load(w.d, b"image").unwrap();
+    let k = rt.kernel_get(p, "kernel").unwrap();
+    let (queue_raw, kernel_raw) = (rt.queue_native(q).unwrap(), rt.kernel_native(k).unwrap());
+    // The scripted backend names a kernel (program << 32) | FNV-1a(name).
+    let fnv = b"kernel".iter().fold(0x811c_9dc5_u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193));
+    assert_eq!(kernel_raw as u32, fnv);
+    rt.queue_destroy(q).unwrap();
+    rt.program_unload(p).unwrap();
+    let log = w.b.release_log();
+    assert!(log.contains(&(ScriptedObject::Queue, queue_raw)), "{log:?}");
+    assert!(log.contains(&(ScriptedObject::Program, kernel_raw >> 32)), "{log:?}");
+    rejects(&w, ErrorCode::InvalidHandle, || rt.queue_native(q));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.kernel_native(k));
 }

@@ -759,6 +759,13 @@ impl Runtime {
         })
     }
 
+    /// The backend's own value for a kernel (CUDA: its `CUfunction`; the host backend: its
+    /// index), for interoperation with the driver (attributes, launches ordo does not make). It
+    /// names the kernel only while the kernel's program is loaded.
+    pub fn kernel_native(&self, kernel: Kernel) -> Result<u64> {
+        self.with_shared(|t| Ok(t.kernels.get(kernel.0)?.raw))
+    }
+
     /// A kernel's parameter layout: the offset and size of each parameter in a packed argument
     /// buffer, in order (CUDA: `cuFuncGetParamInfo`, drivers 12.4 and up; AMDGPU: the code
     /// object's metadata; the host backend: the sizes its kernels declare, in C struct layout).
