@@ -113,10 +113,15 @@ impl Drop for ProgramContext {
     }
 }
 
-/// The devices' primary contexts (null when not retained).
+/// The devices' primary contexts (null when not retained). `repr(C)`: what a launch reads
+/// (`single`, then device 0's context) shares one cache line.
+#[repr(C)]
 pub(crate) struct Devices {
     /// Between a successful `init` and `deinit` (one backend serves one runtime at a time).
     up: AtomicBool,
+    /// Exactly one device is up: ordo has one context, so a launch is tried with whatever
+    /// context the thread has current (see `make_current_trusted`).
+    single: AtomicBool,
     contexts: [AtomicPtr<CUctx_st>; MAX_CUDA_DEVICES],
     /// Each device's launch limits, read from the driver at init.
     limits: Mutex<[LaunchLimits; MAX_CUDA_DEVICES]>,
@@ -129,6 +134,7 @@ impl Devices {
     pub(crate) const fn new() -> Self {
         Self {
             up: AtomicBool::new(false),
+            single: AtomicBool::new(false),
             contexts: [const { AtomicPtr::new(ptr::null_mut()) }; MAX_CUDA_DEVICES],
             limits: Mutex::new([LaunchLimits::CUDA; MAX_CUDA_DEVICES]),
             count: AtomicU32::new(0),
@@ -179,6 +185,7 @@ impl Devices {
             }
         }
         self.count.store(count as u32, Ordering::Release);
+        self.single.store(count == 1, Ordering::Release);
         self.epoch.fetch_add(1, Ordering::AcqRel);
         Ok(count as u32)
     }
@@ -242,6 +249,7 @@ impl Devices {
 
     pub(crate) fn deinit(&self) {
         self.count.store(0, Ordering::Release);
+        self.single.store(false, Ordering::Release);
         self.up.store(false, Ordering::Release);
     }
 
@@ -304,13 +312,19 @@ impl Devices {
         Ok(ctx)
     }
 
-    /// The launch path: trusts this thread's record of the current context (no driver call);
-    /// returns `None` when it trusted it (a context error can then be retried after
-    /// `make_current`), else the guard of `make_current`.
+    /// The launch path, without a driver call when it can: returns `None` when the launch may
+    /// go ahead with the thread's current context as it is (a context error from the driver is
+    /// then retried once after `make_current`), else the guard of `make_current`.
+    ///
+    /// With one device, ordo has one context, so the launch is simply tried: on a thread that
+    /// has it current (every thread after its first ordo call, unless other code switched) it
+    /// runs; on any other, the driver refuses it without enqueuing anything. With several, this
+    /// thread's record says whether the device's context is the one ordo left current (so
+    /// launches alternating between devices switch first instead of failing first).
     #[inline]
     pub(crate) fn make_current_trusted(&self, ordinal: u32) -> BackendResult<Option<ProgramContext>> {
         let ctx = self.context(ordinal)?;
-        if CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire)) {
+        if self.single.load(Ordering::Acquire) || CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire)) {
             return Ok(None);
         }
         self.make_current(ordinal).map(Some)

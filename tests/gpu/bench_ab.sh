@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Two builds of libordo.so, A and B, through the same launch benchmarks (mlir_bench.c and
-# offload_bench.c), run alternately A B B A ... in separate processes on the device machine, so
-# that a change to the launch path is measured against its predecessor on the same host in the
-# same minutes. Each run's rows are ratios against the driver measured in that process; this
-# script prints them side by side per library.
+# Builds of libordo.so (two or more) through the same launch benchmarks (mlir_bench.c and
+# offload_bench.c), run in turn in separate processes on the device machine — A B, then B A, ...
+# (the order reversed every pass) — so that a change to the launch path is measured against its
+# predecessor on the same host in the same minutes. Each run's rows are ratios against the
+# driver measured in that process; this script prints them per library and run.
 #
 # Usage (from the repository root, with gpu-bin/ carried):
-#   bash tests/gpu/bench_ab.sh DIR_A DIR_B [PAIRS]
+#   PASSES=3 bash tests/gpu/bench_ab.sh DIR_A DIR_B [DIR_C ...]
 # DIR_X/mlir/libordo.so.0 (feature mlir) and, when present, DIR_X/offload/libordo.so.0 (feature
-# offload) with gpu-bin/offload/kernels.ptx. PAIRS (default 3): A B B A counts as two pairs.
+# offload) with gpu-bin/offload/kernels.ptx. PASSES defaults to 3.
 # tests/gpu/upstream/CudaRuntimeWrappers.cpp, when present, is built as mlir_bench's baseline.
 set -uo pipefail
-a=$1 b=$2 pairs=${3:-3}
+dirs=("$@") passes=${PASSES:-3}
+[ ${#dirs[@]} -ge 2 ] || { echo "usage: bench_ab.sh DIR_A DIR_B [DIR ...]"; exit 2; }
 cc=$(command -v cc || command -v gcc || true)
 cuda_inc=$(for d in /usr/local/cuda/include /usr/include; do [ -f "$d/cuda.h" ] && echo "$d" && break; done)
 [ -n "$cc" ] && [ -n "$cuda_inc" ] || { echo "FAIL: needs cc and cuda.h"; exit 1; }
@@ -20,8 +21,8 @@ if [ -f tests/gpu/upstream/CudaRuntimeWrappers.cpp ] && command -v g++ >/dev/nul
   g++ -O2 -std=c++17 -fPIC -shared -I"$cuda_inc" tests/gpu/upstream/CudaRuntimeWrappers.cpp -lcuda \
     -o /tmp/ab_upstream.so && upstream=(/tmp/ab_upstream.so)
 fi
-for side in a b; do
-  dir=$(realpath "${!side}")
+for side in "${!dirs[@]}"; do
+  dir=$(realpath "${dirs[$side]}")
   "$cc" -O2 -I"$cuda_inc" tests/gpu/mlir_bench.c "$dir/mlir/libordo.so.0" -lcuda -ldl -lpthread \
     -Wl,-rpath,"$dir/mlir" -o /tmp/ab_mlir_$side || exit 1
   if [ -f "$dir/offload/libordo.so.0" ]; then
@@ -30,12 +31,14 @@ for side in a b; do
   fi
 done
 run() { # side, run number
-  echo "== $1 (${!1}), run $2"
+  echo "== ${dirs[$1]}, run $2"
   /tmp/ab_mlir_$1 "${upstream[@]}" | grep -E '^\| (mgpuLaunchKernel|host time|diagnosis|synchronous launch sequence vs)'
   if [ -x /tmp/ab_offload_$1 ]; then
     /tmp/ab_offload_$1 gpu-bin/offload/kernels.ptx | grep -E '^\| (empty kernel|same CUfunction|diagnosis: ordo_launch)'
   fi
 }
-for i in $(seq 1 "$pairs"); do
-  if [ $((i % 2)) -eq 1 ]; then run a "$i"; run b "$i"; else run b "$i"; run a "$i"; fi
+order=("${!dirs[@]}")
+for i in $(seq 1 "$passes"); do
+  for side in "${order[@]}"; do run "$side" "$i"; done
+  order=($(printf '%s\n' "${order[@]}" | tac))
 done

@@ -4,8 +4,10 @@
  * 1. launch: mgpuLaunchKernel vs cuLaunchKernel, target <= 1.02x. First with the very CUfunction
  *    and CUstream behind ordo's handles (ordo_kernel_native, ordo_queue_native), so that the two
  *    arms differ only in ordo's code (batches of 1000 empty-kernel launches, then a synchronise,
- *    48 rounds; and 301 rounds of 200); then against the benchmark's own module and stream (24
- *    rounds of 1000; 301 of 200), which adds the driver's cost difference between two streams.
+ *    48 rounds; and 301 rounds of 200; and ABBA rounds of single launches, each timed on its own,
+ *    50000 rounds: the host time of a launch, least moved by host noise); then against the
+ *    benchmark's own module and stream (24 rounds of 1000; 301 of 200), which adds the driver's
+ *    cost difference between two streams.
  * 2. the synchronous gpu.launch_func sequence MLIR emits: get function, stream create, launch,
  *    stream synchronize, stream destroy, against the same five calls through upstream's
  *    wrappers (argv[1]: a libmlir_cuda_runtime built from upstream's CudaRuntimeWrappers.cpp,
@@ -119,6 +121,11 @@ static double raw_ordo_stream_launches(void) { return raw_batch(ordo_stream, LAU
 static double raw_same_launches(void) { return raw_batch_of(ordo_fn, ordo_stream, LAUNCHES, 0); }
 static double raw_same_short(void) { return raw_batch_of(ordo_fn, ordo_stream, SHORT, 0); }
 static double raw_same_enqueue(void) { return raw_batch_of(ordo_fn, ordo_stream, ENQUEUES, 1); }
+/* One launch each, for ABBA at the grain of a call (abba_calls). */
+static void raw_same_one(void) { CHECK(cuLaunchKernel(ordo_fn, 1, 1, 1, 1, 1, 1, 0, ordo_stream, NULL, NULL)); }
+static void ordo_one(void) { mgpuLaunchKernel(o_fn, 1, 1, 1, 1, 1, 1, 0, o_stream, NULL, NULL, 0); }
+static void sync_ordo_stream(void) { CHECK(cuStreamSynchronize(ordo_stream)); }
+enum { CALL_ROUNDS = 50000 };
 
 static double raw_sequence(void) {
   double t = now();
@@ -276,6 +283,8 @@ int main(int argc, char **argv) {
                 "a synchronise", raw_same_short, ordo_short, SHORT_ROUNDS, "<= 1.02");
     report("host time of a launch, same CUfunction and CUstream (100 enqueued, timed before the synchronise)",
            raw_same_enqueue, ordo_enqueue, "(informational)");
+    abba_calls("host time of a launch, same CUfunction and CUstream, ABBA of single launches (50000 rounds)",
+               raw_same_one, ordo_one, sync_ordo_stream, CALL_ROUNDS, "<= 1.02");
   } else {
     printf("ordo_kernel_native: not in this libordo (the same-CUfunction rows are left out)\n");
   }

@@ -147,6 +147,15 @@ static double ordo_c_empty(void) {
   OL(olSyncQueue(queue));
   return (now() - t) / LONG_N;
 }
+/* One launch each, for ABBA at the grain of a call (abba_calls). */
+static void same_empty_one(void) { CU(cuLaunchKernel(ordo_empty_fn, 1, 1, 1, 1, 1, 1, 0, ordo_stream, NULL, NULL)); }
+static void ol_empty_one(void) { OL(olLaunchKernel(queue, gpu, ol_empty, NULL, 0, &one)); }
+static void ordo_c_one(void) {
+  static const ordo_launch_dims_t d = {{1, 1, 1}, {1, 1, 1}, 0};
+  if (ordo_launch((ordo_queue_t){(uint64_t)(uintptr_t)queue}, (ordo_kernel_t){(uint64_t)(uintptr_t)ol_empty}, &d,
+                  NULL, NULL, 0)) { fprintf(stderr, "ordo_launch failed\n"); exit(1); }
+}
+static void sync_ordo_stream(void) { CU(cuStreamSynchronize(ordo_stream)); }
 static double raw_add_enqueue(void) { return raw_timed(raw_add, add_params, 100, 1); }
 static double ol_add_enqueue(void) { return ol_timed(ol_add, &add_args, sizeof add_args, 100, 1); }
 
@@ -211,6 +220,10 @@ int main(int argc, char **argv) {
            2 * ROUNDS);
     report("same CUfunction and CUstream: vector_add_f32, 301 rounds of 200", same_add_short, ol_add_short,
            SHORT_ROUNDS);
+    abba_calls("same CUfunction and CUstream: host time of an empty-kernel launch, ABBA of single launches (50000 "
+               "rounds)", same_empty_one, ol_empty_one, sync_ordo_stream, 50000, "<= 1.02");
+    abba_calls("diagnosis: ordo_launch (ordo's C ABI) vs cuLaunchKernel, same CUfunction and CUstream, ABBA of single "
+               "launches (50000 rounds)", same_empty_one, ordo_c_one, sync_ordo_stream, 50000, "(informational)");
   } else {
     printf("ordo_kernel_native: not in this libordo (the same-CUfunction rows are left out)\n");
   }
