@@ -114,18 +114,17 @@ impl Drop for ProgramContext {
 }
 
 /// The devices' primary contexts (null when not retained). `repr(C)`: what a launch reads
-/// (`single`, then device 0's context) shares one cache line.
+/// (`count`, then device 0's context) shares one cache line.
 #[repr(C)]
 pub(crate) struct Devices {
     /// Between a successful `init` and `deinit` (one backend serves one runtime at a time).
     up: AtomicBool,
-    /// Exactly one device is up: ordo has one context, so a launch is tried with whatever
-    /// context the thread has current (see `make_current_trusted`).
-    single: AtomicBool,
+    /// Devices up (0 when down). With exactly one, ordo has one context, so a launch is tried
+    /// with whatever context the thread has current (see `make_current_trusted`).
+    count: AtomicU32,
     contexts: [AtomicPtr<CUctx_st>; MAX_CUDA_DEVICES],
     /// Each device's launch limits, read from the driver at init.
     limits: Mutex<[LaunchLimits; MAX_CUDA_DEVICES]>,
-    count: AtomicU32,
     /// Advances at every init, so a context pointer reused after a re-init is never trusted.
     epoch: AtomicU64,
 }
@@ -134,10 +133,9 @@ impl Devices {
     pub(crate) const fn new() -> Self {
         Self {
             up: AtomicBool::new(false),
-            single: AtomicBool::new(false),
+            count: AtomicU32::new(0),
             contexts: [const { AtomicPtr::new(ptr::null_mut()) }; MAX_CUDA_DEVICES],
             limits: Mutex::new([LaunchLimits::CUDA; MAX_CUDA_DEVICES]),
-            count: AtomicU32::new(0),
             epoch: AtomicU64::new(0),
         }
     }
@@ -185,7 +183,6 @@ impl Devices {
             }
         }
         self.count.store(count as u32, Ordering::Release);
-        self.single.store(count == 1, Ordering::Release);
         self.epoch.fetch_add(1, Ordering::AcqRel);
         Ok(count as u32)
     }
@@ -249,7 +246,6 @@ impl Devices {
 
     pub(crate) fn deinit(&self) {
         self.count.store(0, Ordering::Release);
-        self.single.store(false, Ordering::Release);
         self.up.store(false, Ordering::Release);
     }
 
@@ -324,7 +320,7 @@ impl Devices {
     #[inline]
     pub(crate) fn make_current_trusted(&self, ordinal: u32) -> BackendResult<Option<ProgramContext>> {
         let ctx = self.context(ordinal)?;
-        if self.single.load(Ordering::Acquire) || CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire)) {
+        if self.count.load(Ordering::Acquire) == 1 || CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire)) {
             return Ok(None);
         }
         self.make_current(ordinal).map(Some)
