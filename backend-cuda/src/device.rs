@@ -320,7 +320,9 @@ impl Devices {
     #[inline]
     pub(crate) fn make_current_trusted(&self, ordinal: u32) -> BackendResult<Option<ProgramContext>> {
         let ctx = self.context(ordinal)?;
-        if self.count.load(Ordering::Acquire) == 1 || CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire)) {
+        if self.count.load(Ordering::Acquire) == 1
+            || CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire))
+        {
             return Ok(None);
         }
         self.make_current(ordinal).map(Some)

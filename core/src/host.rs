@@ -259,6 +259,22 @@ pub struct HostBackend {
     exec: spin::Mutex<()>,
 }
 
+/// Copies `size` bytes from address `src` to address `dst` (the ranges may overlap) through raw
+/// pointers of exposed provenance: no reference over bytes other code may reach.
+///
+/// # Safety
+/// Both ranges are valid for `size` bytes (reads at `src`, writes at `dst`).
+pub(crate) unsafe fn copy_addresses(dst: u64, src: u64, size: usize) {
+    // SAFETY: the caller's contract; `copy` allows overlap.
+    unsafe {
+        core::ptr::copy(
+            core::ptr::with_exposed_provenance::<u8>(src as usize),
+            core::ptr::with_exposed_provenance_mut::<u8>(dst as usize),
+            size,
+        )
+    }
+}
+
 fn err(code: ErrorCode, message: &'static str) -> BackendError {
     BackendError::new(code, 0, message)
 }
@@ -449,16 +465,9 @@ impl Backend for HostBackend {
         debug_assert!(dst != 0 && src != 0);
         self.execute(|| {
             // SAFETY: the runtime validated the arena side; the caller guarantees the host side.
-            // Raw-pointer copy (no references over bytes other code may reach); `copy` allows
-            // overlap (device-to-device within one allocation). The execution lock keeps every
-            // other copy, fill and launch of this arena out meanwhile.
-            unsafe {
-                core::ptr::copy(
-                    core::ptr::with_exposed_provenance::<u8>(src as usize),
-                    core::ptr::with_exposed_provenance_mut::<u8>(dst as usize),
-                    size,
-                )
-            };
+            // Overlap is allowed (device-to-device within one allocation). The execution lock
+            // keeps every other copy, fill and launch of this arena out meanwhile.
+            unsafe { copy_addresses(dst, src, size) };
             Ok(())
         })
     }

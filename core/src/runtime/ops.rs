@@ -344,10 +344,8 @@ impl Runtime {
             (None, None) => None,
         };
         self.with_shared(|t| {
-            for (addr, named) in [(dst, dst_device), (src, src_device)] {
-                if size == 0 {
-                    break;
-                }
+            // A zero-byte copy checks no address.
+            for (addr, named) in [(dst, dst_device), (src, src_device)].into_iter().filter(|_| size != 0) {
                 let found = t.allocations.find_range(addr, 1).map(|slot| t.allocations.slots.at(slot));
                 match (named, found) {
                     (None, Ok(m)) if matches!(m.kind, MemKind::Device | MemKind::Global) => {
@@ -371,15 +369,8 @@ impl Runtime {
                     fail(ErrorCode::InvalidArgument, "a copy on a queue needs a non-host device")
                 }
                 None => {
-                    // SAFETY: two host ranges of `size` bytes (the caller's contract); `copy`
-                    // allows overlap.
-                    unsafe {
-                        core::ptr::copy(
-                            core::ptr::with_exposed_provenance::<u8>(src as usize),
-                            core::ptr::with_exposed_provenance_mut::<u8>(dst as usize),
-                            size,
-                        )
-                    };
+                    // SAFETY: two host ranges of `size` bytes (the caller's contract).
+                    unsafe { crate::host::copy_addresses(dst, src, size) };
                     Ok(())
                 }
             }
