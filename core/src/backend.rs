@@ -200,16 +200,21 @@ pub enum InfoValue {
     Text(heapless::String<64>),
 }
 
+/// The longest prefix of `s` that fits in `N` bytes, cut at a character boundary.
+pub fn text_prefix<const N: usize>(s: &str) -> heapless::String<N> {
+    let mut out = heapless::String::new();
+    for c in s.chars() {
+        if out.push(c).is_err() {
+            break;
+        }
+    }
+    out
+}
+
 impl InfoValue {
     /// A text value, truncated at a character boundary to fit 64 bytes.
     pub fn text(s: &str) -> Self {
-        let mut out = heapless::String::new();
-        for c in s.chars() {
-            if out.push(c).is_err() {
-                break;
-            }
-        }
-        Self::Text(out)
+        Self::Text(text_prefix(s))
     }
 
     /// The number, if this is one.

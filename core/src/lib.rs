@@ -44,7 +44,7 @@ mod table;
 
 pub use backend::{
     Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue,
-    KernelArgs, LaunchDims, LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, c_layout,
+    KernelArgs, LaunchDims, LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, c_layout, text_prefix,
 };
 pub use error::{BackendError, Error, ErrorCode, Result};
 pub use guard::InitGuard;

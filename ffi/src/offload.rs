@@ -575,13 +575,7 @@ enum Info {
 }
 
 fn text(s: &str) -> Info {
-    let mut out = heapless::String::new();
-    for c in s.chars() {
-        if out.push(c).is_err() {
-            break;
-        }
-    }
-    Info::Text(out)
+    Info::Text(ordo_core::text_prefix(s))
 }
 
 impl Info {
