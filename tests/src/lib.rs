@@ -65,3 +65,29 @@ pub fn code<T: std::fmt::Debug>(r: Result<T>) -> ErrorCode {
         Err(e) => e.code,
     }
 }
+
+/// The workspace's root directory.
+pub fn workspace() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Builds `libordo.so` (debug) with `feature` of `ordo-clib` in its own target directory
+/// (`target/<feature>`, so that the other tests' `libordo.so` keeps its features) and returns
+/// the directory holding it. Panics with cargo's output when the build fails.
+pub fn build_clib_with(feature: &str) -> std::path::PathBuf {
+    let target = workspace().join("target").join(feature);
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["build", "-p", "ordo-clib", "--features", feature, "--target-dir"])
+        .arg(&target)
+        .current_dir(workspace())
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "building libordo.so with feature {feature} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target.join("debug")
+}

@@ -9,11 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const MLIR_BIN: &str = "/usr/lib/llvm-22/bin";
+use ordo_tests::{build_clib_with, workspace};
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+const MLIR_BIN: &str = "/usr/lib/llvm-22/bin";
 
 /// Whether the MLIR tools are installed; with `CI=true` their absence fails the test.
 fn tools_present() -> bool {
@@ -23,22 +21,6 @@ fn tools_present() -> bool {
         println!("skipped: mlir-22-tools is not installed ({MLIR_BIN})");
     }
     present
-}
-
-/// Builds `libordo.so` with feature `mlir` (its own target directory, so that the other tests'
-/// `libordo.so` keeps its features) and returns the directory holding it.
-fn build_library() -> PathBuf {
-    let target = workspace().join("target/mlir");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args(["build", "-p", "ordo-clib", "--features", "mlir", "--target-dir"])
-        .arg(&target)
-        .current_dir(workspace())
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("cargo runs");
-    assert!(out.status.success(), "building libordo.so with mlir failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    target.join("debug")
 }
 
 fn has_cuda_device() -> bool {
@@ -52,7 +34,7 @@ fn mlir_programs_link_against_libordo_and_fail_cleanly_without_a_device() {
     if !tools_present() {
         return;
     }
-    let lib = build_library();
+    let lib = build_clib_with("mlir");
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mlir-programs");
     let _ = std::fs::remove_dir_all(&out);
     let build = Command::new("bash")

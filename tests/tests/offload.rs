@@ -10,12 +10,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use ordo_tests::{build_clib_with, workspace};
+
 const HEADER: &str = "/usr/lib/llvm-22/include/offload/OffloadAPI.h";
 const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn scratch() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("offload");
@@ -243,28 +241,12 @@ fn every_value_and_layout_matches_debians_header() {
     assert_eq!(enumerators, header.iter().filter(|(n, _)| n.starts_with("OL_")).count());
 }
 
-/// Builds `libordo.so` with feature `offload` in its own target directory (the other tests'
-/// `libordo.so` keeps its features); the directory holding it.
-fn build_library() -> PathBuf {
-    let target = workspace().join("target/offload");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args(["build", "-p", "ordo-clib", "--features", "offload", "--target-dir"])
-        .arg(&target)
-        .current_dir(workspace())
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("cargo runs");
-    assert!(out.status.success(), "building libordo.so failed:\n{}", String::from_utf8_lossy(&out.stderr));
-    target.join("debug")
-}
-
 /// A directory of this test's own holding the library under its SONAME (`libordo.so.0`, the name
 /// the programs linked against it ask for).
 fn library_copy(name: &str) -> PathBuf {
     let dir = scratch().join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(build_library().join("libordo.so"), dir.join("libordo.so.0")).expect("copy libordo.so");
+    std::fs::copy(build_clib_with("offload").join("libordo.so"), dir.join("libordo.so.0")).expect("copy libordo.so");
     dir
 }
 
