@@ -3,9 +3,9 @@
 //! - [`Runtime`]: the lifecycle state machine (uninit, initializing, ready(n), shutting down)
 //!   over fixed-capacity, generational handle tables, driving one or more [`Backend`]s.
 //! - [`host::HostBackend`]: runs kernels on the calling thread from a host-supplied arena.
-//! - [`model`]: a pure reference model of lifecycle and handles, for property tests.
 //! - [`InitGuard`]: a reference to an initialised runtime whose drop releases it.
-//! - `scripted` (feature `testing`): a backend that counts live objects and injects faults.
+//! - The reference model and the scripted (fault-injecting) backend for tests live in the
+//!   `ordo-testing` crate; feature `testing` here adds only the runtime's test hooks.
 //!
 //! No heap allocation, no static constructors or destructors: a `Runtime` is built by a
 //! `const fn` in a `static` and torn down only by its final `shutdown` (or an at-exit hook that
@@ -31,12 +31,9 @@ mod guard;
 mod handle;
 pub mod host;
 mod lifecycle;
-pub mod model;
 mod reentry;
 mod report;
 mod runtime;
-#[cfg(feature = "testing")]
-pub mod scripted;
 #[cfg(any(feature = "std", loom))]
 mod slots;
 mod sync;

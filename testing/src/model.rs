@@ -13,11 +13,11 @@
 //! parameter order, then capacity, then the backend call (an armed fault fires here), then
 //! backend-specific outcomes.
 
-use crate::backend::BackendOp;
-use crate::capacity::{MAX_ALLOCATIONS, MAX_EVENTS, MAX_KERNELS, MAX_PROGRAMS, MAX_QUEUES};
-use crate::error::ErrorCode;
-use crate::handle::ObjectKind;
-use crate::lifecycle::MAX_REFS;
+use ordo_core::BackendOp;
+use ordo_core::capacity::{MAX_ALLOCATIONS, MAX_EVENTS, MAX_KERNELS, MAX_PROGRAMS, MAX_QUEUES};
+use ordo_core::ErrorCode;
+use ordo_core::ObjectKind;
+use ordo_core::MAX_REFS;
 
 /// A model object: its index in creation order over the model's whole life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,4 +1,4 @@
-//! The scripted backend (feature `testing`): a backend for tests that counts live objects per
+//! The scripted backend: a backend for tests that counts live objects per
 //! kind, catches double releases and calls outside init, and fails chosen calls with any error,
 //! including "already released by the driver".
 //!
@@ -7,11 +7,11 @@
 //! releases its object (as a driver that reports an error on destroy has still dropped it), so
 //! "zero live objects after teardown" means the runtime released everything exactly once.
 
-use crate::backend::{
+use ordo_core::{
     Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue,
     KernelArgs, LaunchDims, LaunchLimits, MemKind,
 };
-use crate::error::{BackendError, ErrorCode};
+use ordo_core::{BackendError, ErrorCode};
 
 /// Kinds of objects the scripted backend counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -4,7 +4,7 @@
 pub mod hsa_sim;
 
 use ordo_core::host::{HostBackend, ProvidedArena, builtin};
-use ordo_core::scripted::ScriptedBackend;
+use ordo_testing::scripted::ScriptedBackend;
 use ordo_core::{Backend, Device, ErrorCode, Result, Runtime};
 
 /// Bytes of the arena of `host_runtime`.

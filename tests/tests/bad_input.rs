@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use ordo_core::scripted::{ScriptedBackend, ScriptedObject};
+use ordo_testing::scripted::{ScriptedBackend, ScriptedObject};
 use ordo_core::{
     CopyKind, Device, DeviceInfo, DevicePtr, ErrorCode, Event, FillValue, Kernel, KernelArgs, LaunchDims, LiveObjects,
     MemKind, Platform, Program, Queue, RawHandle, Result, Runtime,

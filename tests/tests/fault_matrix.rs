@@ -6,7 +6,7 @@
 
 use std::ffi::c_void;
 
-use ordo_core::scripted::ScriptedBackend;
+use ordo_testing::scripted::ScriptedBackend;
 use ordo_core::{
     BackendError, ErrorCode, FillValue, KernelArgs, LaunchDims, MemKind, Result, Runtime, Shutdown, State,
     TeardownReport,

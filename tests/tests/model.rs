@@ -1,4 +1,4 @@
-//! Model-based test: `ordo_core::model::Model` against the real runtime, with
+//! Model-based test: `ordo_testing::model::Model` against the real runtime, with
 //! `proptest-state-machine`, over the host backend, over the scripted backend (which also
 //! injects faults, including "already released by the driver"), and over the AMDGPU backend on
 //! the simulated HSA (`tests/hsa-sim`: two GPU agents; after every step no violation, after
@@ -15,8 +15,8 @@
 use std::sync::OnceLock;
 
 use ordo_core::host::{HostArena, HostBackend, HostKernel, HostProgram, HostThread};
-use ordo_core::model::{Model, ModelConfig, ObjId, Op, Outcome, PlatformModel, Ref};
-use ordo_core::scripted::{ScriptedBackend, ScriptedObject};
+use ordo_testing::model::{Model, ModelConfig, ObjId, Op, Outcome, PlatformModel, Ref};
+use ordo_testing::scripted::{ScriptedBackend, ScriptedObject};
 use ordo_core::{
     BackendError, BackendOp, Device, DevicePtr, ErrorCode, Event, FillValue, KernelArgs, LaunchDims, MemKind,
     ObjectKind, OwnedRuntime, Platform, Program, Queue, Shutdown, State,

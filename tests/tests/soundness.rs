@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ordo_core::host::{HostArena, HostBackend, HostProgram, HostThread};
-use ordo_core::scripted::ScriptedBackend;
+use ordo_testing::scripted::ScriptedBackend;
 use ordo_core::{
     BackendOp, Error, ErrorCode, KernelArgs, LaunchDims, MemKind, ObjectKind, Runtime, Shutdown, State, StepOutcome,
     TeardownStep,
