@@ -231,7 +231,7 @@ fn c_abi_overhead(rows: &mut Vec<Row>) {
     rt.init().expect("default runtime init");
     let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
     let queue = rt.queue_create(device).unwrap();
-    let c_queue = ordo::ordo_queue_t { raw: queue.to_raw() };
+    let c_queue = ordo_ffi::ordo_queue_t { raw: queue.to_raw() };
     const N: u64 = 2_000_000;
     let (mut rust, mut c) = (vec![], vec![]);
     for _ in 0..5 {
@@ -241,7 +241,7 @@ fn c_abi_overhead(rows: &mut Vec<Row>) {
         c.push(ns_per(3, N, || {
             let mut done = 0i32;
             // SAFETY: `done` is a valid out-pointer.
-            black_box(unsafe { ordo::ordo_queue_query(black_box(c_queue), &mut done) });
+            black_box(unsafe { ordo_ffi::ordo_queue_query(black_box(c_queue), &mut done) });
         }));
     }
     rust.sort_by(f64::total_cmp);

@@ -8,7 +8,7 @@ use std::ffi::c_void;
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use ordo::*;
+use ordo_ffi::*;
 
 unsafe extern "C" {
     fn atexit(callback: extern "C" fn()) -> i32;

@@ -14,10 +14,10 @@
 //! backend-specific outcomes.
 
 use ordo_core::BackendOp;
-use ordo_core::capacity::{MAX_ALLOCATIONS, MAX_EVENTS, MAX_KERNELS, MAX_PROGRAMS, MAX_QUEUES};
 use ordo_core::ErrorCode;
-use ordo_core::ObjectKind;
 use ordo_core::MAX_REFS;
+use ordo_core::ObjectKind;
+use ordo_core::capacity::{MAX_ALLOCATIONS, MAX_EVENTS, MAX_KERNELS, MAX_PROGRAMS, MAX_QUEUES};
 
 /// A model object: its index in creation order over the model's whole life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

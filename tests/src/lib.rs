@@ -4,8 +4,8 @@
 pub mod hsa_sim;
 
 use ordo_core::host::{HostBackend, ProvidedArena, builtin};
-use ordo_testing::scripted::ScriptedBackend;
 use ordo_core::{Backend, Device, ErrorCode, Result, Runtime};
+use ordo_testing::scripted::ScriptedBackend;
 
 /// Bytes of the arena of `host_runtime`.
 pub const HOST_ARENA: usize = 1 << 20;

@@ -3,11 +3,11 @@
 
 use std::ffi::c_void;
 
-use ordo_testing::scripted::{ScriptedBackend, ScriptedObject};
 use ordo_core::{
     CopyKind, Device, DeviceInfo, DevicePtr, ErrorCode, Event, FillValue, Kernel, KernelArgs, LaunchDims, LiveObjects,
     MemKind, Platform, Program, Queue, RawHandle, Result, Runtime,
 };
+use ordo_testing::scripted::{ScriptedBackend, ScriptedObject};
 use ordo_tests::{device, host_runtime, scripted_runtime};
 
 struct World {

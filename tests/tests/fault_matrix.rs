@@ -6,11 +6,11 @@
 
 use std::ffi::c_void;
 
-use ordo_testing::scripted::ScriptedBackend;
 use ordo_core::{
     BackendError, ErrorCode, FillValue, KernelArgs, LaunchDims, MemKind, Result, Runtime, Shutdown, State,
     TeardownReport,
 };
+use ordo_testing::scripted::ScriptedBackend;
 use ordo_tests::{device, scripted_runtime};
 
 /// The work between init and teardown. Stops at the first error (as a careful caller would) and

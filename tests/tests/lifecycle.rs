@@ -4,8 +4,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use ordo_testing::scripted::ScriptedObject;
 use ordo_core::{BackendError, BackendOp, ErrorCode, MemKind, Shutdown, State};
+use ordo_testing::scripted::ScriptedObject;
 use ordo_tests::{code, device, runtime, scripted, scripted_runtime};
 
 #[test]

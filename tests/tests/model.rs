@@ -15,12 +15,12 @@
 use std::sync::OnceLock;
 
 use ordo_core::host::{HostArena, HostBackend, HostKernel, HostProgram, HostThread};
-use ordo_testing::model::{Model, ModelConfig, ObjId, Op, Outcome, PlatformModel, Ref};
-use ordo_testing::scripted::{ScriptedBackend, ScriptedObject};
 use ordo_core::{
     BackendError, BackendOp, Device, DevicePtr, ErrorCode, Event, FillValue, KernelArgs, LaunchDims, MemKind,
     ObjectKind, OwnedRuntime, Platform, Program, Queue, Shutdown, State,
 };
+use ordo_testing::model::{Model, ModelConfig, ObjId, Op, Outcome, PlatformModel, Ref};
+use ordo_testing::scripted::{ScriptedBackend, ScriptedObject};
 use ordo_tests::hsa_sim::sim;
 use proptest::prelude::*;
 use proptest::test_runner::Config;

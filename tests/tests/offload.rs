@@ -78,7 +78,7 @@ macro_rules! field {
 
 /// Every value `layout.c` prints, as ordo defines it.
 fn ordo_values() -> Vec<(String, i64)> {
-    use ordo::offload::*;
+    use ordo_ffi::offload::*;
     use std::mem::size_of;
     let mut v: Vec<(String, i64)> = named![
         OL_ALLOC_TYPE_HOST,

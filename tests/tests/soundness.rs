@@ -8,11 +8,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ordo_core::host::{HostArena, HostBackend, HostProgram, HostThread};
-use ordo_testing::scripted::ScriptedBackend;
 use ordo_core::{
     BackendOp, Error, ErrorCode, KernelArgs, LaunchDims, MemKind, ObjectKind, Runtime, Shutdown, State, StepOutcome,
     TeardownStep,
 };
+use ordo_testing::scripted::ScriptedBackend;
 use ordo_tests::{code, device, host_backend, runtime, scripted, scripted_runtime};
 
 fn panic_in_init(op: BackendOp) {

@@ -6,7 +6,7 @@
 //! or if std creeps into `ordo-ffi` or `ordo-core` without the `std` feature.
 #![no_std]
 
-pub use ordo::*;
+pub use ordo_ffi::*;
 
 /// The firmware's own panic handler (here: abort).
 #[panic_handler]
