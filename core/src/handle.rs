@@ -1,9 +1,11 @@
 //! Generational, kind-tagged handles.
 //!
-//! A handle packs `kind (8 bits) | generation (32 bits) | slot index (24 bits)` into a `u64`.
-//! Kind tags start at 1, so no valid handle is 0 and a zero handle is always "null". The
-//! generation of a slot advances whenever its object is released (including at teardown), so a
-//! handle outlives its object only as a rejected, stale value. Depends on `error`.
+//! A handle packs `kind (4 bits) | runtime (16 bits) | generation (24 bits) | slot index (20 bits)`
+//! into a `u64`. Kind tags start at 1, so no valid handle is 0 and a zero handle is always
+//! "null". The runtime field is the identity of the runtime that issued the handle (each runtime
+//! takes one at its first init), so another runtime rejects it. The generation of a slot advances
+//! whenever its object is released (including at teardown), so a handle outlives its object only
+//! as a rejected, stale value. Depends on `error`.
 
 use core::fmt;
 
@@ -67,12 +69,25 @@ impl fmt::Display for ObjectKind {
     }
 }
 
-const INDEX_BITS: u32 = 24;
+const INDEX_BITS: u32 = 20;
 const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
 const GENERATION_SHIFT: u32 = INDEX_BITS;
-const KIND_SHIFT: u32 = 56;
+const GENERATION_BITS: u32 = 24;
+const RUNTIME_SHIFT: u32 = GENERATION_SHIFT + GENERATION_BITS;
+const KIND_SHIFT: u32 = 60;
 
-/// An untyped handle: a kind tag, a generation and a slot index packed into a `u64`.
+/// The last generation of a slot: a slot that has named this many objects plus one is retired
+/// (each slot names at most 2^24 objects over the life of its runtime).
+pub const MAX_GENERATION: u32 = (1 << GENERATION_BITS) - 1;
+
+/// The most table slots a handle can name (capacities are below this).
+pub(crate) const MAX_SLOTS: usize = 1 << INDEX_BITS;
+
+/// A runtime's identity as handles carry it: 1 to 65,535 (0 is "not yet assigned").
+pub type RuntimeId = u16;
+
+/// An untyped handle: a kind tag, the issuing runtime's identity, a generation and a slot index
+/// packed into a `u64`.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct RawHandle(pub u64);
 
@@ -81,8 +96,19 @@ impl RawHandle {
     pub const NULL: Self = Self(0);
 
     #[inline]
-    pub(crate) const fn pack(kind: ObjectKind, generation: u32, index: u32) -> Self {
-        Self(((kind as u64) << KIND_SHIFT) | ((generation as u64) << GENERATION_SHIFT) | (index as u64 & INDEX_MASK))
+    pub(crate) const fn pack(kind: ObjectKind, runtime: RuntimeId, generation: u32, index: u32) -> Self {
+        Self(
+            ((kind as u64) << KIND_SHIFT)
+                | ((runtime as u64) << RUNTIME_SHIFT)
+                | (((generation & MAX_GENERATION) as u64) << GENERATION_SHIFT)
+                | (index as u64 & INDEX_MASK),
+        )
+    }
+
+    /// The identity of the runtime that issued the handle.
+    #[inline]
+    pub const fn runtime(self) -> RuntimeId {
+        (self.0 >> RUNTIME_SHIFT) as RuntimeId
     }
 
     /// The kind encoded in the handle, if the tag is a valid one.
@@ -92,7 +118,7 @@ impl RawHandle {
 
     #[inline]
     pub(crate) const fn generation(self) -> u32 {
-        (self.0 >> GENERATION_SHIFT) as u32
+        (self.0 >> GENERATION_SHIFT) as u32 & MAX_GENERATION
     }
 
     #[inline]
@@ -126,7 +152,7 @@ impl fmt::Debug for RawHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind() {
             _ if self.0 == 0 => f.write_str("null"),
-            Some(k) => write!(f, "{}#{}g{}", k.name(), self.index(), self.generation()),
+            Some(k) => write!(f, "{}#{}g{}r{}", k.name(), self.index(), self.generation(), self.runtime()),
             None => write!(f, "forged({:#x})", self.0),
         }
     }
@@ -202,6 +228,14 @@ typed_handle!(
 );
 
 typed_handle!(
+    /// Names a memory allocation by its identity, not its address (`Runtime::mem_allocate`): once
+    /// the allocation is freed the handle is stale, even when a newer allocation has the same
+    /// address, so a release by handle never frees another allocation.
+    Allocation,
+    ObjectKind::Allocation
+);
+
+typed_handle!(
     /// Names a global variable of a loaded program (`Runtime::program_global`); it goes stale
     /// when the program is unloaded. Its memory is also named by its address, like an
     /// allocation's (kind `MemKind::Global`).
@@ -237,21 +271,24 @@ mod tests {
     #[test]
     fn pack_round_trips_and_is_never_zero() {
         for kind in ObjectKind::ALL {
-            let h = RawHandle::pack(kind, 0, 0);
+            let h = RawHandle::pack(kind, 0, 0, 0);
             assert_ne!(h.0, 0);
             assert_eq!(h.kind(), Some(kind));
-            let h = RawHandle::pack(kind, u32::MAX, (1 << 24) - 1);
-            assert_eq!((h.kind(), h.generation(), h.index()), (Some(kind), u32::MAX, (1 << 24) - 1));
+            let h = RawHandle::pack(kind, u16::MAX, MAX_GENERATION, (1 << 20) - 1);
+            assert_eq!(
+                (h.kind(), h.runtime(), h.generation(), h.index()),
+                (Some(kind), u16::MAX, MAX_GENERATION, (1 << 20) - 1)
+            );
         }
     }
 
     #[test]
     fn expect_kind_distinguishes_null_wrong_and_forged() {
-        let q = RawHandle::pack(ObjectKind::Queue, 3, 1);
+        let q = RawHandle::pack(ObjectKind::Queue, 1, 3, 1);
         assert!(q.expect_kind(ObjectKind::Queue).is_ok());
         let code = |r: Result<()>| r.unwrap_err().code;
         assert_eq!(code(RawHandle::NULL.expect_kind(ObjectKind::Queue)), ErrorCode::NullHandle);
         assert_eq!(code(q.expect_kind(ObjectKind::Event)), ErrorCode::InvalidHandle);
-        assert_eq!(code(RawHandle(0xff << 56).expect_kind(ObjectKind::Queue)), ErrorCode::InvalidHandle);
+        assert_eq!(code(RawHandle(0xf << 60).expect_kind(ObjectKind::Queue)), ErrorCode::InvalidHandle);
     }
 }

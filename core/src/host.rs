@@ -223,6 +223,68 @@ pub struct HostProgram {
     pub kernels: &'static [HostKernel],
 }
 
+/// Most programs a `HostProgramRegistry` holds.
+pub const MAX_REGISTERED_HOST_PROGRAMS: usize = 32;
+
+/// Host programs added while the program runs (`HostBackend::with_registry`): a host backend
+/// built in a `static` offers its built-in list and, after it, every program registered here.
+/// Registration is append-only, so a program's place never changes; it may happen before or
+/// after init (a program registered later is found by the next `program_load`).
+pub struct HostProgramRegistry {
+    entries: [spin::Once<&'static HostProgram>; MAX_REGISTERED_HOST_PROGRAMS],
+    len: core::sync::atomic::AtomicUsize,
+    writer: spin::Mutex<()>,
+}
+
+impl HostProgramRegistry {
+    /// An empty registry.
+    pub const fn new() -> Self {
+        Self {
+            entries: [const { spin::Once::new() }; MAX_REGISTERED_HOST_PROGRAMS],
+            len: core::sync::atomic::AtomicUsize::new(0),
+            writer: spin::Mutex::new(()),
+        }
+    }
+
+    /// Adds `program`. Registering the same program again does nothing. `InvalidArgument` when
+    /// another program of that name is registered, `OutOfResources` when the registry is full.
+    pub fn register(&self, program: &'static HostProgram) -> Result<(), Error> {
+        let _writer = self.writer.lock();
+        if let Some(known) = self.iter().find(|p| p.name == program.name) {
+            if core::ptr::eq(known, program) {
+                return Ok(());
+            }
+            return Err(Error::new(ErrorCode::InvalidArgument, "another host program of that name is registered"));
+        }
+        let len = self.len.load(core::sync::atomic::Ordering::Relaxed);
+        let Some(slot) = self.entries.get(len) else {
+            return Err(Error::new(ErrorCode::OutOfResources, "the host program registry is full"));
+        };
+        slot.call_once(|| program);
+        self.len.store(len + 1, core::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    /// The program in place `i`.
+    fn get(&self, i: usize) -> Option<&'static HostProgram> {
+        if i >= self.len.load(core::sync::atomic::Ordering::Acquire) {
+            return None;
+        }
+        self.entries[i].get().copied()
+    }
+
+    /// The registered programs, in registration order.
+    fn iter(&self) -> impl Iterator<Item = &'static HostProgram> + '_ {
+        (0..MAX_REGISTERED_HOST_PROGRAMS).map_while(|i| self.get(i))
+    }
+}
+
+impl Default for HostProgramRegistry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 const EVENT_FREE: u64 = 0;
 const EVENT_UNRECORDED: u64 = 1;
 /// Recorded events hold their timestamp plus this offset.
@@ -255,6 +317,7 @@ unsafe impl Send for HostState {}
 pub struct HostBackend {
     arena: &'static dyn ArenaRegion,
     programs: &'static [HostProgram],
+    registry: Option<&'static HostProgramRegistry>,
     clock_ns: Option<fn() -> u64>,
     exec: spin::Mutex<()>,
 }
@@ -287,7 +350,20 @@ impl HostBackend {
         programs: &'static [HostProgram],
         clock_ns: Option<fn() -> u64>,
     ) -> Self {
-        Self { arena, programs, clock_ns, exec: spin::Mutex::new(()) }
+        Self { arena, programs, registry: None, clock_ns, exec: spin::Mutex::new(()) }
+    }
+
+    /// This backend, also offering the programs of `registry` (after its own list).
+    pub const fn with_registry(self, registry: &'static HostProgramRegistry) -> Self {
+        Self { registry: Some(registry), ..self }
+    }
+
+    /// The program in place `i`: the built-in list first, then the registry's.
+    fn program_at(&self, i: usize) -> Option<&'static HostProgram> {
+        match self.programs.get(i) {
+            Some(p) => Some(p),
+            None => self.registry?.get(i - self.programs.len()),
+        }
     }
 
     /// The bookkeeping of the arena (a backend over it is the only reader).
@@ -302,11 +378,12 @@ impl HostBackend {
 
     fn program_index(&self, image: &[u8]) -> Option<usize> {
         let name = image.strip_suffix(&[0]).unwrap_or(image);
-        self.programs.iter().position(|p| p.name.as_bytes() == name)
+        let registered = self.registry.into_iter().flat_map(|r| r.iter());
+        self.programs.iter().chain(registered).position(|p| p.name.as_bytes() == name)
     }
 
     fn host_kernel(&self, kernel: u64) -> BackendResult<&HostKernel> {
-        let program = self.programs.get(((kernel >> 32) as usize).wrapping_sub(1));
+        let program = self.program_at(((kernel >> 32) as usize).wrapping_sub(1));
         program
             .and_then(|p| p.kernels.get((kernel & 0xffff_ffff) as usize))
             .ok_or_else(|| err(ErrorCode::InvalidHandle, "host kernel does not exist"))
@@ -566,7 +643,7 @@ impl Backend for HostBackend {
     }
 
     unsafe fn kernel_get(&self, _device: u32, program: u64, name: &str) -> BackendResult<u64> {
-        let Some(p) = self.programs.get((program as usize).wrapping_sub(1)) else {
+        let Some(p) = self.program_at((program as usize).wrapping_sub(1)) else {
             return Err(err(ErrorCode::InvalidHandle, "host program does not exist"));
         };
         match p.kernels.iter().position(|k| k.name == name) {

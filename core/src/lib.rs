@@ -45,7 +45,10 @@ pub use backend::{
 };
 pub use error::{BackendError, Error, ErrorCode, Result};
 pub use guard::InitGuard;
-pub use handle::{Device, DevicePtr, Event, Global, Kernel, ObjectKind, Platform, Program, Queue, RawHandle};
+pub use handle::{
+    Allocation, Device, DevicePtr, Event, Global, Kernel, MAX_GENERATION, ObjectKind, Platform, Program, Queue,
+    RawHandle, RuntimeId,
+};
 pub use lifecycle::{MAX_REFS, Phase, State};
 pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep, TeardownSummary};
 #[cfg(feature = "std")]

@@ -6,14 +6,16 @@
 //! out are taken from a high-water mark, which keeps `new` a `const fn`).
 //!
 //! A handle is never accepted again once its object is released: a slot's generation only
-//! grows, and a slot whose generation reaches `u32::MAX` is retired for good instead of wrapping.
-//! Each slot so names at most 2^32 objects over the life of the process, and a table of `N`
-//! slots `N`·2^32; past that, creation returns `OutOfResources`. Depends on `handle` and `error`.
+//! grows, and a slot whose generation reaches `MAX_GENERATION` is retired for good instead of
+//! wrapping. Each slot so names at most 2^24 objects over the life of its runtime, and a table of
+//! `N` slots `N`·2^24; past that, creation returns `OutOfResources`. Handles carry the table's
+//! owner (its runtime's identity), and a handle of another owner is rejected. Depends on `handle`
+//! and `error`.
 
 use core::mem::MaybeUninit;
 
 use crate::error::{ErrorCode, Result, fail};
-use crate::handle::{ObjectKind, RawHandle};
+use crate::handle::{MAX_GENERATION, ObjectKind, RawHandle, RuntimeId};
 
 /// A link to a slot: 0 is "none", `i + 1` names slot `i` (so an empty table is all zeros and a
 /// `static` of one sits in `.bss`).
@@ -52,6 +54,8 @@ pub(crate) struct Table<T, const N: usize, const KIND: u8> {
     newest: Link,
     oldest: Link,
     len: u32,
+    /// The identity of the runtime that owns the table (0 until its first init).
+    owner: RuntimeId,
 }
 
 impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
@@ -70,7 +74,13 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
             newest: NONE,
             oldest: NONE,
             len: 0,
+            owner: 0,
         }
+    }
+
+    /// Sets the identity that the table's handles carry (once, at the runtime's first init).
+    pub(crate) fn set_owner(&mut self, owner: RuntimeId) {
+        self.owner = owner;
     }
 
     pub(crate) const fn len(&self) -> usize {
@@ -84,7 +94,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
 
     #[inline]
     fn handle_of(&self, index: u32) -> RawHandle {
-        RawHandle::pack(Self::KIND, self.slots[index as usize].generation, index)
+        RawHandle::pack(Self::KIND, self.owner, self.slots[index as usize].generation, index)
     }
 
     /// Inserts `value` as the newest entry; hands it back when the table is full.
@@ -121,7 +131,10 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
     pub(crate) fn resolve(&self, h: RawHandle) -> Result<u32> {
         h.expect_kind(Self::KIND)?;
         match self.slots.get(h.index()) {
-            Some(slot) if slot.live && slot.generation == h.generation() => Ok(h.index() as u32),
+            Some(slot) if slot.live && slot.generation == h.generation() && h.runtime() == self.owner => {
+                Ok(h.index() as u32)
+            }
+            _ if h.runtime() != self.owner => fail(ErrorCode::InvalidHandle, "handle belongs to another runtime"),
             Some(_) => fail(ErrorCode::InvalidHandle, "handle is stale (object released or from an earlier init)"),
             None => fail(ErrorCode::InvalidHandle, "handle is forged (slot out of range)"),
         }
@@ -179,7 +192,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
         // SAFETY: the slot was live (asserted above), so its value is initialised; it is marked
         // free first, so the value is read out exactly once.
         let value = unsafe { slot.value.assume_init_read() };
-        match slot.generation.checked_add(1) {
+        match slot.generation.checked_add(1).filter(|&g| g <= MAX_GENERATION) {
             Some(g) => {
                 slot.generation = g;
                 self.push_free(index);
@@ -209,7 +222,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
 
     /// Test hook: raises the generation of every slot that is not live to at least `generation`
     /// (slots never used are taken into use first), so a test can reach the end of a slot's
-    /// generations without 2^32 create/destroy cycles. Generations never go down.
+    /// generations without 2^24 create/destroy cycles. Generations never go down.
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn age_free_slots(&mut self, generation: u32) {
         while (self.high_water as usize) < N {
@@ -219,7 +232,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
         let mut i = target(self.free_head);
         while let Some(index) = i {
             let slot = &mut self.slots[index as usize];
-            slot.generation = slot.generation.max(generation);
+            slot.generation = slot.generation.max(generation.min(MAX_GENERATION));
             i = target(slot.prev);
         }
     }
@@ -280,8 +293,23 @@ mod tests {
         assert_eq!(d.index(), a.index(), "the only free slot");
         assert!(t.get(a).is_err() && t.get(c).is_err());
         assert_eq!(*t.get(b).unwrap(), 20);
-        assert_eq!(t.get(RawHandle::pack(ObjectKind::Queue, 0, 7)).unwrap_err().code, ErrorCode::InvalidHandle);
-        assert_eq!(t.get(RawHandle::pack(ObjectKind::Event, 0, 1)).unwrap_err().code, ErrorCode::InvalidHandle);
+        assert_eq!(t.get(RawHandle::pack(ObjectKind::Queue, 0, 0, 7)).unwrap_err().code, ErrorCode::InvalidHandle);
+        assert_eq!(t.get(RawHandle::pack(ObjectKind::Event, 0, 0, 1)).unwrap_err().code, ErrorCode::InvalidHandle);
+    }
+
+    #[test]
+    fn a_handle_of_another_owner_is_rejected() {
+        let mut a: Table<u32, 2, Q> = Table::new();
+        let mut b: Table<u32, 2, Q> = Table::new();
+        a.set_owner(1);
+        b.set_owner(2);
+        let ha = a.insert(1).unwrap();
+        let hb = b.insert(2).unwrap();
+        assert_eq!(ha.index(), hb.index());
+        let e = b.get(ha).unwrap_err();
+        assert_eq!((e.code, e.message), (ErrorCode::InvalidHandle, "handle belongs to another runtime"));
+        assert_eq!(b.remove(ha).unwrap_err().code, ErrorCode::InvalidHandle);
+        assert_eq!(*b.get(hb).unwrap(), 2, "nothing changed");
     }
 
     #[test]
@@ -298,9 +326,9 @@ mod tests {
     #[test]
     fn a_slot_at_the_end_of_its_generations_is_retired_never_wrapped() {
         let mut t: Table<u32, 2, E> = Table::new();
-        t.age_free_slots(u32::MAX - 1);
+        t.age_free_slots(MAX_GENERATION - 1);
         let mut seen: heapless::Vec<RawHandle, 8> = heapless::Vec::new();
-        // Two slots, two generations each (MAX-1 and MAX): four objects in all.
+        // Two slots, two generations each (MAX_GENERATION - 1 and MAX_GENERATION): four objects.
         for v in 0..4 {
             let h = t.insert(v).unwrap();
             assert!(!seen.contains(&h));

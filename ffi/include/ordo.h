@@ -85,6 +85,14 @@ typedef struct ordo_device_t {
 // `ORDO_MEM_REGISTERED` (host memory given to `ordo_host_register`; not an allocation kind).
 typedef uint32_t ordo_mem_kind_t;
 
+// A memory allocation named by its identity (`ordo_mem_alloc_handle`), not its address: once
+// the allocation is freed, the handle is stale even if a new allocation gets the same address,
+// so `ordo_mem_release` never frees another allocation.
+typedef struct ordo_allocation_t {
+  // The handle's bits; 0 is the null handle.
+  uint64_t raw;
+} ordo_allocation_t;
+
 // The direction of a copy.
 typedef uint32_t ordo_copy_kind_t;
 
@@ -415,6 +423,28 @@ ordo_status_t ordo_mem_alloc(struct ordo_device_t device,
                              ordo_mem_kind_t kind,
                              size_t size,
                              void **out);
+
+// Allocates as `ordo_mem_alloc` does; `*out_allocation` gets the allocation's handle and `*out`
+// its address (both written only on success; neither may be NULL). Release it with
+// `ordo_mem_release(allocation)`: unlike `ordo_mem_free(address)`, a handle names this
+// allocation only, so releasing it twice, after `ordo_shutdown`, or after the address was freed
+// and handed to a new allocation is `ORDO_ERROR_INVALID_HANDLE` and frees nothing. The address
+// is still an ordinary device address (copies, fills, kernels, and `ordo_mem_free` accept it).
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_mem_alloc_handle(struct ordo_device_t device,
+                                    ordo_mem_kind_t kind,
+                                    size_t size,
+                                    struct ordo_allocation_t *out_allocation,
+                                    void **out);
+
+// Frees the allocation a handle from `ordo_mem_alloc_handle` names. `ORDO_ERROR_NULL_HANDLE`
+// for the null handle; `ORDO_ERROR_INVALID_HANDLE` when it was released or freed already (by
+// handle, by address or by the final `ordo_shutdown`), or comes from another runtime; nothing
+// changes on error.
+ordo_status_t ordo_mem_release(struct ordo_allocation_t allocation);
 
 // Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and
 // mapped for it at the same address, and named by that address like an allocation (copies,

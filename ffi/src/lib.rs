@@ -33,7 +33,10 @@ pub use lifecycle::{
     ordo_get_state, ordo_init, ordo_last_teardown_report, ordo_set_host_arena, ordo_set_wait_hook, ordo_shutdown,
     ordo_shutdown_at_exit,
 };
-pub use memory::{ordo_fill, ordo_fill_pattern, ordo_mem_alloc, ordo_mem_free, ordo_memcpy, ordo_memcpy_async};
+pub use memory::{
+    ordo_fill, ordo_fill_pattern, ordo_mem_alloc, ordo_mem_alloc_handle, ordo_mem_free, ordo_mem_release, ordo_memcpy,
+    ordo_memcpy_async,
+};
 pub use objects::{
     ordo_device_get, ordo_device_get_info, ordo_platform_count, ordo_platform_get, ordo_platform_get_info,
 };

@@ -2,7 +2,7 @@
 
 use core::ffi::c_void;
 
-use ordo_core::{CopyKind, Device, DevicePtr, Error, ErrorCode, FillValue, MemKind, Queue};
+use ordo_core::{Allocation, CopyKind, Device, DevicePtr, Error, ErrorCode, FillValue, MemKind, Queue};
 
 use crate::boundary::{fail, guard, non_null, output, ready, status};
 use crate::runtime;
@@ -31,6 +31,56 @@ pub unsafe extern "C" fn ordo_mem_alloc(
         };
         output(out, runtime().mem_alloc(Device::from_raw(device.raw), kind, size).map(|p| p.as_ptr()))
     })
+}
+
+/// Allocates as `ordo_mem_alloc` does; `*out_allocation` gets the allocation's handle and `*out`
+/// its address (both written only on success; neither may be NULL). Release it with
+/// `ordo_mem_release(allocation)`: unlike `ordo_mem_free(address)`, a handle names this
+/// allocation only, so releasing it twice, after `ordo_shutdown`, or after the address was freed
+/// and handed to a new allocation is `ORDO_ERROR_INVALID_HANDLE` and frees nothing. The address
+/// is still an ordinary device address (copies, fills, kernels, and `ordo_mem_free` accept it).
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_mem_alloc_handle(
+    device: ordo_device_t,
+    kind: ordo_mem_kind_t,
+    size: usize,
+    out_allocation: *mut ordo_allocation_t,
+    out: *mut *mut c_void,
+) -> ordo_status_t {
+    guard(|| {
+        let checked = non_null(out_allocation, "out_allocation is NULL")
+            .and_then(|()| non_null(out, "out is NULL"))
+            .and_then(|()| ready())
+            .and_then(|()| MemKind::try_from(kind));
+        let kind = match checked {
+            Ok(k) => k,
+            Err(e) => return fail(e),
+        };
+        match runtime().mem_allocate(Device::from_raw(device.raw), kind, size) {
+            Ok((allocation, ptr)) => {
+                // SAFETY: both checked for NULL above; C guarantees they are writable.
+                unsafe {
+                    out_allocation.write(ordo_allocation_t { raw: allocation.to_raw() });
+                    out.write(ptr.as_ptr());
+                }
+                ORDO_SUCCESS
+            }
+            Err(e) => fail(e),
+        }
+    })
+}
+
+/// Frees the allocation a handle from `ordo_mem_alloc_handle` names. `ORDO_ERROR_NULL_HANDLE`
+/// for the null handle; `ORDO_ERROR_INVALID_HANDLE` when it was released or freed already (by
+/// handle, by address or by the final `ordo_shutdown`), or comes from another runtime; nothing
+/// changes on error.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_mem_release(allocation: ordo_allocation_t) -> ordo_status_t {
+    guard(|| status(runtime().mem_release(Allocation::from_raw(allocation.raw))))
 }
 
 /// Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and

@@ -116,6 +116,16 @@ pub struct ordo_program_t {
     pub raw: u64,
 }
 
+/// A memory allocation named by its identity (`ordo_mem_alloc_handle`), not its address: once
+/// the allocation is freed, the handle is stale even if a new allocation gets the same address,
+/// so `ordo_mem_release` never frees another allocation.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ordo_allocation_t {
+    /// The handle's bits; 0 is the null handle.
+    pub raw: u64,
+}
+
 /// A kernel of a loaded program.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

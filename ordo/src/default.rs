@@ -3,7 +3,7 @@
 //! with the reason when there is no driver or device). The C library (`ordo-ffi`) and the `ordo`
 //! command act on it. Depends on `ordo-core` and the backend crates only.
 
-use ordo_core::host::{ArenaRegion, HostBackend, ProvidedArena, builtin};
+use ordo_core::host::{ArenaRegion, HostBackend, HostProgram, HostProgramRegistry, ProvidedArena, builtin};
 use ordo_core::{Backend, Runtime};
 
 /// The host backend's arena: what the program gives with `ordo_set_host_arena` (or
@@ -46,10 +46,30 @@ pub unsafe fn provide_host_arena(base: *mut u8, len: usize) -> ordo_core::Result
     unsafe { ARENA.0.provide(base, len) }
 }
 
+static HOST_PROGRAMS: HostProgramRegistry = HostProgramRegistry::new();
+
 #[cfg(feature = "std")]
-static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, Some(ordo_core::std_clock_ns));
+static HOST: HostBackend =
+    HostBackend::new(&ARENA, builtin::PROGRAMS, Some(ordo_core::std_clock_ns)).with_registry(&HOST_PROGRAMS);
 #[cfg(not(feature = "std"))]
-static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
+static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None).with_registry(&HOST_PROGRAMS);
+
+/// Offers a program of host kernels on the default runtime's host device, so that
+/// `program_load` (and [`Module::load_host`](crate::Module::load_host)) finds it by name. Call it
+/// before or after init; registering the same program again does nothing. `InvalidArgument` when
+/// another program of that name is registered, `OutOfResources` past
+/// `ordo_core::host::MAX_REGISTERED_HOST_PROGRAMS` programs.
+///
+/// ```
+/// use ordo::host::{HostKernel, HostProgram};
+/// static MINE: HostProgram = HostProgram { name: "mine.docs", kernels: &[] };
+/// ordo::register_host_program(&MINE)?;
+/// ordo::register_host_program(&MINE)?; // again: nothing changes
+/// # Ok::<(), ordo::Error>(())
+/// ```
+pub fn register_host_program(program: &'static HostProgram) -> crate::Result<()> {
+    Ok(HOST_PROGRAMS.register(program)?)
+}
 
 #[cfg(feature = "cuda")]
 static CUDA: ordo_cuda::CudaBackend = ordo_cuda::CudaBackend::new();

@@ -23,7 +23,7 @@ use crate::backend::{Backend, LaunchLimits};
 use crate::capacity::MAX_ALLOCATIONS;
 use crate::capacity::{MAX_DEVICES, MAX_EVENTS, MAX_KERNELS, MAX_PLATFORMS, MAX_PROGRAMS, MAX_QUEUES};
 use crate::error::{BackendError, ErrorCode, Result, fail};
-use crate::handle::ObjectKind;
+use crate::handle::{ObjectKind, RuntimeId};
 use crate::lifecycle::{Gate, InitStep, ShutdownStep, State};
 use crate::reentry;
 use crate::report::{TeardownEvent, TeardownReport, TeardownSummary};
@@ -32,6 +32,17 @@ use crate::table::Table;
 pub use ops::PlatformInfo;
 
 pub(crate) const NO_SLOT: u32 = u32::MAX;
+
+// Every slot of every table can be named by a handle's 20-bit index (core/build.rs checks the
+// capacities too).
+const _: () = assert!(
+    MAX_ALLOCATIONS < crate::handle::MAX_SLOTS
+        && MAX_KERNELS < crate::handle::MAX_SLOTS
+        && MAX_PROGRAMS < crate::handle::MAX_SLOTS
+        && MAX_EVENTS < crate::handle::MAX_SLOTS
+        && MAX_QUEUES < crate::handle::MAX_SLOTS
+        && MAX_DEVICES < crate::handle::MAX_SLOTS
+);
 
 pub(crate) struct PlatformEntry {
     pub backend: u8,
@@ -84,7 +95,28 @@ pub(crate) struct Tables {
     pub allocations: AllocTable<MAX_ALLOCATIONS>,
 }
 
+/// The identities handed to runtimes so far (each runtime takes one at its first init).
+static IDENTITIES: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+/// A fresh runtime identity: 1 to 65,535, in turn. After 65,535 runtimes in one process the
+/// identities repeat (README, "Handles").
+fn next_identity() -> RuntimeId {
+    let n = IDENTITIES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+    (n % u32::from(RuntimeId::MAX)) as RuntimeId + 1
+}
+
 impl Tables {
+    /// Gives the tables their runtime's identity: handles of another runtime are then rejected.
+    fn set_owner(&mut self, id: RuntimeId) {
+        self.platforms.set_owner(id);
+        self.devices.set_owner(id);
+        self.queues.set_owner(id);
+        self.events.set_owner(id);
+        self.programs.set_owner(id);
+        self.kernels.set_owner(id);
+        self.allocations.slots.set_owner(id);
+    }
+
     const fn new() -> Self {
         Self {
             platforms: Table::new(),
@@ -138,6 +170,8 @@ pub struct RuntimeState {
     tables: UnsafeCell<Tables>,
     /// The report of the last final teardown, written before the lifecycle word reopens.
     last_report: spin::Mutex<TeardownReport>,
+    /// The runtime's identity (`RuntimeId`; 0 until its first init, which alone writes it).
+    identity: core::sync::atomic::AtomicU32,
 }
 
 // SAFETY: the tables are only reached through `with_shared`/`with_exclusive`/init/teardown, which
@@ -152,6 +186,7 @@ impl RuntimeState {
             gate: Gate::new(),
             tables: UnsafeCell::new(Tables::new()),
             last_report: spin::Mutex::new(TeardownReport::EMPTY),
+            identity: core::sync::atomic::AtomicU32::new(0),
         }
     }
 
@@ -162,6 +197,7 @@ impl RuntimeState {
             gate: Gate::new(),
             tables: UnsafeCell::new(Tables::new()),
             last_report: spin::Mutex::new(TeardownReport::EMPTY),
+            identity: core::sync::atomic::AtomicU32::new(0),
         }
     }
 }
@@ -285,6 +321,12 @@ impl Runtime {
         if self.backends.len() > MAX_PLATFORMS {
             return fail(ErrorCode::InvalidArgument, "more backends than ORDO_MAX_PLATFORMS");
         }
+        let mut id = self.state.identity.load(core::sync::atomic::Ordering::Relaxed) as RuntimeId;
+        if id == 0 {
+            id = next_identity();
+            self.state.identity.store(u32::from(id), core::sync::atomic::Ordering::Relaxed);
+        }
+        t.set_owner(id);
         for (index, backend) in self.backends.iter().enumerate() {
             // The platform's entry goes in first, so that a roll-back sees whatever comes up; until
             // the backend's init returns, the entry says it is not usable (a roll-back while it
@@ -461,6 +503,13 @@ impl Runtime {
             }
             Ok(())
         })
+    }
+
+    /// The runtime's identity, which every handle it issues carries (1 to 65,535; 0 before its
+    /// first init). Two runtimes of one process have different identities unless more than
+    /// 65,535 runtimes were initialised in it.
+    pub fn identity(&self) -> RuntimeId {
+        self.state.identity.load(core::sync::atomic::Ordering::Relaxed) as RuntimeId
     }
 
     /// Live objects per kind (requires `Ready`).

@@ -11,7 +11,7 @@ use crate::backend::{
     Backend, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue, KernelArgs, LaunchDims, MemKind, ParamLayout,
 };
 use crate::error::{BackendError, Error, ErrorCode, Result, fail};
-use crate::handle::{Device, DevicePtr, Event, Global, Kernel, Platform, Program, Queue};
+use crate::handle::{Allocation, Device, DevicePtr, Event, Global, Kernel, Platform, Program, Queue};
 
 use super::{DeviceEntry, EventEntry, KernelEntry, NO_SLOT, ProgramEntry, QueueEntry, Runtime, Tables, teardown};
 
@@ -150,6 +150,14 @@ impl Runtime {
 
     /// Allocates `size` bytes of `kind` memory on a device; returns its address.
     pub fn mem_alloc(&self, device: Device, kind: MemKind, size: usize) -> Result<DevicePtr> {
+        self.mem_allocate(device, kind, size).map(|(_, ptr)| ptr)
+    }
+
+    /// Allocates as `mem_alloc` does; returns the allocation's handle and its address. The
+    /// handle names this allocation and no other: `mem_release` of it after the memory was freed
+    /// (by handle, by address or by a teardown) is `InvalidHandle`, even when the backend has
+    /// since handed the same address to a new allocation.
+    pub fn mem_allocate(&self, device: Device, kind: MemKind, size: usize) -> Result<(Allocation, DevicePtr)> {
         self.with_exclusive(|t| {
             check_size(size)?;
             if let MemKind::Registered | MemKind::Global = kind {
@@ -166,12 +174,43 @@ impl Runtime {
             }
             let base = d.backend.mem_alloc(d.ordinal, kind, size)?;
             let entry = AllocEntry { base, size, device: d.slot, kind, owner: NO_OWNER };
-            if let Err(e) = t.allocations.insert(entry) {
-                // SAFETY: the allocation the backend just returned, with its kind and size.
-                let _ = unsafe { d.backend.mem_free(d.ordinal, kind, base, size) };
-                return Err(e);
+            match t.allocations.insert(entry) {
+                Ok(h) => Ok((Allocation(h), DevicePtr(base))),
+                Err(e) => {
+                    // SAFETY: the allocation the backend just returned, with its kind and size.
+                    let _ = unsafe { d.backend.mem_free(d.ordinal, kind, base, size) };
+                    Err(e)
+                }
             }
-            Ok(DevicePtr(base))
+        })
+    }
+
+    /// Frees the allocation a handle from `mem_allocate` names. `InvalidHandle` when it was freed
+    /// already (by handle, by address or by a teardown), comes from another runtime, or names a
+    /// program's global variable; `NullHandle` for the null handle. Nothing changes on error.
+    pub fn mem_release(&self, allocation: Allocation) -> Result<()> {
+        self.with_exclusive(|t| {
+            let slot = t.allocations.slots.resolve(allocation.0)?;
+            if t.allocations.slots.at(slot).owner != NO_OWNER {
+                return fail(ErrorCode::InvalidHandle, "handle names a program's global variable, not an allocation");
+            }
+            let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+            let m = t.allocations.remove_at(slot);
+            // SAFETY: a live allocation of this device (found by its handle), removed from the
+            // table first so it is never passed again.
+            Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
+        })
+    }
+
+    /// The address, size, kind and device of the live allocation a handle names (the same
+    /// errors as `mem_release` for a bad handle).
+    pub fn allocation_info(&self, allocation: Allocation) -> Result<(DevicePtr, usize, MemKind, Device)> {
+        self.with_shared(|t| {
+            let m = t.allocations.slots.get(allocation.0)?;
+            if m.owner != NO_OWNER {
+                return fail(ErrorCode::InvalidHandle, "handle names a program's global variable, not an allocation");
+            }
+            Ok((DevicePtr(m.base), m.size, m.kind, Device(t.devices.handle_at(m.device))))
         })
     }
 

@@ -1,0 +1,366 @@
+//! [`Module`] (a loaded program, unloaded on drop), [`Function`] (a kernel, borrowing its
+//! module) and [`LaunchBuilder`]: a launch whose arguments are checked against the kernel's own
+//! parameter layout before the driver sees them. Depends on `context`, `buffer`, `queue` and
+//! `error`.
+
+use core::ffi::c_void;
+
+use ordo_core::{
+    BackendKind, ErrorCode, Kernel as RawKernel, KernelArgs, LaunchDims, ParamLayout, Program as RawProgram, Runtime,
+};
+
+use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
+use crate::context::Device;
+use crate::error::{Error, Result};
+use crate::queue::Queue;
+
+/// Most arguments a [`LaunchBuilder`] takes.
+pub const MAX_LAUNCH_ARGS: usize = 32;
+
+/// A program loaded on a device: PTX, a cubin or a fatbin on CUDA; a code object or offload
+/// bundle on AMDGPU; a host program's name on the host device. Unloaded on drop (a drop after
+/// the runtime's final shutdown is a no-op); its functions borrow it, so none outlives it.
+///
+/// ```
+/// let ctx = ordo::Context::new()?;
+/// let dev = ctx.default_device()?;
+/// let module = ordo::Module::load_builtin(&dev)?;
+/// let add = module.function("vector_add_f32")?;
+/// assert_eq!(add.param_count(), Some(4));
+/// # Ok::<(), ordo::Error>(())
+/// ```
+pub struct Module<'c> {
+    rt: &'c Runtime,
+    device: Device<'c>,
+    raw: RawProgram,
+}
+
+impl core::fmt::Debug for Module<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Module({:?} on {:?})", self.raw, self.device)
+    }
+}
+
+impl<'c> Module<'c> {
+    /// Loads a program image on `device` (copied: the image need not outlive the call).
+    /// `InvalidBinary` for an image the device cannot load; the driver's code is in the error.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let host = ctx.devices()?[0];
+    /// let module = ordo::Module::load(&host, b"ordo.builtin")?;
+    /// let bad = ordo::Module::load(&host, b"no such program").unwrap_err();
+    /// assert_eq!(bad.code(), ordo::ErrorCode::InvalidBinary);
+    /// # drop(module);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn load(device: &Device<'c>, image: &[u8]) -> Result<Self> {
+        let raw = device.rt.program_load(device.raw, image)?;
+        Ok(Self { rt: device.rt, device: *device, raw })
+    }
+
+    /// Loads ordo's built-in program for the device's platform (`vector_add_f32`,
+    /// `reduce_sum_f32`, and on CUDA `empty` and `spin_cycles`). `Unsupported` for a platform
+    /// without one, or whose backend is not compiled into the default runtime.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+    /// assert!(module.function("reduce_sum_f32").is_ok());
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn load_builtin(device: &Device<'c>) -> Result<Self> {
+        let image = builtin_image(device.kind()).ok_or(Error::Runtime(ordo_core::Error::new(
+            ErrorCode::Unsupported,
+            "no built-in program for this platform",
+        )))?;
+        Self::load(device, image)
+    }
+
+    /// The module's device.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// assert_eq!(ordo::Module::load_builtin(&dev)?.device(), dev);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn device(&self) -> Device<'c> {
+        self.device
+    }
+
+    /// The kernel called `name`. Its parameter layout is read once, here (CUDA's
+    /// `cuFuncGetParamInfo`, the host kernel's declared sizes, AMDGPU's code-object metadata),
+    /// so every launch can be checked against it. `NotFound` when there is no such kernel.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+    /// assert!(module.function("vector_add_f32").is_ok());
+    /// assert_eq!(module.function("nope").unwrap_err().code(), ordo::ErrorCode::NotFound);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn function(&self, name: &str) -> Result<Function<'_, 'c>> {
+        let raw = self.rt.kernel_get(self.raw, name)?;
+        let layout = match self.rt.kernel_param_layout(raw) {
+            Ok(layout) => Some(layout),
+            // The backend cannot tell (a CUDA driver before 12.4): launches are not checked.
+            Err(e) if e.code == ErrorCode::Unsupported => None,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Function { module: self, raw, layout })
+    }
+
+    /// The raw handle (for the raw API and the C ABI).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+    /// assert!(ctx.runtime().kernel_get(module.raw(), "vector_add_f32").is_ok());
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn raw(&self) -> RawProgram {
+        self.raw
+    }
+}
+
+impl Drop for Module<'_> {
+    fn drop(&mut self) {
+        // After the final shutdown or a re-init the program is gone already.
+        let _ = self.rt.program_unload(self.raw);
+    }
+}
+
+/// The built-in program's image for a platform kind, where the default runtime has one.
+fn builtin_image(kind: BackendKind) -> Option<&'static [u8]> {
+    match kind {
+        BackendKind::Host => Some(ordo_core::host::builtin::PROGRAM_NAME.as_bytes()),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => Some(ordo_cuda::BUILTIN_PTX.as_bytes()),
+        #[cfg(feature = "amdgpu")]
+        BackendKind::Amdgpu => Some(ordo_amdgpu::BUILTIN_BUNDLE),
+        _ => None,
+    }
+}
+
+/// A kernel of a loaded module, with its parameter layout where the backend knows it.
+pub struct Function<'m, 'c> {
+    module: &'m Module<'c>,
+    raw: RawKernel,
+    layout: Option<ParamLayout>,
+}
+
+impl core::fmt::Debug for Function<'_, '_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Function({:?}, {:?} parameters)", self.raw, self.param_count())
+    }
+}
+
+impl<'m, 'c> Function<'m, 'c> {
+    /// How many parameters the kernel takes, where the backend knows its layout.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+    /// assert_eq!(module.function("reduce_sum_f32")?.param_count(), Some(3));
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn param_count(&self) -> Option<usize> {
+        self.layout.as_ref().map(|l| l.len())
+    }
+
+    /// The kernel's parameter layout (offsets and sizes), where the backend knows it.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+    /// let add = module.function("vector_add_f32")?;
+    /// assert_eq!(add.param_layout().unwrap()[3].size, 4); // n: u32
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn param_layout(&self) -> Option<&ParamLayout> {
+        self.layout.as_ref()
+    }
+
+    /// Launch dimensions covering `n` elements with one thread each: the block size with the
+    /// best occupancy for this kernel (CUDA's occupancy query; 1 on the host backend, whose
+    /// threads run one at a time; 256 where the backend cannot tell), and enough blocks.
+    /// `InvalidValue` for `n == 0`.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+    /// let dims = module.function("vector_add_f32")?.dims_for(1000)?;
+    /// assert!(u64::from(dims.grid[0]) * u64::from(dims.block[0]) >= 1000);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn dims_for(&self, n: u32) -> Result<LaunchDims> {
+        if n == 0 {
+            return Err(ordo_core::Error::new(ErrorCode::InvalidValue, "no elements to launch over").into());
+        }
+        let block = match self.module.rt.kernel_optimal_block_size(self.raw, 0) {
+            Ok(b) => b.max(1),
+            Err(e) if e.code == ErrorCode::Unsupported => 256,
+            Err(e) => return Err(e.into()),
+        };
+        let block = block.min(n);
+        Ok(LaunchDims::linear(n.div_ceil(block), block))
+    }
+
+    /// The raw handle (for the raw API and the C ABI).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+    /// let f = module.function("vector_add_f32")?;
+    /// assert_eq!(ctx.runtime().kernel_program(f.raw())?, module.raw());
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn raw(&self) -> RawKernel {
+        self.raw
+    }
+}
+
+/// What a launch argument is to a kernel: a pointer to its bytes and their count, and the device
+/// whose memory it names (buffers).
+pub trait KernelArg {
+    /// The argument's bytes as the kernel receives them, their size, and the device of the
+    /// memory it names (`None` for plain values).
+    fn as_kernel_arg(&self) -> (*const c_void, usize, Option<ordo_core::Device>);
+}
+
+impl<T: DeviceCopy> KernelArg for T {
+    fn as_kernel_arg(&self) -> (*const c_void, usize, Option<ordo_core::Device>) {
+        ((self as *const T).cast(), core::mem::size_of::<T>(), None)
+    }
+}
+
+impl<T: DeviceCopy> KernelArg for DeviceBuffer<'_, T> {
+    fn as_kernel_arg(&self) -> (*const c_void, usize, Option<ordo_core::Device>) {
+        ((&self.addr as *const u64).cast(), core::mem::size_of::<u64>(), Some(self.device().raw))
+    }
+}
+
+impl<T: DeviceCopy> KernelArg for DeviceSlice<'_, T> {
+    fn as_kernel_arg(&self) -> (*const c_void, usize, Option<ordo_core::Device>) {
+        ((&self.addr as *const u64).cast(), core::mem::size_of::<u64>(), Some(self.device))
+    }
+}
+
+impl<T: DeviceCopy> KernelArg for DeviceSliceMut<'_, T> {
+    fn as_kernel_arg(&self) -> (*const c_void, usize, Option<ordo_core::Device>) {
+        self.inner.as_kernel_arg()
+    }
+}
+
+/// A launch being put together: `queue.launch_builder(&f).arg(&a).arg(&n).launch(dims)`.
+/// Arguments are borrowed until the launch is submitted.
+pub struct LaunchBuilder<'a, 'c> {
+    queue: &'a Queue<'c>,
+    function: &'a Function<'a, 'c>,
+    params: [*mut c_void; MAX_LAUNCH_ARGS],
+    sizes: [usize; MAX_LAUNCH_ARGS],
+    devices: [Option<ordo_core::Device>; MAX_LAUNCH_ARGS],
+    count: usize,
+    _args: core::marker::PhantomData<&'a ()>,
+}
+
+impl<'c> Queue<'c> {
+    /// Starts a launch of `function` on this queue.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let (queue, module) = (dev.queue()?, ordo::Module::load_builtin(&dev)?);
+    /// let add = module.function("vector_add_f32")?;
+    /// let a = ordo::DeviceBuffer::from_slice(&dev, &[1.0f32; 8])?;
+    /// let mut c = ordo::DeviceBuffer::<f32>::zeroed(&dev, 8)?;
+    /// // Five arguments for a kernel of four parameters: refused before the driver sees them.
+    /// let wrong = unsafe { queue.launch_builder(&add).arg(&a).arg(&a).arg(&c).arg(&8u32).arg(&8u32).launch(add.dims_for(8)?) };
+    /// assert!(matches!(wrong, Err(ordo::Error::ArgumentCount { expected: 4, actual: 5 })));
+    /// // SAFETY: vector_add_f32(a, b, c, n) reads a and b and writes c, n elements each.
+    /// unsafe { queue.launch_builder(&add).arg(&a).arg(&a).arg(&mut c.as_mut_slice()).arg(&8u32).launch(add.dims_for(8)?)? };
+    /// assert_eq!(c.to_vec()?, [2.0; 8]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn launch_builder<'a>(&'a self, function: &'a Function<'a, 'c>) -> LaunchBuilder<'a, 'c> {
+        LaunchBuilder {
+            queue: self,
+            function,
+            params: [core::ptr::null_mut(); MAX_LAUNCH_ARGS],
+            sizes: [0; MAX_LAUNCH_ARGS],
+            devices: [None; MAX_LAUNCH_ARGS],
+            count: 0,
+            _args: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<'a, 'c> LaunchBuilder<'a, 'c> {
+    /// Adds the next argument: a plain value (`&n`), a buffer or a slice of one (its device
+    /// address). Past [`MAX_LAUNCH_ARGS`], the launch fails with [`Error::TooManyArguments`].
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let (queue, module) = (dev.queue()?, ordo::Module::load_builtin(&dev)?);
+    /// let sum = module.function("reduce_sum_f32")?;
+    /// let x = ordo::DeviceBuffer::from_slice(&dev, &[1.0f32, 2.0, 3.0])?;
+    /// let mut out = ordo::DeviceBuffer::<f32>::zeroed(&dev, 1)?;
+    /// let n = 3u32;
+    /// // SAFETY: reduce_sum_f32(x, out, n) reads n elements of x and adds them into out[0].
+    /// unsafe { queue.launch_builder(&sum).arg(&x).arg(&out).arg(&n).launch(sum.dims_for(n)?)? };
+    /// assert_eq!(out.to_vec()?, [6.0]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn arg<A: KernelArg + ?Sized>(mut self, arg: &'a A) -> Self {
+        let (ptr, size, device) = arg.as_kernel_arg();
+        if let Some(i) = (self.count < MAX_LAUNCH_ARGS).then_some(self.count) {
+            self.params[i] = ptr.cast_mut();
+            self.sizes[i] = size;
+            self.devices[i] = device;
+        }
+        self.count += 1;
+        self
+    }
+
+    /// Checks the arguments (count, each size against the kernel's parameter layout where the
+    /// backend knows it, each buffer's device against the queue's) and submits the launch.
+    /// Nothing is submitted when a check fails: [`Error::ArgumentCount`],
+    /// [`Error::ArgumentSize`] (naming the argument), [`Error::ArgumentDevice`],
+    /// [`Error::TooManyArguments`], or the runtime's errors (dimensions, handles).
+    ///
+    /// # Safety
+    /// The kernel must only access memory it may: each pointer argument must be valid for what
+    /// the kernel does with it (e.g. a buffer at least as long as the element count the kernel
+    /// is given), and each value must be valid for its parameter's type. The checks above make
+    /// sure only that each argument has its parameter's size.
+    pub unsafe fn launch(self, dims: LaunchDims) -> Result<()> {
+        if self.count > MAX_LAUNCH_ARGS {
+            return Err(Error::TooManyArguments);
+        }
+        let (params, sizes) = (&self.params[..self.count], &self.sizes[..self.count]);
+        if let Some(layout) = &self.function.layout {
+            check_layout(layout, sizes)?;
+        }
+        let device = self.queue.device.raw;
+        if let Some(index) = self.devices[..self.count].iter().position(|d| d.is_some_and(|d| d != device)) {
+            return Err(Error::ArgumentDevice { index });
+        }
+        let args = KernelArgs::new(params, sizes)?;
+        // SAFETY: the caller's contract; the runtime checks the queue, kernel and dimensions.
+        Ok(unsafe { self.queue.rt.launch(self.queue.raw, self.function.raw, &dims, &args) }?)
+    }
+}
+
+/// Compares argument sizes with a kernel's layout.
+#[inline]
+fn check_layout(layout: &ParamLayout, sizes: &[usize]) -> Result<()> {
+    if layout.len() != sizes.len() {
+        return Err(Error::ArgumentCount { expected: layout.len(), actual: sizes.len() });
+    }
+    match layout.iter().zip(sizes).position(|(p, &s)| p.size as usize != s) {
+        None => Ok(()),
+        Some(index) => Err(Error::ArgumentSize { index, expected: layout[index].size as usize, actual: sizes[index] }),
+    }
+}

@@ -1,0 +1,365 @@
+//! [`Queue`] (an in-order stream, destroyed on drop), [`Event`] (destroyed on drop) and
+//! [`CopyScope`]: asynchronous copies whose host memory stays borrowed until the queue has
+//! finished them. Depends on `context`, `buffer` and `error`.
+
+use ordo_core::{DevicePtr, Event as RawEvent, Queue as RawQueue, Runtime};
+
+use crate::buffer::{DeviceCopy, DeviceSlice, DeviceSliceMut};
+use crate::context::Device;
+use crate::error::{Error, Result};
+
+/// An in-order queue of a device (a CUDA stream, an HSA queue): work submitted to it runs in
+/// submission order. Destroyed on drop (after the work it holds; a drop after the runtime's
+/// final shutdown is a no-op).
+///
+/// ```
+/// let ctx = ordo::Context::new()?;
+/// let queue = ctx.default_device()?.queue()?;
+/// queue.synchronize()?;
+/// assert!(queue.is_idle()?);
+/// # Ok::<(), ordo::Error>(())
+/// ```
+pub struct Queue<'c> {
+    pub(crate) rt: &'c Runtime,
+    pub(crate) device: Device<'c>,
+    pub(crate) raw: RawQueue,
+}
+
+impl core::fmt::Debug for Queue<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Queue({:?} on {:?})", self.raw, self.device)
+    }
+}
+
+impl<'c> Device<'c> {
+    /// A new queue on this device.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// assert_eq!(dev.queue()?.device(), dev);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn queue(&self) -> Result<Queue<'c>> {
+        let raw = self.rt.queue_create(self.raw)?;
+        Ok(Queue { rt: self.rt, device: *self, raw })
+    }
+
+    /// A new event on this device.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let (queue, done) = (dev.queue()?, dev.event()?);
+    /// queue.record(&done)?;
+    /// done.synchronize()?;
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn event(&self) -> Result<Event<'c>> {
+        let raw = self.rt.event_create(self.raw)?;
+        Ok(Event { rt: self.rt, device: *self, raw })
+    }
+}
+
+impl<'c> Queue<'c> {
+    /// The queue's device.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// assert_eq!(dev.queue()?.device().kind(), dev.kind());
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn device(&self) -> Device<'c> {
+        self.device
+    }
+
+    /// The raw handle (for the raw API and the C ABI).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let queue = ctx.default_device()?.queue()?;
+    /// ctx.runtime().queue_synchronize(queue.raw())?;
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn raw(&self) -> RawQueue {
+        self.raw
+    }
+
+    /// Waits until everything submitted to the queue has finished.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// ctx.default_device()?.queue()?.synchronize()?;
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn synchronize(&self) -> Result<()> {
+        Ok(self.rt.queue_synchronize(self.raw)?)
+    }
+
+    /// Whether everything submitted to the queue has finished (without waiting).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let queue = ctx.default_device()?.queue()?;
+    /// queue.synchronize()?;
+    /// assert!(queue.is_idle()?);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn is_idle(&self) -> Result<bool> {
+        Ok(self.rt.queue_query(self.raw)?)
+    }
+
+    /// Records `event` on the queue: it completes when the work submitted before it has.
+    /// [`Error::DeviceMismatch`] for an event of another device.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let (queue, event) = (dev.queue()?, dev.event()?);
+    /// queue.record(&event)?;
+    /// event.synchronize()?;
+    /// assert!(event.is_complete()?);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn record(&self, event: &Event<'c>) -> Result<()> {
+        if event.device != self.device {
+            return Err(Error::DeviceMismatch);
+        }
+        Ok(self.rt.event_record(event.raw, self.raw)?)
+    }
+
+    /// Makes the queue's later work wait until `event` has completed (work of another queue,
+    /// possibly; both on one device). [`Error::DeviceMismatch`] for an event of another device.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let (first, second, event) = (dev.queue()?, dev.queue()?, dev.event()?);
+    /// first.record(&event)?;
+    /// second.wait(&event)?; // second's later work runs after first's earlier work
+    /// second.synchronize()?;
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn wait(&self, event: &Event<'c>) -> Result<()> {
+        if event.device != self.device {
+            return Err(Error::DeviceMismatch);
+        }
+        Ok(self.rt.queue_wait_event(self.raw, event.raw)?)
+    }
+
+    /// Runs `f` with a [`CopyScope`] on this queue, then waits for the queue: asynchronous
+    /// copies made in the scope borrow their host memory for the whole scope, so the memory
+    /// cannot be dropped or touched before the queue is done with it (even if a scope's value is
+    /// leaked). If `f` fails or panics, the queue is still waited for before the borrows end.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let queue = dev.queue()?;
+    /// let mut buf = ordo::DeviceBuffer::<f32>::zeroed(&dev, 4)?;
+    /// let input = [1.0, 2.0, 3.0, 4.0];
+    /// let mut output = [0.0; 4];
+    /// queue.scope(|s| {
+    ///     s.copy_to_device(&input, &mut buf.as_mut_slice())?;
+    ///     s.copy_from_device(&buf.as_slice(), &mut output)
+    /// })?;
+    /// assert_eq!(output, input);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    ///
+    /// The host memory stays borrowed until the scope has waited:
+    ///
+    /// ```compile_fail,E0506
+    /// let ctx = ordo::Context::new().unwrap();
+    /// let dev = ctx.default_device().unwrap();
+    /// let queue = dev.queue().unwrap();
+    /// let mut buf = ordo::DeviceBuffer::<f32>::zeroed(&dev, 4).unwrap();
+    /// let mut output = [0.0f32; 4];
+    /// queue.scope(|s| {
+    ///     s.copy_from_device(&buf.as_slice(), &mut output)?;
+    ///     output[0] = 1.0; // error: `output` is borrowed until the copy is done
+    ///     Ok(())
+    /// }).unwrap();
+    /// ```
+    pub fn scope<'env, R>(&self, f: impl for<'s> FnOnce(&'s CopyScope<'s, 'env, 'c>) -> Result<R>) -> Result<R> {
+        struct WaitOnExit<'q, 'c>(&'q Queue<'c>);
+        impl Drop for WaitOnExit<'_, '_> {
+            fn drop(&mut self) {
+                // Runs on every exit, unwinding included. An error here means the queue can no
+                // longer run work (the device was lost, or the runtime was torn down, which
+                // synchronised every queue first): nothing is left in flight either way.
+                let _ = self.0.synchronize();
+            }
+        }
+        let scope = CopyScope { queue: self, _scope: core::marker::PhantomData, _env: core::marker::PhantomData };
+        let wait = WaitOnExit(self);
+        let result = f(&scope);
+        drop(wait);
+        result
+    }
+}
+
+impl Drop for Queue<'_> {
+    fn drop(&mut self) {
+        // After the final shutdown (Uninitialized) or a re-init (a stale handle) the queue is
+        // gone already; nothing else is destroyed.
+        let _ = self.rt.queue_destroy(self.raw);
+    }
+}
+
+/// Asynchronous copies on a queue whose host memory is borrowed for `'s`, the whole scope
+/// ([`Queue::scope`]), which waits for the queue before it returns. As in `std::thread::scope`,
+/// `'s` is chosen by the scope itself (the closure works for every `'s`), so a borrow for `'s`
+/// lasts to the end of the closure and beyond, and `'env: 's` lets it borrow the caller's data.
+pub struct CopyScope<'s, 'env: 's, 'c> {
+    queue: &'s Queue<'c>,
+    _scope: core::marker::PhantomData<&'s mut &'s ()>,
+    _env: core::marker::PhantomData<&'env mut &'env ()>,
+}
+
+impl<'s, 'c> CopyScope<'s, '_, 'c> {
+    fn check(&self, device: ordo_core::Device, expected: usize, actual: usize) -> Result<()> {
+        if device != self.queue.device.raw {
+            return Err(Error::DeviceMismatch);
+        }
+        if expected != actual {
+            return Err(Error::LengthMismatch { expected, actual });
+        }
+        Ok(())
+    }
+
+    /// Enqueues a copy of `src` into `dst` (same length, `dst` on the queue's device).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let mut buf = ordo::DeviceBuffer::<u8>::zeroed(&dev, 2)?;
+    /// dev.queue()?.scope(|s| s.copy_to_device(&[1, 2], &mut buf.as_mut_slice()))?;
+    /// assert_eq!(buf.to_vec()?, [1, 2]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn copy_to_device<T: DeviceCopy>(&self, src: &'s [T], dst: &mut DeviceSliceMut<'_, T>) -> Result<()> {
+        let d = &dst.inner;
+        self.check(d.device, d.len(), src.len())?;
+        let bytes: &[u8] = bytemuck::cast_slice(src);
+        // SAFETY: `src` stays borrowed (and so valid and unchanged) for `'s`, until the scope has
+        // waited for the queue; the device range is checked by the runtime.
+        Ok(unsafe {
+            self.queue.rt.copy_to_device_async(self.queue.raw, DevicePtr(d.addr), bytes.as_ptr(), bytes.len())
+        }?)
+    }
+
+    /// Enqueues a copy of `src` into `dst` (same length, `src` on the queue's device).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let buf = ordo::DeviceBuffer::from_slice(&dev, &[3u8, 4])?;
+    /// let mut out = [0u8; 2];
+    /// dev.queue()?.scope(|s| s.copy_from_device(&buf.as_slice(), &mut out))?;
+    /// assert_eq!(out, [3, 4]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn copy_from_device<T: DeviceCopy>(&self, src: &DeviceSlice<'_, T>, dst: &'s mut [T]) -> Result<()> {
+        self.check(src.device, src.len(), dst.len())?;
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(dst);
+        // SAFETY: `dst` stays mutably borrowed (nothing else reads or writes it) for `'s`, until
+        // the scope has waited for the queue; the device range is checked by the runtime.
+        Ok(unsafe {
+            self.queue.rt.copy_from_device_async(self.queue.raw, bytes.as_mut_ptr(), DevicePtr(src.addr), bytes.len())
+        }?)
+    }
+}
+
+/// An event of a device: recorded on a queue, it completes when the work before it has.
+/// Destroyed on drop.
+///
+/// ```
+/// let ctx = ordo::Context::new()?;
+/// let dev = ctx.default_device()?;
+/// let (queue, start, end) = (dev.queue()?, dev.event()?, dev.event()?);
+/// queue.record(&start)?;
+/// queue.record(&end)?;
+/// end.synchronize()?;
+/// let ms = end.elapsed_since(&start)?; // milliseconds between the two
+/// assert!(ms >= 0.0);
+/// # Ok::<(), ordo::Error>(())
+/// ```
+pub struct Event<'c> {
+    rt: &'c Runtime,
+    device: Device<'c>,
+    raw: RawEvent,
+}
+
+impl core::fmt::Debug for Event<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Event({:?} on {:?})", self.raw, self.device)
+    }
+}
+
+impl<'c> Event<'c> {
+    /// Waits until the event has completed.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let (queue, event) = (dev.queue()?, dev.event()?);
+    /// queue.record(&event)?;
+    /// event.synchronize()?;
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn synchronize(&self) -> Result<()> {
+        Ok(self.rt.event_synchronize(self.raw)?)
+    }
+
+    /// Whether the event has completed (without waiting).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let (queue, event) = (dev.queue()?, dev.event()?);
+    /// queue.record(&event)?;
+    /// queue.synchronize()?;
+    /// assert!(event.is_complete()?);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn is_complete(&self) -> Result<bool> {
+        Ok(self.rt.event_query(self.raw)?)
+    }
+
+    /// Milliseconds from `start` to this event (both recorded and complete).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let (queue, a, b) = (dev.queue()?, dev.event()?, dev.event()?);
+    /// queue.record(&a)?;
+    /// queue.record(&b)?;
+    /// b.synchronize()?;
+    /// assert!(b.elapsed_since(&a)? >= 0.0);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn elapsed_since(&self, start: &Event<'c>) -> Result<f32> {
+        Ok(self.rt.event_elapsed_ms(start.raw, self.raw)?)
+    }
+
+    /// The raw handle (for the raw API and the C ABI).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let event = ctx.default_device()?.event()?;
+    /// assert!(ctx.runtime().event_device(event.raw()).is_ok());
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn raw(&self) -> RawEvent {
+        self.raw
+    }
+}
+
+impl Drop for Event<'_> {
+    fn drop(&mut self) {
+        // As for queues: after the final shutdown or a re-init the event is gone already.
+        let _ = self.rt.event_destroy(self.raw);
+    }
+}
