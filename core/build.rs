@@ -27,8 +27,8 @@ fn main() {
         println!("cargo:rerun-if-env-changed={var}");
         let value = match env::var(var) {
             Ok(text) => match text.trim().parse::<usize>() {
-                Ok(v) if v > 0 && (v < (1 << 20) || name.ends_with("BYTES")) => v,
-                _ => panic!("{var}={text:?} must be a positive integer (tables: below 1048576)"),
+                Ok(v) if v > 0 && (v < (1 << 16) || name.ends_with("BYTES")) => v,
+                _ => panic!("{var}={text:?} must be a positive integer (tables: below 65536)"),
             },
             Err(_) => *default,
         };

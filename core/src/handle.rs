@@ -1,6 +1,6 @@
 //! Generational, kind-tagged handles.
 //!
-//! A handle packs `kind (4 bits) | runtime (16 bits) | generation (24 bits) | slot index (20 bits)`
+//! A handle packs `kind (4 bits) | runtime (12 bits) | generation (32 bits) | slot index (16 bits)`
 //! into a `u64`. Kind tags start at 1, so no valid handle is 0 and a zero handle is always
 //! "null". The runtime field is the identity of the runtime that issued the handle (each runtime
 //! takes one at its first init), so another runtime rejects it. The generation of a slot advances
@@ -69,22 +69,25 @@ impl fmt::Display for ObjectKind {
     }
 }
 
-const INDEX_BITS: u32 = 20;
+const INDEX_BITS: u32 = 16;
 const INDEX_MASK: u64 = (1 << INDEX_BITS) - 1;
 const GENERATION_SHIFT: u32 = INDEX_BITS;
-const GENERATION_BITS: u32 = 24;
+const GENERATION_BITS: u32 = 32;
 const RUNTIME_SHIFT: u32 = GENERATION_SHIFT + GENERATION_BITS;
 const KIND_SHIFT: u32 = 60;
 
 /// The last generation of a slot: a slot that has named this many objects plus one is retired
-/// (each slot names at most 2^24 objects over the life of its runtime).
-pub const MAX_GENERATION: u32 = (1 << GENERATION_BITS) - 1;
+/// (each slot names at most 2^32 objects over the life of its runtime).
+pub const MAX_GENERATION: u32 = u32::MAX;
 
 /// The most table slots a handle can name (capacities are below this).
 pub(crate) const MAX_SLOTS: usize = 1 << INDEX_BITS;
 
-/// A runtime's identity as handles carry it: 1 to 65,535 (0 is "not yet assigned").
+/// A runtime's identity as handles carry it: 1 to 4,095 (0 is "not yet assigned").
 pub type RuntimeId = u16;
+
+/// The largest runtime identity (12 bits).
+pub const MAX_RUNTIME_ID: RuntimeId = (1 << 12) - 1;
 
 /// An untyped handle: a kind tag, the issuing runtime's identity, a generation and a slot index
 /// packed into a `u64`.
@@ -99,8 +102,8 @@ impl RawHandle {
     pub(crate) const fn pack(kind: ObjectKind, runtime: RuntimeId, generation: u32, index: u32) -> Self {
         Self(
             ((kind as u64) << KIND_SHIFT)
-                | ((runtime as u64) << RUNTIME_SHIFT)
-                | (((generation & MAX_GENERATION) as u64) << GENERATION_SHIFT)
+                | (((runtime & MAX_RUNTIME_ID) as u64) << RUNTIME_SHIFT)
+                | ((generation as u64) << GENERATION_SHIFT)
                 | (index as u64 & INDEX_MASK),
         )
     }
@@ -108,7 +111,7 @@ impl RawHandle {
     /// The identity of the runtime that issued the handle.
     #[inline]
     pub const fn runtime(self) -> RuntimeId {
-        (self.0 >> RUNTIME_SHIFT) as RuntimeId
+        (self.0 >> RUNTIME_SHIFT) as RuntimeId & MAX_RUNTIME_ID
     }
 
     /// The kind encoded in the handle, if the tag is a valid one.
@@ -118,7 +121,7 @@ impl RawHandle {
 
     #[inline]
     pub(crate) const fn generation(self) -> u32 {
-        (self.0 >> GENERATION_SHIFT) as u32 & MAX_GENERATION
+        (self.0 >> GENERATION_SHIFT) as u32
     }
 
     #[inline]
@@ -274,10 +277,10 @@ mod tests {
             let h = RawHandle::pack(kind, 0, 0, 0);
             assert_ne!(h.0, 0);
             assert_eq!(h.kind(), Some(kind));
-            let h = RawHandle::pack(kind, u16::MAX, MAX_GENERATION, (1 << 20) - 1);
+            let h = RawHandle::pack(kind, MAX_RUNTIME_ID, MAX_GENERATION, (1 << 16) - 1);
             assert_eq!(
                 (h.kind(), h.runtime(), h.generation(), h.index()),
-                (Some(kind), u16::MAX, MAX_GENERATION, (1 << 20) - 1)
+                (Some(kind), MAX_RUNTIME_ID, MAX_GENERATION, (1 << 16) - 1)
             );
         }
     }

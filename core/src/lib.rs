@@ -46,8 +46,8 @@ pub use backend::{
 pub use error::{BackendError, Error, ErrorCode, Result};
 pub use guard::InitGuard;
 pub use handle::{
-    Allocation, Device, DevicePtr, Event, Global, Kernel, MAX_GENERATION, ObjectKind, Platform, Program, Queue,
-    RawHandle, RuntimeId,
+    Allocation, Device, DevicePtr, Event, Global, Kernel, MAX_GENERATION, MAX_RUNTIME_ID, ObjectKind, Platform,
+    Program, Queue, RawHandle, RuntimeId,
 };
 pub use lifecycle::{MAX_REFS, Phase, State};
 pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep, TeardownSummary};

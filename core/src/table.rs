@@ -7,8 +7,8 @@
 //!
 //! A handle is never accepted again once its object is released: a slot's generation only
 //! grows, and a slot whose generation reaches `MAX_GENERATION` is retired for good instead of
-//! wrapping. Each slot so names at most 2^24 objects over the life of its runtime, and a table of
-//! `N` slots `N`·2^24; past that, creation returns `OutOfResources`. Handles carry the table's
+//! wrapping. Each slot so names at most 2^32 objects over the life of its runtime, and a table of
+//! `N` slots `N`·2^32; past that, creation returns `OutOfResources`. Handles carry the table's
 //! owner (its runtime's identity), and a handle of another owner is rejected. Depends on `handle`
 //! and `error`.
 
@@ -192,12 +192,12 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
         // SAFETY: the slot was live (asserted above), so its value is initialised; it is marked
         // free first, so the value is read out exactly once.
         let value = unsafe { slot.value.assume_init_read() };
-        match slot.generation.checked_add(1).filter(|&g| g <= MAX_GENERATION) {
+        match slot.generation.checked_add(1) {
             Some(g) => {
                 slot.generation = g;
                 self.push_free(index);
             }
-            // Every generation of this slot has named an object: retire it (it stays empty).
+            // Every generation of this slot (to MAX_GENERATION) has named an object: retire it.
             None => log::warn!("ordo: a {} slot has used all its generations and is retired", Self::KIND),
         }
         value
@@ -222,7 +222,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
 
     /// Test hook: raises the generation of every slot that is not live to at least `generation`
     /// (slots never used are taken into use first), so a test can reach the end of a slot's
-    /// generations without 2^24 create/destroy cycles. Generations never go down.
+    /// generations without 2^32 create/destroy cycles. Generations never go down.
     #[cfg(any(test, feature = "testing"))]
     pub(crate) fn age_free_slots(&mut self, generation: u32) {
         while (self.high_water as usize) < N {

@@ -18,7 +18,7 @@ fn another_runtimes_handle_is_rejected_and_changes_nothing() {
     assert_ne!(a.identity(), b.identity());
     let (qa, qb) = (ctx_a.devices().unwrap()[0].queue().unwrap(), ctx_b.devices().unwrap()[0].queue().unwrap());
     // Same kind, slot and generation: only the runtime differs.
-    assert_eq!(qa.raw().to_raw() & 0xFFF_FFFF_FFFF, qb.raw().to_raw() & 0xFFF_FFFF_FFFF);
+    assert_eq!(qa.raw().to_raw() & 0xFFFF_FFFF_FFFF, qb.raw().to_raw() & 0xFFFF_FFFF_FFFF);
     let e = b.queue_destroy(qa.raw()).unwrap_err();
     assert_eq!((e.code, e.message), (ErrorCode::InvalidHandle, "handle belongs to another runtime"));
     assert_eq!(b.live_objects().unwrap().queues, 1, "b's own queue is still there");

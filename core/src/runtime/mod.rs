@@ -33,7 +33,7 @@ pub use ops::PlatformInfo;
 
 pub(crate) const NO_SLOT: u32 = u32::MAX;
 
-// Every slot of every table can be named by a handle's 20-bit index (core/build.rs checks the
+// Every slot of every table can be named by a handle's 16-bit index (core/build.rs checks the
 // capacities too).
 const _: () = assert!(
     MAX_ALLOCATIONS < crate::handle::MAX_SLOTS
@@ -98,11 +98,11 @@ pub(crate) struct Tables {
 /// The identities handed to runtimes so far (each runtime takes one at its first init).
 static IDENTITIES: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
-/// A fresh runtime identity: 1 to 65,535, in turn. After 65,535 runtimes in one process the
-/// identities repeat (README, "Handles").
+/// A fresh runtime identity: 1 to 4,095, in turn. After 4,095 runtimes in one process the
+/// identities repeat (README, "Handles and memory").
 fn next_identity() -> RuntimeId {
     let n = IDENTITIES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-    (n % u32::from(RuntimeId::MAX)) as RuntimeId + 1
+    (n % u32::from(crate::handle::MAX_RUNTIME_ID)) as RuntimeId + 1
 }
 
 impl Tables {
@@ -505,9 +505,9 @@ impl Runtime {
         })
     }
 
-    /// The runtime's identity, which every handle it issues carries (1 to 65,535; 0 before its
+    /// The runtime's identity, which every handle it issues carries (1 to 4,095; 0 before its
     /// first init). Two runtimes of one process have different identities unless more than
-    /// 65,535 runtimes were initialised in it.
+    /// 4,095 runtimes were initialised in it.
     pub fn identity(&self) -> RuntimeId {
         self.state.identity.load(core::sync::atomic::Ordering::Relaxed) as RuntimeId
     }
