@@ -232,7 +232,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
         let mut i = target(self.free_head);
         while let Some(index) = i {
             let slot = &mut self.slots[index as usize];
-            slot.generation = slot.generation.max(generation.min(MAX_GENERATION));
+            slot.generation = slot.generation.max(generation);
             i = target(slot.prev);
         }
     }
