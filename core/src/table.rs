@@ -15,7 +15,7 @@
 use core::mem::MaybeUninit;
 
 use crate::error::{ErrorCode, Result, fail};
-use crate::handle::{MAX_GENERATION, ObjectKind, RawHandle, RuntimeId};
+use crate::handle::{ObjectKind, RawHandle, RuntimeId};
 
 /// A link to a slot: 0 is "none", `i + 1` names slot `i` (so an empty table is all zeros and a
 /// `static` of one sits in `.bss`).
@@ -271,6 +271,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::MAX_GENERATION;
 
     const Q: u8 = ObjectKind::Queue as u8;
     const E: u8 = ObjectKind::Event as u8;
