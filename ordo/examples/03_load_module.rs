@@ -21,11 +21,12 @@ fn main() -> Result<(), ordo::Error> {
     let mut c = DeviceBuffer::<f32>::zeroed(&dev, n as usize)?;
     let queue = dev.queue()?;
     // A wrong argument is refused before the driver sees it (here: n as a u64, 8 bytes for 4).
+    // SAFETY: refused before the kernel runs.
     let wrong =
         unsafe { queue.launch_builder(&add).arg(&a).arg(&a).arg(&c).arg(&u64::from(n)).launch(add.dims_for(n)?) };
     println!("refused: {}", wrong.unwrap_err());
     // SAFETY: vector_add_f32(a, b, c, n) reads a and b and writes c, n elements each.
-    unsafe { queue.launch_builder(&add).arg(&a).arg(&a).arg(&mut c.as_mut_slice()).arg(&n).launch(add.dims_for(n)?)? };
+    unsafe { queue.launch_builder(&add).arg(&a).arg(&a).arg(&c.as_mut_slice()).arg(&n).launch(add.dims_for(n)?)? };
     assert!(c.to_vec()?.iter().all(|&v| v == 3.0));
     println!("module kernel on {}: ok", dev.name()?);
     Ok(())

@@ -279,7 +279,7 @@ impl<'c> Queue<'c> {
     /// let wrong = unsafe { queue.launch_builder(&add).arg(&a).arg(&a).arg(&c).arg(&8u32).arg(&8u32).launch(add.dims_for(8)?) };
     /// assert!(matches!(wrong, Err(ordo::Error::ArgumentCount { expected: 4, actual: 5 })));
     /// // SAFETY: vector_add_f32(a, b, c, n) reads a and b and writes c, n elements each.
-    /// unsafe { queue.launch_builder(&add).arg(&a).arg(&a).arg(&mut c.as_mut_slice()).arg(&8u32).launch(add.dims_for(8)?)? };
+    /// unsafe { queue.launch_builder(&add).arg(&a).arg(&a).arg(&c.as_mut_slice()).arg(&8u32).launch(add.dims_for(8)?)? };
     /// assert_eq!(c.to_vec()?, [2.0; 8]);
     /// # Ok::<(), ordo::Error>(())
     /// ```
