@@ -68,9 +68,10 @@ fn launch_arguments_are_checked_against_the_kernels_layout() {
     let a = DeviceBuffer::from_slice(&dev, &[1.0f32; 4]).unwrap();
     let mut c = DeviceBuffer::<f32>::zeroed(&dev, 4).unwrap();
     let dims = LaunchDims::linear(1, 4);
-    // SAFETY (each): every launch below is refused before the kernel runs.
+    // SAFETY: refused before the kernel runs (five arguments for four parameters).
     let five = unsafe { queue.launch_builder(&add).arg(&a).arg(&a).arg(&c).arg(&4u32).arg(&4u32).launch(dims) };
     assert_eq!(five, Err(Error::ArgumentCount { expected: 4, actual: 5 }));
+    // SAFETY: refused before the kernel runs (argument 3 is 8 bytes for a 4-byte parameter).
     let wide = unsafe { queue.launch_builder(&add).arg(&a).arg(&a).arg(&c).arg(&4u64).launch(dims) };
     assert_eq!(wide, Err(Error::ArgumentSize { index: 3, expected: 4, actual: 8 }));
     assert_eq!(
