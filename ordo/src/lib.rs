@@ -74,3 +74,8 @@ pub mod raw {
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use ordo_core::OwnedRuntime;
+
+/// The README's examples (the Rust quick start among them), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
