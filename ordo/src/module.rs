@@ -5,9 +5,7 @@
 
 use core::ffi::c_void;
 
-use ordo_core::{
-    BackendKind, ErrorCode, Kernel as RawKernel, KernelArgs, LaunchDims, ParamLayout, Program as RawProgram, Runtime,
-};
+use ordo_core::{ErrorCode, Kernel as RawKernel, KernelArgs, LaunchDims, ParamLayout, Program as RawProgram, Runtime};
 
 use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
 use crate::context::Device;
@@ -70,7 +68,7 @@ impl<'c> Module<'c> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn load_builtin(device: &Device<'c>) -> Result<Self> {
-        let image = builtin_image(device.kind()).ok_or(Error::Runtime(ordo_core::Error::new(
+        let image = crate::builtin_program_image(device.kind()).ok_or(Error::Runtime(ordo_core::Error::new(
             ErrorCode::Unsupported,
             "no built-in program for this platform",
         )))?;
@@ -128,18 +126,6 @@ impl Drop for Module<'_> {
     fn drop(&mut self) {
         // After the final shutdown or a re-init the program is gone already.
         let _ = self.rt.program_unload(self.raw);
-    }
-}
-
-/// The built-in program's image for a platform kind, where the default runtime has one.
-fn builtin_image(kind: BackendKind) -> Option<&'static [u8]> {
-    match kind {
-        BackendKind::Host => Some(ordo_core::host::builtin::PROGRAM_NAME.as_bytes()),
-        #[cfg(feature = "cuda")]
-        BackendKind::Cuda => Some(ordo_cuda::BUILTIN_PTX.as_bytes()),
-        #[cfg(feature = "amdgpu")]
-        BackendKind::Amdgpu => Some(ordo_amdgpu::BUILTIN_BUNDLE),
-        _ => None,
     }
 }
 
