@@ -10,7 +10,7 @@
 use std::ffi::c_void;
 
 use libfuzzer_sys::fuzz_target;
-use ordo::*;
+use ordo_ffi::*;
 
 const HOST_BYTES: usize = 1 << 20;
 const SENTINEL: u64 = 0x5e5e_5e5e_5e5e_5e5e;
