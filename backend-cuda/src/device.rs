@@ -60,9 +60,6 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuEventRecord",
     "cuEventSynchronize",
     "cuEventQuery",
-    #[cfg(not(feature = "cuda-13000"))]
-    "cuEventElapsedTime",
-    #[cfg(feature = "cuda-13000")]
     "cuEventElapsedTime_v2",
     "cuModuleLoadDataEx",
     "cuModuleUnload",

@@ -99,10 +99,6 @@ pub(crate) unsafe fn event_query(raw: u64) -> BackendResult<bool> {
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn event_elapsed_ms(start: u64, end: u64) -> BackendResult<f32> {
     let mut ms = 0f32;
-    #[cfg(not(feature = "cuda-13000"))]
-    // SAFETY: valid out-pointer and live events.
-    check(unsafe { sys::cuEventElapsedTime(&mut ms, event(start), event(end)) })?;
-    #[cfg(feature = "cuda-13000")]
     // SAFETY: valid out-pointer and live events.
     check(unsafe { sys::cuEventElapsedTime_v2(&mut ms, event(start), event(end)) })?;
     Ok(ms)

@@ -13,6 +13,7 @@
 //! (or `ordo-ffi`, for C) builds the one it uses.
 #![cfg_attr(not(test), no_std)]
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(any(feature = "std", loom))]
 extern crate std;
@@ -52,6 +53,7 @@ pub use handle::{
 pub use lifecycle::{MAX_REFS, Phase, State};
 pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep, TeardownSummary};
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use runtime::OwnedRuntime;
 pub use runtime::{LiveObjects, PlatformInfo, Runtime, RuntimeState, Shutdown};
 #[cfg(not(loom))]
@@ -59,6 +61,7 @@ pub use sync::{Relax, set_wait_strategy};
 
 /// Nanoseconds of a monotonic clock, for the host backend's event timing (feature `std`).
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub fn std_clock_ns() -> u64 {
     use std::sync::OnceLock;
     use std::time::Instant;

@@ -55,7 +55,7 @@ static HOST: HostBackend =
 static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None).with_registry(&HOST_PROGRAMS);
 
 /// Offers a program of host kernels on the default runtime's host device, so that
-/// `program_load` (and [`Module::load_host`](crate::Module::load_host)) finds it by name. Call it
+/// `program_load` (and [`Module::load`](crate::Module::load) with the program's name as the image) finds it by name. Call it
 /// before or after init; registering the same program again does nothing. `InvalidArgument` when
 /// another program of that name is registered, `OutOfResources` past
 /// `ordo_core::host::MAX_REGISTERED_HOST_PROGRAMS` programs.

@@ -14,6 +14,7 @@ mod fork;
 mod owned;
 
 #[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use owned::OwnedRuntime;
 
 use core::cell::UnsafeCell;
@@ -490,6 +491,7 @@ impl Runtime {
     /// `kind` to at least `generation`, so a test reaches the end of a slot's generations
     /// without 2^32 create/destroy cycles. Requires `Ready`.
     #[cfg(feature = "testing")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
     pub fn age_free_slots_for_testing(&self, kind: ObjectKind, generation: u32) -> Result<()> {
         self.with_exclusive(|t| {
             match kind {
