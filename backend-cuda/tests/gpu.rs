@@ -44,16 +44,6 @@ fn dev(rt: &Runtime, i: u32) -> Device {
     rt.device(rt.platform(0).unwrap(), i).unwrap()
 }
 
-fn f32_bytes(v: &[f32]) -> &[u8] {
-    // SAFETY: f32 has no padding and every byte is initialised.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
-}
-
-fn f32_bytes_mut(v: &mut [f32]) -> &mut [u8] {
-    // SAFETY: as above; any bytes written back form valid f32s.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), std::mem::size_of_val(v)) }
-}
-
 fn arg<T>(v: &T) -> *mut c_void {
     v as *const T as *mut c_void
 }
@@ -198,8 +188,8 @@ fn vector_add_and_reduce(rt: &Runtime, d: Device) {
     let xb: Vec<f32> = (0..N).map(|i| 0.5 * i as f32).collect();
     // Asynchronous copy of a's data through the queue, synchronous for b.
     // SAFETY: `xa` lives until the queue is synchronised below.
-    unsafe { rt.copy_to_device_async(q, a, f32_bytes(&xa).as_ptr(), bytes) }.unwrap();
-    rt.copy_to_device(b, f32_bytes(&xb)).unwrap();
+    unsafe { rt.copy_to_device_async(q, a, bytemuck::cast_slice::<f32, u8>(&xa).as_ptr(), bytes) }.unwrap();
+    rt.copy_to_device(b, bytemuck::cast_slice::<f32, u8>(&xb)).unwrap();
     rt.fill(sum, FillValue::U32(0), 1, Some(q)).unwrap();
     let (pa, pb, pc, ps, n) = (a.0, b.0, c.0, sum.0, N as u32);
     let add_args = [arg(&pa), arg(&pb), arg(&pc), arg(&n)];
@@ -212,7 +202,7 @@ fn vector_add_and_reduce(rt: &Runtime, d: Device) {
     }
     rt.queue_synchronize(q).unwrap();
     let mut out = vec![0f32; N];
-    rt.copy_from_device(f32_bytes_mut(&mut out), c).unwrap();
+    rt.copy_from_device(bytemuck::cast_slice_mut::<f32, u8>(&mut out), c).unwrap();
     for i in 0..N {
         assert_eq!(out[i].to_bits(), (xa[i] + xb[i]).to_bits(), "element {i}");
     }
@@ -226,10 +216,10 @@ fn vector_add_and_reduce(rt: &Runtime, d: Device) {
     rt.fill(a.offset(4), FillValue::U16(0x3f80), 2, None).unwrap();
     rt.fill(a.offset(8), FillValue::U8(0), 4, None).unwrap();
     rt.queue_synchronize(q).unwrap();
-    rt.copy_from_device(f32_bytes_mut(&mut out), c).unwrap();
+    rt.copy_from_device(bytemuck::cast_slice_mut::<f32, u8>(&mut out), c).unwrap();
     assert!(out.iter().zip(&xa).all(|(x, y)| x.to_bits() == y.to_bits()));
     let mut head = [0f32; 3];
-    rt.copy_from_device(f32_bytes_mut(&mut head), a).unwrap();
+    rt.copy_from_device(bytemuck::cast_slice_mut::<f32, u8>(&mut head), a).unwrap();
     // Two u16 0x3f80 fills make the bytes 80 3f 80 3f: the f32 0x3f803f80.
     assert_eq!(head, [xa[0], f32::from_bits(0x3f80_3f80), 0.0]);
 }
@@ -429,7 +419,7 @@ fn another_current_context_does_not_misdirect_ordo_and_is_put_back() {
     const N: usize = 4096;
     let (a, c) = (rt.mem_alloc(d, MemKind::Device, N * 4).unwrap(), rt.mem_alloc(d, MemKind::Device, N * 4).unwrap());
     let xa: Vec<f32> = (0..N).map(|i| i as f32).collect();
-    rt.copy_to_device(a, f32_bytes(&xa)).unwrap();
+    rt.copy_to_device(a, bytemuck::cast_slice::<f32, u8>(&xa)).unwrap();
     let (mut dev0, mut primary, mut own): (i32, CUcontext, CUcontext) = (0, std::ptr::null_mut(), std::ptr::null_mut());
     // SAFETY: plain driver calls with valid out-pointers; the driver was initialised by ordo.
     unsafe {
@@ -457,7 +447,7 @@ fn another_current_context_does_not_misdirect_ordo_and_is_put_back() {
     // The same for calls that go through the checked path (synchronise, copy).
     rt.queue_synchronize(q).unwrap();
     let mut out = vec![0f32; N];
-    rt.copy_from_device(f32_bytes_mut(&mut out), c).unwrap();
+    rt.copy_from_device(bytemuck::cast_slice_mut::<f32, u8>(&mut out), c).unwrap();
     assert_eq!(current_now(), own, "after a copy, the program's context is current again");
     assert!(out.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f32), "the launch ran on ordo's device");
     // A second launch from the program's context (the thread's record no longer names ordo's).

@@ -1,82 +1,54 @@
 //! `ordo demo`: on every device of every present platform, load the demo program, run a vector
 //! add and a reduction on real data, check every element, then shut down and print each teardown
-//! step in the order it ran. The objects are left for the teardown on purpose: releasing them in
-//! the documented order is what the demo shows.
+//! step in the order it ran. The objects are given to the runtime (`into_raw`) instead of being
+//! dropped: releasing them in the documented order is what the demo shows.
 
-use std::ffi::c_void;
-
-use ordo_core::{Device, FillValue, KernelArgs, LaunchDims, MemKind, Runtime, Shutdown, StepOutcome, TeardownEvent};
+use ordo::{Context, Device, DeviceBuffer, LaunchDims, Module, Shutdown, StepOutcome, TeardownEvent};
 
 const N: usize = 1 << 20;
 const BLOCK: u32 = 256;
 
-fn f32_bytes(v: &[f32]) -> &[u8] {
-    // SAFETY: f32 has no padding and any byte pattern is a valid u8.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-fn f32_bytes_mut(v: &mut [f32]) -> &mut [u8] {
-    // SAFETY: as above; every byte pattern written back is a valid f32.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
-}
-
-fn run_on_device(rt: &Runtime, device: Device, image: &[u8]) -> Result<String, ordo_core::Error> {
-    let queue = rt.queue_create(device)?;
-    let program = rt.program_load(device, image)?;
-    let add = rt.kernel_get(program, "vector_add_f32")?;
-    let reduce = rt.kernel_get(program, "reduce_sum_f32")?;
-    let bytes = N * 4;
-    let (a, b, c, sum) = (
-        rt.mem_alloc(device, MemKind::Device, bytes)?,
-        rt.mem_alloc(device, MemKind::Device, bytes)?,
-        rt.mem_alloc(device, MemKind::Device, bytes)?,
-        rt.mem_alloc(device, MemKind::Device, 4)?,
-    );
+fn run_on_device(dev: &Device<'_>) -> Result<String, ordo::Error> {
+    let queue = dev.queue()?;
+    let module = Module::load_builtin(dev)?;
+    let add = module.function("vector_add_f32")?;
+    let reduce = module.function("reduce_sum_f32")?;
     // Small integers in `a`: their sum (about 3.1e6 < 2^24) is exact in f32 in any order, so
     // the reduction is checked exactly whatever order the device adds in.
     let xa: Vec<f32> = (0..N).map(|i| (i % 7) as f32).collect();
     let xb: Vec<f32> = (0..N).map(|i| 0.25 * (i % 1000) as f32 - 100.0).collect();
-    rt.copy_to_device(a, f32_bytes(&xa))?;
-    rt.copy_to_device(b, f32_bytes(&xb))?;
-    rt.fill(sum, FillValue::U32(0), 1, Some(queue))?;
+    let a = DeviceBuffer::from_slice(dev, &xa)?;
+    let b = DeviceBuffer::from_slice(dev, &xb)?;
+    let mut c = DeviceBuffer::<f32>::zeroed(dev, N)?;
+    let mut sum = DeviceBuffer::<f32>::zeroed(dev, 1)?;
 
     let n = N as u32;
-    let grid = n.div_ceil(BLOCK);
-    let (pa, pb, pc, psum): (*mut f32, *mut f32, *mut f32, *mut f32) =
-        (a.as_ptr(), b.as_ptr(), c.as_ptr(), sum.as_ptr());
-    let add_params = [
-        &pa as *const _ as *mut c_void,
-        &pb as *const _ as *mut c_void,
-        &pc as *const _ as *mut c_void,
-        &n as *const _ as *mut c_void,
-    ];
-    const PTR: usize = std::mem::size_of::<*mut f32>();
-    let add_sizes = [PTR, PTR, PTR, 4];
-    let reduce_params =
-        [&pa as *const _ as *mut c_void, &psum as *const _ as *mut c_void, &n as *const _ as *mut c_void];
-    let reduce_sizes = [PTR, PTR, 4];
-    let dims = LaunchDims::linear(grid, BLOCK);
-    // SAFETY: the arguments are (f32*, f32*, f32*, u32) and (f32*, f32*, u32) as the kernels
-    // declare, pointing at allocations of N (and 1) floats that outlive the synchronisation below.
+    let dims = LaunchDims::linear(n.div_ceil(BLOCK), BLOCK);
+    // SAFETY: vector_add_f32(a, b, c, n) reads n floats of a and b and writes n of c;
+    // reduce_sum_f32(a, sum, n) reads n floats of a and adds into sum[0]. The buffers hold that
+    // many (the launch checks each argument's size and device) and live past the synchronize.
     unsafe {
-        rt.launch(queue, add, &dims, &KernelArgs::new(&add_params, &add_sizes)?)?;
-        rt.launch(queue, reduce, &dims, &KernelArgs::new(&reduce_params, &reduce_sizes)?)?;
+        queue.launch_builder(&add).arg(&a).arg(&b).arg(&c.as_mut_slice()).arg(&n).launch(dims)?;
+        queue.launch_builder(&reduce).arg(&a).arg(&sum.as_mut_slice()).arg(&n).launch(dims)?;
     }
-    rt.queue_synchronize(queue)?;
+    queue.synchronize()?;
 
-    let mut out = vec![0f32; N];
-    rt.copy_from_device(f32_bytes_mut(&mut out), c)?;
-    let mut total = [0f32];
-    rt.copy_from_device(f32_bytes_mut(&mut total), sum)?;
+    let out = c.to_vec()?;
+    let total = sum.to_vec()?[0];
+    // Left to the final shutdown, which releases them in teardown order.
+    let _ = (queue.into_raw(), module.into_raw());
+    for buffer in [a, b, c, sum] {
+        let _ = buffer.into_raw();
+    }
     let wrong = (0..N).filter(|&i| out[i].to_bits() != (xa[i] + xb[i]).to_bits()).count();
     let expected: f64 = xa.iter().map(|&x| f64::from(x)).sum();
     if wrong > 0 {
         return Ok(format!("FAILED: vector add: {wrong} of {N} elements wrong"));
     }
-    if f64::from(total[0]) != expected {
-        return Ok(format!("FAILED: reduction: got {}, expected {expected}", total[0]));
+    if f64::from(total) != expected {
+        return Ok(format!("FAILED: reduction: got {total}, expected {expected}"));
     }
-    Ok(format!("vector add: {N} of {N} elements correct; reduction: {} = {expected} (exact)", total[0]))
+    Ok(format!("vector add: {N} of {N} elements correct; reduction: {total} = {expected} (exact)"))
 }
 
 fn describe(step: &TeardownEvent, names: &[&str]) -> String {
@@ -92,41 +64,46 @@ fn describe(step: &TeardownEvent, names: &[&str]) -> String {
         StepOutcome::ReleasedByDriver => "already released by the driver".to_string(),
         StepOutcome::Failed(e) => format!("FAILED: {e}"),
     };
-    format!("{where_}: {} {:?}{address}: {outcome}", step.step.name(), step.handle)
+    // Memory is named by its address (its step carries no handle).
+    let handle = if step.handle == ordo::raw::RawHandle::NULL { String::new() } else { format!(" {:?}", step.handle) };
+    format!("{where_}: {}{handle}{address}: {outcome}", step.step.name())
 }
 
-pub fn run() -> Result<(), String> {
-    let rt = crate::runtime();
-    rt.init().map_err(|e| format!("init failed: {e}"))?;
+/// Runs the demo on every device of `ctx`; returns the platform names (for the teardown) and
+/// how many devices ran and failed.
+fn run_devices(ctx: &Context<'_>) -> Result<(Vec<&'static str>, usize, usize), ordo::Error> {
+    let rt = ctx.runtime();
     let mut names = Vec::new();
-    let mut failures = 0;
-    let mut ran = 0;
-    let count = rt.platform_count().map_err(|e| e.to_string())?;
-    for i in 0..count {
-        let p = rt.platform(i).map_err(|e| e.to_string())?;
-        let info = rt.platform_info(p).map_err(|e| e.to_string())?;
+    for i in 0..rt.platform_count()? {
+        let info = rt.platform_info(rt.platform(i)?)?;
         names.push(info.name);
         if let Some(reason) = info.absent {
             let what = if info.is_unavailable() { "unavailable" } else { "absent" };
             println!("platform {}: {what} ({})", info.name, reason.message);
-            continue;
-        }
-        let Some(image) = ordo::builtin_program_image(info.kind) else {
-            println!("platform {}: no demo program for this platform", info.name);
-            continue;
-        };
-        for d in 0..info.device_count {
-            let device = rt.device(p, d).map_err(|e| e.to_string())?;
-            let name = rt.device_info(device, ordo_core::DeviceInfo::Name).map_err(|e| e.to_string())?;
-            let line = match run_on_device(rt, device, image) {
-                Ok(line) => line,
-                Err(e) => format!("FAILED: {e}"),
-            };
-            failures += usize::from(line.starts_with("FAILED"));
-            ran += 1;
-            println!("platform {} device {d} ({name}): {line}", info.name);
         }
     }
+    let (mut ran, mut failures) = (0, 0);
+    for dev in ctx.devices()? {
+        let line = match run_on_device(&dev) {
+            Ok(line) => line,
+            Err(e) => format!("FAILED: {e}"),
+        };
+        failures += usize::from(line.starts_with("FAILED"));
+        ran += 1;
+        println!("platform {} device {} ({}): {line}", dev.kind().name(), dev.ordinal(), dev.name()?);
+    }
+    Ok((names, ran, failures))
+}
+
+pub fn run() -> Result<(), String> {
+    let rt = crate::runtime();
+    // The demo's own reference, given back by the observed final shutdown below; the context
+    // takes a second one for the typed calls.
+    rt.init().map_err(|e| format!("init failed: {e}"))?;
+    let ctx = Context::new().map_err(|e| format!("init failed: {e}"))?;
+    let outcome = run_devices(&ctx);
+    drop(ctx);
+    let (names, ran, failures) = outcome.map_err(|e| e.to_string())?;
 
     println!("teardown (in the order objects were released):");
     let mut step_no = 0;

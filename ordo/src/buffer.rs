@@ -167,6 +167,23 @@ impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
         DevicePtr(self.addr)
     }
 
+    /// Gives the allocation to the runtime instead of freeing it on drop: it is then released by
+    /// `Runtime::mem_release` (or `ordo_mem_release` in C), or by the runtime's final shutdown in
+    /// teardown order. For handing memory to code that uses the raw API or the C ABI.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let buf = ordo::DeviceBuffer::<u32>::zeroed(&ctx.default_device()?, 4)?;
+    /// let (allocation, ptr) = buf.into_raw();
+    /// assert_eq!(ctx.runtime().allocation_info(allocation)?.0, ptr);
+    /// ctx.runtime().mem_release(allocation)?;
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn into_raw(self) -> (Allocation, DevicePtr) {
+        let this = core::mem::ManuallyDrop::new(self);
+        (this.allocation, DevicePtr(this.addr))
+    }
+
     /// Copies `values` into the buffer (same length); returns when the copy is complete.
     ///
     /// ```

@@ -7,9 +7,9 @@ use ordo_core::ErrorCode;
 
 /// What went wrong in a call of the typed API. Every variant maps to a stable [`ErrorCode`]
 /// ([`Error::code`]); `Display` gives the detail (argument index and sizes, lengths, the
-/// runtime's message and the driver's own code).
+/// runtime's message and the driver's own code, the CUDA JIT's log).
 #[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
     /// An error of the runtime or a backend (with the driver's code in `native` when non-zero).
     Runtime(ordo_core::Error),
@@ -57,6 +57,17 @@ pub enum Error {
     DeviceMismatch,
     /// No device of a present platform (the runtime has none to offer).
     NoDevice,
+    /// A module the driver's compiler refused, with the compiler's log (the CUDA JIT's error
+    /// log: the PTX line and what is wrong with it). Loads that fail without a log are
+    /// [`Error::Runtime`].
+    #[cfg(feature = "cuda")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
+    Load {
+        /// The runtime's error (`InvalidBinary`, with the driver's code).
+        error: ordo_core::Error,
+        /// The compiler's log.
+        log: std::string::String,
+    },
 }
 
 impl Error {
@@ -64,6 +75,8 @@ impl Error {
     pub const fn code(&self) -> ErrorCode {
         match self {
             Self::Runtime(e) => e.code,
+            #[cfg(feature = "cuda")]
+            Self::Load { error, .. } => error.code,
             Self::ArgumentCount { .. } | Self::ArgumentDevice { .. } | Self::DeviceMismatch => {
                 ErrorCode::InvalidArgument
             }
@@ -106,6 +119,8 @@ impl fmt::Display for Error {
             }
             Self::DeviceMismatch => write!(f, "{}: the objects belong to different devices", self.code()),
             Self::NoDevice => write!(f, "{}: no platform with a device is present", self.code()),
+            #[cfg(feature = "cuda")]
+            Self::Load { error, log } => write!(f, "{error}; the compiler's log:\n{}", log.trim_end()),
         }
     }
 }

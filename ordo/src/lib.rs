@@ -62,7 +62,8 @@ pub mod host {
 
 pub use ordo_core::{
     Backend, BackendKind, CopyKind, DeviceInfo, ErrorCode, InfoValue, KernelArgs, LaunchDims, MemKind, ParamLayout,
-    ParamSlot, Runtime, Shutdown, State, TeardownReport, TeardownSummary, capacity, static_runtime,
+    ParamSlot, Runtime, Shutdown, State, StepOutcome, TeardownEvent, TeardownReport, TeardownStep, TeardownSummary,
+    capacity, static_runtime,
 };
 /// Raw handles of the runtime's objects (what the typed API wraps, and what the C ABI carries).
 pub mod raw {

@@ -41,7 +41,8 @@ impl core::fmt::Debug for Module<'_> {
 
 impl<'c> Module<'c> {
     /// Loads a program image on `device` (copied: the image need not outlive the call).
-    /// `InvalidBinary` for an image the device cannot load; the driver's code is in the error.
+    /// `InvalidBinary` for an image the device cannot load; the driver's code is in the error,
+    /// and PTX the CUDA JIT refused is [`Error::Load`] with the JIT's log.
     ///
     /// ```
     /// let ctx = ordo::Context::new()?;
@@ -53,7 +54,19 @@ impl<'c> Module<'c> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn load(device: &Device<'c>, image: &[u8]) -> Result<Self> {
-        let raw = device.rt.program_load(device.raw, image)?;
+        #[cfg(feature = "cuda")]
+        if device.kind() == ordo_core::BackendKind::Cuda {
+            ordo_cuda::CudaBackend::clear_last_error_detail();
+        }
+        let raw = match device.rt.program_load(device.raw, image) {
+            Ok(raw) => raw,
+            #[cfg(feature = "cuda")]
+            Err(error) if error.code == ErrorCode::InvalidBinary && device.kind() == ordo_core::BackendKind::Cuda => {
+                let log = ordo_cuda::CudaBackend::take_last_error_detail();
+                return Err(if log.is_empty() { Error::Runtime(error) } else { Error::Load { error, log } });
+            }
+            Err(error) => return Err(error.into()),
+        };
         Ok(Self { rt: device.rt, device: *device, raw })
     }
 
@@ -119,6 +132,19 @@ impl<'c> Module<'c> {
     /// ```
     pub fn raw(&self) -> RawProgram {
         self.raw
+    }
+
+    /// Gives the program to the runtime instead of unloading it on drop: it is then unloaded by
+    /// `Runtime::program_unload`, or by the runtime's final shutdown in teardown order.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let raw = ordo::Module::load_builtin(&ctx.default_device()?)?.into_raw();
+    /// ctx.runtime().program_unload(raw)?;
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn into_raw(self) -> RawProgram {
+        core::mem::ManuallyDrop::new(self).raw
     }
 }
 

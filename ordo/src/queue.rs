@@ -86,6 +86,19 @@ impl<'c> Queue<'c> {
         self.raw
     }
 
+    /// Gives the queue to the runtime instead of destroying it on drop: it is then destroyed by
+    /// `Runtime::queue_destroy`, or by the runtime's final shutdown in teardown order.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let raw = ctx.default_device()?.queue()?.into_raw();
+    /// ctx.runtime().queue_destroy(raw)?;
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn into_raw(self) -> RawQueue {
+        core::mem::ManuallyDrop::new(self).raw
+    }
+
     /// Waits until everything submitted to the queue has finished.
     ///
     /// ```
@@ -354,6 +367,19 @@ impl<'c> Event<'c> {
     /// ```
     pub fn raw(&self) -> RawEvent {
         self.raw
+    }
+
+    /// Gives the event to the runtime instead of destroying it on drop: it is then destroyed by
+    /// `Runtime::event_destroy`, or by the runtime's final shutdown in teardown order.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let raw = ctx.default_device()?.event()?.into_raw();
+    /// ctx.runtime().event_destroy(raw)?;
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn into_raw(self) -> RawEvent {
+        core::mem::ManuallyDrop::new(self).raw
     }
 }
 

@@ -17,19 +17,9 @@ use ordo_tests::{code, device, runtime};
 
 const HSA_STATUS_ERROR: u32 = 0x1000;
 
-fn f32s(v: &[f32]) -> &[u8] {
-    // SAFETY: f32 has no padding; any byte is a valid u8.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
-}
-
-fn f32s_mut(v: &mut [f32]) -> &mut [u8] {
-    // SAFETY: as above; any bytes written back are a valid f32.
-    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), std::mem::size_of_val(v)) }
-}
-
 fn read(rt: &Runtime, p: DevicePtr, n: usize) -> Vec<f32> {
     let mut out = vec![0f32; n];
-    rt.copy_from_device(f32s_mut(&mut out), p).unwrap();
+    rt.copy_from_device(bytemuck::cast_slice_mut::<f32, u8>(&mut out), p).unwrap();
     out
 }
 
@@ -137,8 +127,8 @@ fn work_with_checked_numbers_and_teardown_with_live_objects() {
     );
     let xa: Vec<f32> = (0..N).map(|i| (i % 7) as f32).collect();
     let xb: Vec<f32> = (0..N).map(|i| i as f32 * 0.5).collect();
-    rt.copy_to_device(a, f32s(&xa)).unwrap();
-    rt.copy_to_device(b, f32s(&xb)).unwrap();
+    rt.copy_to_device(a, bytemuck::cast_slice::<f32, u8>(&xa)).unwrap();
+    rt.copy_to_device(b, bytemuck::cast_slice::<f32, u8>(&xb)).unwrap();
     assert_eq!(read(rt, a, N), xa, "round trip through device memory");
 
     // Fills of every width.
@@ -201,7 +191,7 @@ fn work_with_checked_numbers_and_teardown_with_live_objects() {
     // The second device works too.
     let d1 = device(rt, 1).unwrap();
     let m1 = rt.mem_alloc(d1, MemKind::Device, 16).unwrap();
-    rt.copy_to_device(m1, f32s(&[1.0, 2.0, 3.0, 4.0])).unwrap();
+    rt.copy_to_device(m1, bytemuck::cast_slice::<f32, u8>(&[1.0, 2.0, 3.0, 4.0])).unwrap();
     assert_eq!(read(rt, m1, 4), [1.0, 2.0, 3.0, 4.0]);
     let h = rt.mem_alloc(d1, MemKind::Host, 64).unwrap();
     assert_ne!(h.0, 0);
