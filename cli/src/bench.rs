@@ -2,6 +2,7 @@
 //! same run. A no-op backend (every call returns at once) isolates the runtime's own work:
 //! - API call overhead: `Runtime::queue_query` / `Runtime::launch` / the C `ordo_launch` vs the
 //!   same backend method called directly through `&dyn Backend`;
+//! - the typed launch (`ordo::LaunchBuilder`, arguments checked) vs `Runtime::launch`;
 //! - a nested init + shutdown pair while another reference is held, vs the same protocol on
 //!   `std::sync::Mutex` (a counter under a mutex, as libomptarget does it);
 //! - concurrent API calls at 1, 2 and N threads;
@@ -14,8 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use ordo_core::{
-    Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, DevicePtr, FillValue, InfoValue,
-    KernelArgs, LaunchDims, LaunchLimits, MemKind, Runtime,
+    Backend, BackendError, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, DevicePtr, ErrorCode,
+    FillValue, InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, Runtime,
 };
 use serde_json::json;
 
@@ -115,7 +116,15 @@ impl Backend for NoopBackend {
         black_box((q, k));
         Ok(())
     }
+    unsafe fn kernel_param_layout(&self, _: u32, _: u64, out: &mut ordo_core::ParamLayout) -> BackendResult<()> {
+        // Every kernel is `(f32*, f32*, f32*, u32)`, the shape of a vector add: the typed launch
+        // checks four arguments against it.
+        *out = ordo_core::c_layout(&NOOP_KERNEL_PARAMS).ok_or(BackendError::new(ErrorCode::Internal, 0, "layout"))?;
+        Ok(())
+    }
 }
+
+const NOOP_KERNEL_PARAMS: [usize; 4] = [size_of::<u64>(), size_of::<u64>(), size_of::<u64>(), size_of::<u32>()];
 
 static NOOP: NoopBackend = NoopBackend::new();
 static NOOP_BACKENDS: [&dyn Backend; 1] = [&NOOP];
@@ -221,6 +230,80 @@ fn call_overhead(rows: &mut Vec<Row>) {
         target: "<= 10 ns over the direct call",
     });
     rt.shutdown().unwrap();
+}
+
+/// The typed launch (`LaunchBuilder`: four arguments checked against the kernel's layout, then
+/// `Runtime::launch`) against `Runtime::launch` with the same four arguments built by hand, on
+/// the no-op backend. ABBA-interleaved rounds; the row is the median per-round difference.
+fn typed_launch_overhead(rows: &mut Vec<Row>) {
+    let ctx = ordo::Context::with_runtime(&NOOP_RUNTIME).expect("noop init");
+    let rt = ctx.runtime();
+    let dev = ctx.devices().expect("noop devices")[0];
+    let queue = dev.queue().unwrap();
+    let module = ordo::Module::load(&dev, b"noop").unwrap();
+    let function = module.function("k").unwrap();
+    let (a, b) =
+        (ordo::DeviceBuffer::<f32>::zeroed(&dev, 64).unwrap(), ordo::DeviceBuffer::<f32>::zeroed(&dev, 64).unwrap());
+    let mut c = ordo::DeviceBuffer::<f32>::zeroed(&dev, 64).unwrap();
+    let n = 64u32;
+    let dims = LaunchDims::linear(1, 64);
+    let (pa, pb, pc) = (a.device_ptr().0, b.device_ptr().0, c.device_ptr().0);
+    let (raw_queue, raw_kernel) = (queue.raw(), function.raw());
+    const N: u64 = 1_000_000;
+    let raw = || {
+        ns_per(3, N, || {
+            let params = [
+                (&pa as *const u64).cast_mut().cast(),
+                (&pb as *const u64).cast_mut().cast(),
+                (&pc as *const u64).cast_mut().cast(),
+                (&n as *const u32).cast_mut().cast(),
+            ];
+            let args = KernelArgs::new(&params, &NOOP_KERNEL_PARAMS).unwrap();
+            // SAFETY: the no-op backend reads no argument.
+            unsafe { rt.launch(black_box(raw_queue), black_box(raw_kernel), &dims, &args) }.unwrap();
+        })
+    };
+    let typed = |c: &mut ordo::DeviceBuffer<'_, f32>| {
+        ns_per(3, N, || {
+            // SAFETY: the no-op backend reads no argument.
+            unsafe {
+                black_box(&queue)
+                    .launch_builder(black_box(&function))
+                    .arg(&a)
+                    .arg(&b)
+                    .arg(&c.as_mut_slice())
+                    .arg(&n)
+                    .launch(dims)
+            }
+            .unwrap();
+        })
+    };
+    let (mut base, mut diff, mut ratio) = (vec![], vec![], vec![]);
+    for round in 0..12 {
+        // ABBA: raw first in even rounds, typed first in odd ones.
+        let (r, t) = if round % 2 == 0 {
+            let r = raw();
+            (r, typed(&mut c))
+        } else {
+            let t = typed(&mut c);
+            (raw(), t)
+        };
+        base.push(r);
+        diff.push(t - r);
+        ratio.push((t - r) / r);
+    }
+    let (base_median, _, _) = quartiles(base);
+    let (median, _, _) = quartiles(diff);
+    let (_, q1, q3) = quartiles(ratio);
+    rows.push(Row {
+        name: "typed launch overhead (4 arguments checked) over Runtime::launch",
+        unit: "ns/call",
+        ordo: median,
+        baseline: Some(("Runtime::launch with the same arguments (ns/call)", base_median)),
+        quartiles: Some((q1, q3)),
+        target: "<= 3 ns over Runtime::launch",
+    });
+    // Everything is freed on drop, the context last (the runtime's final shutdown).
 }
 
 fn c_abi_overhead(rows: &mut Vec<Row>) {
@@ -519,6 +602,7 @@ fn memory(rows: &mut Vec<Row>) {
 pub fn run(as_json: bool) -> Result<(), String> {
     let mut rows = Vec::new();
     call_overhead(&mut rows);
+    typed_launch_overhead(&mut rows);
     c_abi_overhead(&mut rows);
     nested_init(&mut rows);
     concurrent(&mut rows);

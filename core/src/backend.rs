@@ -391,6 +391,18 @@ impl<'a> KernelArgs<'a> {
         Self::unsized_params(params).map(|a| Self { sizes: Some(sizes), ..a })
     }
 
+    /// Arguments with sizes, not checked: for callers whose pointers come from references (the
+    /// typed launch), where the null check of [`KernelArgs::new`] would only cost time.
+    ///
+    /// # Safety
+    /// `params` and `sizes` have the same length, and no pointer in `params` is null.
+    #[inline]
+    pub unsafe fn new_unchecked(params: &'a [*mut c_void], sizes: &'a [usize]) -> Self {
+        debug_assert!(params.len() == sizes.len(), "argument pointer and size counts differ");
+        debug_assert!(params.iter().all(|p| !p.is_null()), "a kernel argument pointer is null");
+        Self { params, sizes: Some(sizes) }
+    }
+
     /// Arguments without sizes (the MLIR `mgpuLaunchKernel` form).
     #[inline]
     pub fn unsized_params(params: &'a [*mut c_void]) -> Result<Self> {

@@ -4,6 +4,7 @@
 //! `error`.
 
 use core::ffi::c_void;
+use core::mem::MaybeUninit;
 
 use ordo_core::{ErrorCode, Kernel as RawKernel, KernelArgs, LaunchDims, ParamLayout, Program as RawProgram, Runtime};
 
@@ -266,14 +267,24 @@ impl<T: DeviceCopy> KernelArg for DeviceSliceMut<'_, T> {
 }
 
 /// A launch being put together: `queue.launch_builder(&f).arg(&a).arg(&n).launch(dims)`.
-/// Arguments are borrowed until the launch is submitted.
+/// Arguments are borrowed for the builder's life; [`LaunchBuilder::launch`] may be called again
+/// to submit the same launch once more. The builder is used in place (`&mut self`), never moved,
+/// so its argument arrays are not copied on the way.
+///
+/// Each argument is checked as it is added (its size against the kernel's parameter, its device
+/// against the queue's); the first failure is kept and returned by [`LaunchBuilder::launch`].
 pub struct LaunchBuilder<'a, 'c> {
     queue: &'a Queue<'c>,
     function: &'a Function<'a, 'c>,
-    params: [*mut c_void; MAX_LAUNCH_ARGS],
-    sizes: [usize; MAX_LAUNCH_ARGS],
-    devices: [Option<ordo_core::Device>; MAX_LAUNCH_ARGS],
+    /// The first `count` (at most `MAX_LAUNCH_ARGS`) are written; the rest are never read.
+    params: [MaybeUninit<*mut c_void>; MAX_LAUNCH_ARGS],
+    /// As `params`.
+    sizes: [MaybeUninit<usize>; MAX_LAUNCH_ARGS],
     count: usize,
+    /// The first argument whose size differs from its parameter's: (index, expected, actual).
+    wrong_size: Option<(usize, usize, usize)>,
+    /// The first argument naming memory of another device than the queue's.
+    wrong_device: Option<usize>,
     _args: core::marker::PhantomData<&'a ()>,
 }
 
@@ -295,14 +306,16 @@ impl<'c> Queue<'c> {
     /// assert_eq!(c.to_vec()?, [2.0; 8]);
     /// # Ok::<(), ordo::Error>(())
     /// ```
+    #[inline]
     pub fn launch_builder<'a>(&'a self, function: &'a Function<'a, 'c>) -> LaunchBuilder<'a, 'c> {
         LaunchBuilder {
             queue: self,
             function,
-            params: [core::ptr::null_mut(); MAX_LAUNCH_ARGS],
-            sizes: [0; MAX_LAUNCH_ARGS],
-            devices: [None; MAX_LAUNCH_ARGS],
+            params: [const { MaybeUninit::uninit() }; MAX_LAUNCH_ARGS],
+            sizes: [const { MaybeUninit::uninit() }; MAX_LAUNCH_ARGS],
             count: 0,
+            wrong_size: None,
+            wrong_device: None,
             _args: core::marker::PhantomData,
         }
     }
@@ -325,12 +338,22 @@ impl<'a, 'c> LaunchBuilder<'a, 'c> {
     /// assert_eq!(out.to_vec()?, [6.0]);
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn arg<A: KernelArg + ?Sized>(mut self, arg: &'a A) -> Self {
+    #[inline]
+    pub fn arg<A: KernelArg + ?Sized>(&mut self, arg: &'a A) -> &mut Self {
         let (ptr, size, device) = arg.as_kernel_arg();
-        if let Some(i) = (self.count < MAX_LAUNCH_ARGS).then_some(self.count) {
-            self.params[i] = ptr.cast_mut();
-            self.sizes[i] = size;
-            self.devices[i] = device;
+        let index = self.count;
+        if let (Some(param), Some(slot)) = (self.params.get_mut(index), self.sizes.get_mut(index)) {
+            param.write(ptr.cast_mut());
+            slot.write(size);
+        }
+        if let Some(expected) = self.function.layout.as_ref().and_then(|l| l.get(index)).map(|p| p.size as usize)
+            && expected != size
+            && self.wrong_size.is_none()
+        {
+            self.wrong_size = Some((index, expected, size));
+        }
+        if device.is_some_and(|d| d != self.queue.device.raw) && self.wrong_device.is_none() {
+            self.wrong_device = Some(index);
         }
         self.count += 1;
         self
@@ -347,32 +370,34 @@ impl<'a, 'c> LaunchBuilder<'a, 'c> {
     /// the kernel does with it (e.g. a buffer at least as long as the element count the kernel
     /// is given), and each value must be valid for its parameter's type. The checks above make
     /// sure only that each argument has its parameter's size.
-    pub unsafe fn launch(self, dims: LaunchDims) -> Result<()> {
-        if self.count > MAX_LAUNCH_ARGS {
+    #[inline]
+    pub unsafe fn launch(&self, dims: LaunchDims) -> Result<()> {
+        let count = self.count;
+        if count > MAX_LAUNCH_ARGS {
             return Err(Error::TooManyArguments);
         }
-        let (params, sizes) = (&self.params[..self.count], &self.sizes[..self.count]);
-        if let Some(layout) = &self.function.layout {
-            check_layout(layout, sizes)?;
+        if let Some(layout) = &self.function.layout
+            && layout.len() != count
+        {
+            return Err(Error::ArgumentCount { expected: layout.len(), actual: count });
         }
-        let device = self.queue.device.raw;
-        if let Some(index) = self.devices[..self.count].iter().position(|d| d.is_some_and(|d| d != device)) {
+        if let Some((index, expected, actual)) = self.wrong_size {
+            return Err(Error::ArgumentSize { index, expected, actual });
+        }
+        if let Some(index) = self.wrong_device {
             return Err(Error::ArgumentDevice { index });
         }
-        let args = KernelArgs::new(params, sizes)?;
+        // SAFETY: `arg` wrote the first `count` (<= MAX_LAUNCH_ARGS, checked above) elements of
+        // both arrays, and `MaybeUninit<T>` has `T`'s layout.
+        let (params, sizes) = unsafe {
+            (
+                core::slice::from_raw_parts(self.params.as_ptr().cast::<*mut c_void>(), count),
+                core::slice::from_raw_parts(self.sizes.as_ptr().cast::<usize>(), count),
+            )
+        };
+        // SAFETY: one size per pointer, and every pointer comes from a reference (`arg`).
+        let args = unsafe { KernelArgs::new_unchecked(params, sizes) };
         // SAFETY: the caller's contract; the runtime checks the queue, kernel and dimensions.
         Ok(unsafe { self.queue.rt.launch(self.queue.raw, self.function.raw, &dims, &args) }?)
-    }
-}
-
-/// Compares argument sizes with a kernel's layout.
-#[inline]
-fn check_layout(layout: &ParamLayout, sizes: &[usize]) -> Result<()> {
-    if layout.len() != sizes.len() {
-        return Err(Error::ArgumentCount { expected: layout.len(), actual: sizes.len() });
-    }
-    match layout.iter().zip(sizes).position(|(p, &s)| p.size as usize != s) {
-        None => Ok(()),
-        Some(index) => Err(Error::ArgumentSize { index, expected: layout[index].size as usize, actual: sizes[index] }),
     }
 }
