@@ -238,6 +238,32 @@ fn example_builds_with_the_readme_line_and_runs() {
     run_example(&exe, &[]);
 }
 
+/// README's C quick start, taken from README.md as it stands, compiled with every warning as
+/// an error, linked with libordo.a, and run: it prints the sums and exits 0, silent on stderr.
+#[test]
+fn readme_c_quick_start_builds_and_runs() {
+    let readme = std::fs::read_to_string(ffi_dir().join("../README.md")).expect("README.md");
+    let section = readme.split("## Quick start (C)").nth(1).expect("README has a C quick start");
+    let code = section.split("```c\n").nth(1).and_then(|rest| rest.split("```").next()).expect("a ```c block");
+    let src = out_dir().join("quickstart.c");
+    std::fs::write(&src, code).expect("write quickstart.c");
+    let exe = out_dir().join("quickstart");
+    let out = Command::new("cc")
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(ffi_dir().join("include"))
+        .arg(&src)
+        .arg(lib_dir().join("libordo.a"))
+        .args(LINK_LIBS)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("cc runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(&exe).output().expect("the quick start runs");
+    assert_quiet_success("README's C quick start", &out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "11 22 33 44\n");
+}
+
 /// `ffi/install.sh` into a prefix, then the example built with `pkg-config --cflags --libs ordo`
 /// against the shared library.
 #[test]
