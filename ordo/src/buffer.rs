@@ -291,6 +291,14 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
 }
 
 /// A shared view of `len` elements of a device buffer (or of a part of one).
+///
+/// ```
+/// let ctx = ordo::Context::new()?;
+/// let buf = ordo::DeviceBuffer::from_slice(&ctx.default_device()?, &[1u16, 2, 3, 4])?;
+/// let tail: ordo::DeviceSlice<'_, u16> = buf.slice(2..)?;
+/// assert_eq!(tail.to_vec()?, [3, 4]);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 #[derive(Clone, Copy)]
 pub struct DeviceSlice<'b, T: DeviceCopy> {
     rt: &'b Runtime,
@@ -415,6 +423,15 @@ impl<'b, T: DeviceCopy> DeviceSlice<'b, T> {
 }
 
 /// A mutable view of `len` elements of a device buffer.
+///
+/// ```
+/// let ctx = ordo::Context::new()?;
+/// let mut buf = ordo::DeviceBuffer::<u16>::zeroed(&ctx.default_device()?, 4)?;
+/// let mut head: ordo::DeviceSliceMut<'_, u16> = buf.slice_mut(..2)?;
+/// head.copy_from(&[7, 8])?;
+/// assert_eq!(buf.to_vec()?, [7, 8, 0, 0]);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub struct DeviceSliceMut<'b, T: DeviceCopy> {
     pub(crate) inner: DeviceSlice<'b, T>,
     _borrow: PhantomData<&'b mut [T]>,

@@ -1,6 +1,19 @@
 //! ordo's built-in kernels as safe calls: the kernels' contracts are ordo's own, so these
 //! wrappers check what the kernels assume (lengths, devices) and need no `unsafe` from the
 //! caller, on every platform with a built-in program. Depends on `buffer`, `module`, `queue`.
+//!
+//! ```
+//! let ctx = ordo::Context::new()?;
+//! let dev = ctx.default_device()?;
+//! let x = ordo::DeviceBuffer::from_slice(&dev, &[1.0f32, 2.0, 3.0])?;
+//! let mut twice = ordo::DeviceBuffer::<f32>::zeroed(&dev, 3)?;
+//! let mut sum = ordo::DeviceBuffer::<f32>::zeroed(&dev, 1)?;
+//! let queue = dev.queue()?;
+//! ordo::builtin::vector_add(&queue, &x, &x, &mut twice)?;
+//! ordo::builtin::reduce_sum(&queue, &twice, &mut sum)?;
+//! assert_eq!(sum.to_vec()?, [12.0]);
+//! # Ok::<(), ordo::Error>(())
+//! ```
 
 use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result};

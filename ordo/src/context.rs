@@ -64,6 +64,13 @@ impl<'r> Context<'r> {
     }
 
     /// The runtime this context holds (for the raw API, `ordo_core::Runtime`'s methods).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// assert!(core::ptr::eq(ctx.runtime(), ordo::runtime()));
+    /// assert!(ctx.runtime().platform_count()? >= 1);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
     pub fn runtime(&self) -> &'r Runtime {
         self.rt
     }

@@ -41,6 +41,15 @@ static ARENA: DefaultArena = DefaultArena(ProvidedArena::new());
 /// # Safety
 /// As `ProvidedArena::provide`: `base` is valid for reads and writes of `len` bytes for the rest
 /// of the program, and nothing else uses those bytes.
+///
+/// ```
+/// // A firmware-style program: the arena is a static buffer of the caller's.
+/// static mut ARENA: [u8; 1 << 16] = [0; 1 << 16];
+/// // SAFETY: the buffer is used by nothing else, for the rest of the program.
+/// let given = unsafe { ordo::provide_host_arena(&raw mut ARENA as *mut u8, 1 << 16) };
+/// // (Refused once the default runtime has been initialised, as other examples here may have.)
+/// assert!(given.is_ok() || given.unwrap_err().code == ordo::ErrorCode::Busy);
+/// ```
 pub unsafe fn provide_host_arena(base: *mut u8, len: usize) -> ordo_core::Result<()> {
     // SAFETY: forwarded contract.
     unsafe { ARENA.0.provide(base, len) }
@@ -92,6 +101,14 @@ ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 /// `cuda`, the CUDA backend and, with feature `amdgpu`, the AMDGPU backend over HSA (each absent
 /// with the reason when there is no driver or device). The C functions all act on it; Rust code
 /// may use it directly.
+///
+/// ```
+/// let rt = ordo::runtime();
+/// let guard = rt.init_guard()?; // a reference, given back on drop
+/// assert_eq!(rt.platform_info(rt.platform(0)?)?.kind, ordo::BackendKind::Host);
+/// drop(guard);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub fn runtime() -> &'static Runtime {
     &RUNTIME
 }
@@ -100,6 +117,11 @@ pub fn runtime() -> &'static Runtime {
 /// host backend's `ordo.builtin`, (feature `cuda`) the built-in PTX, or (feature `amdgpu`) a
 /// clang offload bundle of gfx90a and gfx1030 code objects. All hold `vector_add_f32` and
 /// `reduce_sum_f32`. `None` for kinds without one.
+///
+/// ```
+/// assert_eq!(ordo::builtin_program_image(ordo::BackendKind::Host), Some(&b"ordo.builtin"[..]));
+/// assert_eq!(ordo::builtin_program_image(ordo::BackendKind::Scripted), None);
+/// ```
 pub fn builtin_program_image(kind: ordo_core::BackendKind) -> Option<&'static [u8]> {
     match kind {
         ordo_core::BackendKind::Host => Some(builtin::PROGRAM_NAME.as_bytes()),

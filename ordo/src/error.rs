@@ -8,6 +8,16 @@ use ordo_core::ErrorCode;
 /// What went wrong in a call of the typed API. Every variant maps to a stable [`ErrorCode`]
 /// ([`Error::code`]); `Display` gives the detail (argument index and sizes, lengths, the
 /// runtime's message and the driver's own code, the CUDA JIT's log).
+///
+/// ```
+/// let ctx = ordo::Context::new()?;
+/// let buf = ordo::DeviceBuffer::<f32>::zeroed(&ctx.default_device()?, 4)?;
+/// match buf.slice(2..9) {
+///     Err(ordo::Error::OutOfRange { start: 2, end: 9, len: 4 }) => {}
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), ordo::Error>(())
+/// ```
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Error {
@@ -72,6 +82,12 @@ pub enum Error {
 
 impl Error {
     /// The stable code of this error (the C ABI's `ordo_status_t`).
+    ///
+    /// ```
+    /// let e = ordo::Error::LengthMismatch { expected: 4, actual: 3 };
+    /// assert_eq!(e.code(), ordo::ErrorCode::InvalidSize);
+    /// assert_eq!(e.code() as i32, 4); // ORDO_ERROR_INVALID_SIZE in C
+    /// ```
     pub const fn code(&self) -> ErrorCode {
         match self {
             Self::Runtime(e) => e.code,
@@ -128,4 +144,13 @@ impl fmt::Display for Error {
 impl core::error::Error for Error {}
 
 /// The result type of the typed API.
+///
+/// ```
+/// fn first_device_name() -> ordo::Result<String> {
+///     let ctx = ordo::Context::new()?;
+///     Ok(ctx.devices()?[0].name()?.to_string())
+/// }
+/// assert!(!first_device_name()?.is_empty());
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub type Result<T> = core::result::Result<T, Error>;

@@ -16,6 +16,27 @@ use crate::queue::Queue;
 
 /// A read-only buffer parameter of a typed host kernel (the launch passes `&DeviceBuffer<T>` or
 /// `&DeviceSlice<T>`); inside the kernel, a bounds-checked view of its elements.
+///
+/// ```
+/// ordo::host_kernel! {
+///     /// out[0] = the sum of x.
+///     pub const SUM = fn sum(t, x: ordo::In<u32>, out: ordo::Out<u32>) {
+///         let total = (0..x.len()).filter_map(|i| x.get(i)).sum();
+///         out.set(0, total);
+///     }
+/// }
+/// static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.in", kernels: &[SUM.kernel] };
+/// ordo::register_host_program(&PROGRAM)?;
+/// let ctx = ordo::Context::new()?;
+/// let host = ctx.devices()?[0];
+/// let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
+/// let sum = module.host_function(&SUM)?;
+/// let x = ordo::DeviceBuffer::from_slice(&host, &[1u32, 2, 3])?;
+/// let mut out = ordo::DeviceBuffer::<u32>::zeroed(&host, 1)?;
+/// host.queue()?.launch_host(&sum, ordo::LaunchDims::linear(1, 1), (&x, &mut out))?;
+/// assert_eq!(out.to_vec()?, [6]);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub struct In<'k, T> {
     ptr: *const T,
     len: usize,
@@ -27,6 +48,30 @@ pub struct In<'k, T> {
 ///
 /// A view lives only as long as the kernel's run, on the thread that runs it: it cannot be sent
 /// to another thread (nor kept past the launch, its lifetime being the launch's).
+///
+/// ```
+/// ordo::host_kernel! {
+///     /// Reverses v in place (one thread).
+///     pub const REVERSE = fn reverse(t, v: ordo::Out<i8>) {
+///         let n = v.len();
+///         for i in 0..n / 2 {
+///             let (a, b) = (v.get(i).unwrap(), v.get(n - 1 - i).unwrap());
+///             v.set(i, b);
+///             v.set(n - 1 - i, a);
+///         }
+///     }
+/// }
+/// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.out", kernels: &[REVERSE.kernel] };
+/// # ordo::register_host_program(&PROGRAM)?;
+/// # let ctx = ordo::Context::new()?;
+/// # let host = ctx.devices()?[0];
+/// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
+/// # let f = module.host_function(&REVERSE)?;
+/// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[1i8, 2, 3])?;
+/// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&mut v,))?;
+/// # assert_eq!(v.to_vec()?, [3, 2, 1]);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 ///
 /// ```compile_fail,E0277
 /// ordo::host_kernel! {
@@ -43,14 +88,59 @@ pub struct Out<'k, T> {
 
 impl<T: DeviceCopy> In<'_, T> {
     /// Elements in the buffer.
+    ///
+    /// ```
+    /// ordo::host_kernel! { pub const K = fn k(t, x: ordo::In<u8>, out: ordo::Out<u32>) { out.set(0, x.len() as u32); } }
+    /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.in.len", kernels: &[K.kernel] };
+    /// # ordo::register_host_program(&PROGRAM)?;
+    /// # let ctx = ordo::Context::new()?;
+    /// # let host = ctx.devices()?[0];
+    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
+    /// # let f = module.host_function(&K)?;
+    /// # let x = ordo::DeviceBuffer::from_slice(&host, &[1u8, 2, 3])?;
+    /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[0u32])?;
+    /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&x, &mut v))?;
+    /// # assert_eq!(v.to_vec()?, [3]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
     /// Whether the buffer has no elements.
+    ///
+    /// ```
+    /// ordo::host_kernel! { pub const K = fn k(t, x: ordo::In<u8>, out: ordo::Out<u32>) { out.set(0, u32::from(x.is_empty())); } }
+    /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.in.is_empty", kernels: &[K.kernel] };
+    /// # ordo::register_host_program(&PROGRAM)?;
+    /// # let ctx = ordo::Context::new()?;
+    /// # let host = ctx.devices()?[0];
+    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
+    /// # let f = module.host_function(&K)?;
+    /// # let x = ordo::DeviceBuffer::from_slice(&host, &[1u8])?;
+    /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[7u32])?;
+    /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&x, &mut v))?;
+    /// # assert_eq!(v.to_vec()?, [0]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
     /// Element `i`, or `None` past the end.
+    ///
+    /// ```
+    /// ordo::host_kernel! { pub const K = fn k(t, x: ordo::In<u32>, out: ordo::Out<u32>) { out.set(0, x.get(1).unwrap_or(0) + x.get(9).unwrap_or(100)); } }
+    /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.in.get", kernels: &[K.kernel] };
+    /// # ordo::register_host_program(&PROGRAM)?;
+    /// # let ctx = ordo::Context::new()?;
+    /// # let host = ctx.devices()?[0];
+    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
+    /// # let f = module.host_function(&K)?;
+    /// # let x = ordo::DeviceBuffer::from_slice(&host, &[10u32, 20])?;
+    /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[0u32])?;
+    /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&x, &mut v))?;
+    /// # assert_eq!(v.to_vec()?, [120]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
     pub fn get(&self, i: usize) -> Option<T> {
         // SAFETY: `i < len`, and the view names `len` live elements of host-device memory that
         // the launch borrowed for the kernel's run (see `Param::read`).
@@ -60,19 +150,75 @@ impl<T: DeviceCopy> In<'_, T> {
 
 impl<T: DeviceCopy> Out<'_, T> {
     /// Elements in the buffer.
+    ///
+    /// ```
+    /// ordo::host_kernel! { pub const K = fn k(t, v: ordo::Out<u32>) { let n = v.len() as u32; v.set(0, n); } }
+    /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.out.len", kernels: &[K.kernel] };
+    /// # ordo::register_host_program(&PROGRAM)?;
+    /// # let ctx = ordo::Context::new()?;
+    /// # let host = ctx.devices()?[0];
+    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
+    /// # let f = module.host_function(&K)?;
+    /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[0u32, 0])?;
+    /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&mut v,))?;
+    /// # assert_eq!(v.to_vec()?, [2, 0]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
     /// Whether the buffer has no elements.
+    ///
+    /// ```
+    /// ordo::host_kernel! { pub const K = fn k(t, v: ordo::Out<u32>) { let e = u32::from(v.is_empty()); v.set(0, e + 5); } }
+    /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.out.is_empty", kernels: &[K.kernel] };
+    /// # ordo::register_host_program(&PROGRAM)?;
+    /// # let ctx = ordo::Context::new()?;
+    /// # let host = ctx.devices()?[0];
+    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
+    /// # let f = module.host_function(&K)?;
+    /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[0u32])?;
+    /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&mut v,))?;
+    /// # assert_eq!(v.to_vec()?, [5]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
     /// Element `i`, or `None` past the end.
+    ///
+    /// ```
+    /// ordo::host_kernel! { pub const K = fn k(t, v: ordo::Out<u32>) { let x = v.get(0).unwrap() * 3; v.set(0, x); assert!(v.get(1).is_none()); } }
+    /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.out.get", kernels: &[K.kernel] };
+    /// # ordo::register_host_program(&PROGRAM)?;
+    /// # let ctx = ordo::Context::new()?;
+    /// # let host = ctx.devices()?[0];
+    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
+    /// # let f = module.host_function(&K)?;
+    /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[4u32])?;
+    /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&mut v,))?;
+    /// # assert_eq!(v.to_vec()?, [12]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
     pub fn get(&self, i: usize) -> Option<T> {
         // SAFETY: as `In::get`.
         (i < self.len).then(|| unsafe { self.ptr.add(i).read_unaligned() })
     }
     /// Writes element `i`; `false` (and nothing written) past the end.
+    ///
+    /// ```
+    /// ordo::host_kernel! { pub const K = fn k(t, v: ordo::Out<u32>) { let ok = v.set(0, 9); let past = v.set(1, 9); v.set(0, u32::from(ok) * 10 + u32::from(past)); } }
+    /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.out.set", kernels: &[K.kernel] };
+    /// # ordo::register_host_program(&PROGRAM)?;
+    /// # let ctx = ordo::Context::new()?;
+    /// # let host = ctx.devices()?[0];
+    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
+    /// # let f = module.host_function(&K)?;
+    /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[0u32])?;
+    /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&mut v,))?;
+    /// # assert_eq!(v.to_vec()?, [10]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
     pub fn set(&mut self, i: usize, value: T) -> bool {
         if i >= self.len {
             return false;
@@ -86,6 +232,12 @@ impl<T: DeviceCopy> Out<'_, T> {
 
 /// A parameter type of a typed host kernel: a plain value (`f32`, `u32`, ...) or a buffer view
 /// ([`In`], [`Out`]). Implemented by ordo only.
+///
+/// ```
+/// use ordo::host::Param;
+/// assert_eq!(<f64 as Param>::SIZE, 8);
+/// assert_eq!(<ordo::In<'static, f32> as Param>::SIZE, 16); // a view: address and length
+/// ```
 pub trait Param: sealed::Sealed {
     /// What the kernel's body receives (the view's lifetime is the launch's).
     type View<'k>;
@@ -162,6 +314,16 @@ pub enum Repr {
 /// A launch argument that fits parameter type `P` of a typed host kernel: the value itself for
 /// plain parameters, `&DeviceBuffer<T>` / `&DeviceSlice<T>` for [`In<T>`](In), and
 /// `&mut DeviceBuffer<T>` for [`Out<T>`](Out).
+///
+/// ```
+/// use ordo::host::LaunchArg;
+/// fn fits_in<A: LaunchArg<ordo::In<'static, f32>>>(_: A) {}
+/// let ctx = ordo::Context::new()?;
+/// let buf = ordo::DeviceBuffer::<f32>::zeroed(&ctx.devices()?[0], 2)?;
+/// fits_in(&buf);
+/// fits_in(&buf.slice(1..)?);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub trait LaunchArg<P> {
     /// The argument's representation.
     #[doc(hidden)]
@@ -186,12 +348,26 @@ impl<T: DeviceCopy> LaunchArg<Out<'static, T>> for &mut DeviceBuffer<'_, T> {
 
 /// A typed host kernel's parameter list (a tuple of [`Param`]s), and the launch argument
 /// tuples that fit it.
+///
+/// ```
+/// use ordo::host::Params;
+/// assert_eq!(<(u32, f64, ordo::Out<'static, u8>) as Params>::SIZES, &[4, 8, 16]);
+/// ```
 pub trait Params: sealed::Sealed {
     /// The parameters' sizes, in order (what `kernel_param_layout` reports).
     const SIZES: &'static [usize];
 }
 
 /// A tuple of launch arguments fitting the parameter list `P`.
+///
+/// ```
+/// use ordo::host::LaunchArgs;
+/// fn fits<A: LaunchArgs<(f32, ordo::Out<'static, f32>)>>(_: A) {}
+/// let ctx = ordo::Context::new()?;
+/// let mut y = ordo::DeviceBuffer::<f32>::zeroed(&ctx.devices()?[0], 2)?;
+/// fits((2.0f32, &mut y));
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub trait LaunchArgs<P: Params> {
     /// Calls `f` with the arguments' pointers and sizes (views are laid out on the stack here).
     #[doc(hidden)]
@@ -240,6 +416,12 @@ tuples!(8; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 
 
 /// A typed host kernel: its entry for a `HostProgram` and its parameter list `P` (made by
 /// [`host_kernel!`](crate::host_kernel)).
+///
+/// ```
+/// ordo::host_kernel! { pub const NOP = fn nop(t, n: u32) {} }
+/// let k: ordo::TypedHostKernel<(u32,)> = NOP;
+/// assert_eq!((k.kernel.name, k.kernel.params), ("nop", &[4usize][..]));
+/// ```
 pub struct TypedHostKernel<P: Params> {
     /// The kernel as the host backend runs it (put it in a `HostProgram`'s `kernels`).
     pub kernel: HostKernel,
@@ -253,7 +435,21 @@ impl<P: Params> TypedHostKernel<P> {
     }
 }
 
-/// A function of a loaded host module whose parameter list is `P`.
+/// A function of a loaded host module whose parameter list is `P` ([`Module::host_function`]).
+///
+/// ```
+/// ordo::host_kernel! { pub const FILL = fn fill(t, x: u32, v: ordo::Out<u32>) { v.set(t.global_x() as usize, x); } }
+/// static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.fill", kernels: &[FILL.kernel] };
+/// ordo::register_host_program(&PROGRAM)?;
+/// let ctx = ordo::Context::new()?;
+/// let host = ctx.devices()?[0];
+/// let module = ordo::Module::load(&host, b"docs.fill")?;
+/// let fill: ordo::HostFunction<'_, '_, (u32, ordo::Out<'static, u32>)> = module.host_function(&FILL)?;
+/// let mut v = ordo::DeviceBuffer::<u32>::zeroed(&host, 3)?;
+/// host.queue()?.launch_host(&fill, ordo::LaunchDims::linear(1, 3), (7u32, &mut v))?;
+/// assert_eq!(v.to_vec()?, [7, 7, 7]);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub struct HostFunction<'m, 'c, P: Params> {
     function: Function<'m, 'c>,
     _params: PhantomData<fn(P)>,

@@ -54,6 +54,17 @@ pub use bytemuck;
 
 /// The host backend: arenas, host programs and kernels (`ordo_core::host`), and typed host
 /// kernels ([`host_kernel!`]).
+///
+/// ```
+/// use ordo::host::{HostArena, HostBackend, builtin};
+/// static ARENA: HostArena<{ 1 << 16 }> = HostArena::new();
+/// static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
+/// static BACKENDS: [&dyn ordo::Backend; 1] = [&HOST];
+/// ordo::static_runtime!(static RT = &BACKENDS);
+/// let ctx = ordo::Context::with_runtime(&RT)?;
+/// assert_eq!(ctx.devices()?.len(), 1);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub mod host {
     pub use crate::host_kernel::{HostFunction, In, LaunchArg, LaunchArgs, Out, Param, Params, TypedHostKernel};
     pub use ordo_core::Error as RuntimeError;
@@ -66,6 +77,15 @@ pub use ordo_core::{
     capacity, static_runtime,
 };
 /// Raw handles of the runtime's objects (what the typed API wraps, and what the C ABI carries).
+///
+/// ```
+/// let ctx = ordo::Context::new()?;
+/// let queue = ctx.default_device()?.queue()?;
+/// let raw: ordo::raw::Queue = queue.raw();
+/// assert_eq!(raw.0.kind(), Some(ordo::raw::ObjectKind::Queue));
+/// assert_eq!(raw.0.runtime(), ctx.runtime().identity());
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub mod raw {
     pub use ordo_core::{
         Allocation, Device, DevicePtr, Event, Global, Kernel, ObjectKind, Platform, Program, Queue, RawHandle,

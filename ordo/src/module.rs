@@ -14,6 +14,20 @@ use crate::error::{Error, Result};
 use crate::queue::Queue;
 
 /// Most arguments a [`LaunchBuilder`] takes.
+///
+/// ```
+/// let ctx = ordo::Context::new()?;
+/// let dev = ctx.default_device()?;
+/// let (queue, module) = (dev.queue()?, ordo::Module::load_builtin(&dev)?);
+/// let add = module.function("vector_add_f32")?;
+/// let mut launch = queue.launch_builder(&add);
+/// for _ in 0..=ordo::MAX_LAUNCH_ARGS {
+///     launch.arg(&0u32);
+/// }
+/// // SAFETY: refused before anything runs.
+/// assert!(matches!(unsafe { launch.launch(add.dims_for(1)?) }, Err(ordo::Error::TooManyArguments)));
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub const MAX_LAUNCH_ARGS: usize = 32;
 
 /// A program loaded on a device: PTX, a cubin or a fatbin on CUDA; a code object or offload
@@ -157,6 +171,15 @@ impl Drop for Module<'_> {
 }
 
 /// A kernel of a loaded module, with its parameter layout where the backend knows it.
+///
+/// ```
+/// let ctx = ordo::Context::new()?;
+/// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+/// let add: ordo::Function<'_, '_> = module.function("vector_add_f32")?;
+/// assert!(matches!(module.function("no_such_kernel"), Err(e) if e.code() == ordo::ErrorCode::NotFound));
+/// # drop(add);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub struct Function<'m, 'c> {
     module: &'m Module<'c>,
     raw: RawKernel,
@@ -236,6 +259,17 @@ impl<'m, 'c> Function<'m, 'c> {
 
 /// What a launch argument is to a kernel: a pointer to its bytes and their count, and the device
 /// whose memory it names (buffers).
+///
+/// ```
+/// use ordo::KernelArg;
+/// let ctx = ordo::Context::new()?;
+/// let dev = ctx.default_device()?;
+/// let buf = ordo::DeviceBuffer::<f32>::zeroed(&dev, 4)?;
+/// let (_, size, device) = buf.as_kernel_arg();
+/// assert_eq!((size, device), (8, Some(dev.raw()))); // a device address, of `dev`'s memory
+/// assert_eq!(7u16.as_kernel_arg().1, 2);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub trait KernelArg {
     /// The argument's bytes as the kernel receives them, their size, and the device of the
     /// memory it names (`None` for plain values).
@@ -267,6 +301,25 @@ impl<T: DeviceCopy> KernelArg for DeviceSliceMut<'_, T> {
 }
 
 /// A launch being put together: `queue.launch_builder(&f).arg(&a).arg(&n).launch(dims)`.
+///
+/// ```
+/// let ctx = ordo::Context::new()?;
+/// let dev = ctx.default_device()?;
+/// let (queue, module) = (dev.queue()?, ordo::Module::load_builtin(&dev)?);
+/// let add = module.function("vector_add_f32")?;
+/// let a = ordo::DeviceBuffer::from_slice(&dev, &[1.0f32, 2.0])?;
+/// let mut c = ordo::DeviceBuffer::<f32>::zeroed(&dev, 2)?;
+/// let mut c_view = c.as_mut_slice();
+/// let mut launch: ordo::LaunchBuilder<'_, '_> = queue.launch_builder(&add);
+/// launch.arg(&a).arg(&a).arg(&c_view).arg(&2u32);
+/// // SAFETY: vector_add_f32(a, b, c, n) reads a and b and writes c, n = 2 elements each.
+/// unsafe { launch.launch(add.dims_for(2)?)? };
+/// queue.synchronize()?;
+/// drop(launch);
+/// c_view.copy_from(&[0.0, 0.0])?;
+/// assert_eq!(c.to_vec()?, [0.0, 0.0]);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 /// Arguments are borrowed for the builder's life; [`LaunchBuilder::launch`] may be called again
 /// to submit the same launch once more. The builder is used in place (`&mut self`), never moved,
 /// so its argument arrays are not copied on the way.
@@ -370,6 +423,23 @@ impl<'a, 'c> LaunchBuilder<'a, 'c> {
     /// the kernel does with it (e.g. a buffer at least as long as the element count the kernel
     /// is given), and each value must be valid for its parameter's type. The checks above make
     /// sure only that each argument has its parameter's size.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let (queue, module) = (dev.queue()?, ordo::Module::load_builtin(&dev)?);
+    /// let sum = module.function("reduce_sum_f32")?;
+    /// let x = ordo::DeviceBuffer::from_slice(&dev, &[1.0f32, 2.0])?;
+    /// let mut out = ordo::DeviceBuffer::<f32>::zeroed(&dev, 1)?;
+    /// // A u64 where the kernel takes a u32: refused, naming the argument.
+    /// // SAFETY: refused before anything runs.
+    /// let wrong = unsafe { queue.launch_builder(&sum).arg(&x).arg(&out).arg(&2u64).launch(sum.dims_for(2)?) };
+    /// assert_eq!(wrong.unwrap_err(), ordo::Error::ArgumentSize { index: 2, expected: 4, actual: 8 });
+    /// // SAFETY: reduce_sum_f32(x, out, n) reads n = 2 elements of x and adds them into out[0].
+    /// unsafe { queue.launch_builder(&sum).arg(&x).arg(&out.as_mut_slice()).arg(&2u32).launch(sum.dims_for(2)?)? };
+    /// assert_eq!(out.to_vec()?, [3.0]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
     #[inline]
     pub unsafe fn launch(&self, dims: LaunchDims) -> Result<()> {
         let count = self.count;

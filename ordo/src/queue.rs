@@ -225,6 +225,19 @@ impl Drop for Queue<'_> {
 /// ([`Queue::scope`]), which waits for the queue before it returns. As in `std::thread::scope`,
 /// `'s` is chosen by the scope itself (the closure works for every `'s`), so a borrow for `'s`
 /// lasts to the end of the closure and beyond, and `'env: 's` lets it borrow the caller's data.
+///
+/// ```
+/// let ctx = ordo::Context::new()?;
+/// let dev = ctx.default_device()?;
+/// let mut buf = ordo::DeviceBuffer::<u32>::zeroed(&dev, 3)?;
+/// let (src, mut back) = ([1u32, 2, 3], [0u32; 3]);
+/// dev.queue()?.scope(|s: &ordo::CopyScope<'_, '_, '_>| {
+///     s.copy_to_device(&src, &mut buf.as_mut_slice())?;
+///     s.copy_from_device(&buf.as_slice(), &mut back)
+/// })?;
+/// assert_eq!(back, src);
+/// # Ok::<(), ordo::Error>(())
+/// ```
 pub struct CopyScope<'s, 'env: 's, 'c> {
     queue: &'s Queue<'c>,
     _scope: core::marker::PhantomData<&'s mut &'s ()>,
