@@ -7,6 +7,7 @@
 //!   `std::sync::Mutex` (a counter under a mutex, as libomptarget does it);
 //! - concurrent API calls at 1, 2 and N threads;
 //! - allocation-table lookup with the table full vs with one allocation;
+//! - teardown of 1,000 programs + 10,000 allocations vs a tenth of them (host backend);
 //! - `size_of` the runtime state (`RuntimeState`), and heap allocations counted by a global allocator (must be 0).
 
 use std::hint::black_box;
@@ -558,6 +559,61 @@ fn full_table_lookup(rows: &mut Vec<Row>) {
     rt.shutdown().unwrap();
 }
 
+/// A host-backend runtime of its own for the teardown rows (arena for 10,000 allocations).
+static TEARDOWN_ARENA: ordo_core::host::HostArena<{ 8 << 20 }> = ordo_core::host::HostArena::new();
+static TEARDOWN_HOST: ordo_core::host::HostBackend =
+    ordo_core::host::HostBackend::new(&TEARDOWN_ARENA, ordo_core::host::builtin::PROGRAMS, None);
+static TEARDOWN_BACKENDS: [&dyn Backend; 1] = [&TEARDOWN_HOST];
+ordo_core::static_runtime!(static TEARDOWN_RUNTIME = &TEARDOWN_BACKENDS);
+
+/// Nanoseconds of the final shutdown of a runtime holding `programs` programs (one kernel
+/// looked up in each) and `allocations` allocations of 256 bytes on the host device.
+fn teardown_ns(programs: usize, allocations: usize) -> f64 {
+    let rt = &TEARDOWN_RUNTIME;
+    rt.init().expect("host runtime init");
+    let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    for _ in 0..programs {
+        let p = rt.program_load(device, ordo_core::host::builtin::PROGRAM_NAME.as_bytes()).unwrap();
+        rt.kernel_get(p, "vector_add_f32").unwrap();
+    }
+    for _ in 0..allocations {
+        rt.mem_alloc(device, MemKind::Device, 256).unwrap();
+    }
+    let t = Instant::now();
+    let outcome = rt.shutdown().unwrap();
+    let ns = t.elapsed().as_nanos() as f64;
+    assert!(matches!(outcome, ordo_core::Shutdown::TornDown(s) if s.is_clean()));
+    ns
+}
+
+/// Teardown is linear in the live objects: 10x the programs and allocations, at most 11x the time.
+fn teardown_scaling(rows: &mut Vec<Row>) {
+    let (small, large) = ((100, 1_000), (1_000, 10_000));
+    let (mut ratios, mut small_ns, mut large_ns) = (vec![], vec![], vec![]);
+    for _ in 0..7 {
+        // ABBA within the round.
+        let a1 = teardown_ns(small.0, small.1);
+        let b1 = teardown_ns(large.0, large.1);
+        let b2 = teardown_ns(large.0, large.1);
+        let a2 = teardown_ns(small.0, small.1);
+        ratios.push((b1 + b2) / (a1 + a2));
+        small_ns.extend([a1, a2]);
+        large_ns.extend([b1, b2]);
+    }
+    let (ratio, q1, q3) = quartiles(ratios);
+    let (small_median, _, _) = quartiles(small_ns);
+    let _ = quartiles(large_ns);
+    rows.push(Row {
+        name: "teardown of 1,000 programs + 10,000 allocations (host backend)",
+        unit: "us",
+        // The printed ratio is the median of per-round ratios, not a ratio of medians.
+        ordo: ratio * small_median / 1e3,
+        baseline: Some(("100 programs + 1,000 allocations (us)", small_median / 1e3)),
+        quartiles: Some((q1, q3)),
+        target: "<= 11x for 10x the objects (per-round ratio)",
+    });
+}
+
 fn memory(rows: &mut Vec<Row>) {
     rows.push(Row {
         name: "size_of::<RuntimeState>() at default capacities",
@@ -608,6 +664,7 @@ pub fn run(as_json: bool) -> Result<(), String> {
     concurrent(&mut rows);
     exclusive(&mut rows);
     full_table_lookup(&mut rows);
+    teardown_scaling(&mut rows);
     memory(&mut rows);
     if as_json {
         let values: Vec<_> = rows

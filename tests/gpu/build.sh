@@ -5,9 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release -p ordo-cli -p ordo-cuda --examples --bins
+cargo build --release -p ordo --examples
 cargo build --release -p ordo-ffi --examples
 cargo build --release -p ordo-clib
 test_bin=$(cargo test --release -p ordo-cuda --test gpu --no-run --message-format=json 2>/dev/null |
+  python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="gpu" and m.get("executable"): print(m["executable"])')
+ordo_test_bin=$(cargo test --release -p ordo --test gpu --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:
     m=json.loads(l)
@@ -16,6 +22,12 @@ rm -rf gpu-bin && mkdir gpu-bin
 cp target/release/ordo target/release/examples/atexit_teardown target/release/examples/cuda_bench gpu-bin/
 cp target/release/examples/atexit_hook gpu-bin/atexit_hook_rust
 cp "$test_bin" gpu-bin/gpu_tests
+cp "$ordo_test_bin" gpu-bin/ordo_gpu_tests
+mkdir gpu-bin/ordo-examples
+for example in 01_vector_add 02_queues_and_events 03_load_module 04_host_kernel 05_property_test 06_firmware; do
+  cp "target/release/examples/$example" gpu-bin/ordo-examples/
+done
+strip gpu-bin/ordo-examples/*
 strip gpu-bin/*
 # The C library (for the C-ABI benchmark, compiled on the device from tests/gpu/c_launch_bench.c).
 cp target/release/libordo.a gpu-bin/ && strip --strip-debug gpu-bin/libordo.a

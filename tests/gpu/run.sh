@@ -43,6 +43,12 @@ fi
 echo "== GPU test suite"
 step gpu_tests env ORDO_REQUIRE_GPU=1 "${images[@]}" gpu-bin/gpu_tests --test-threads=1 --nocapture
 
+echo "== the typed Rust API (crate ordo) on the GPU: its tests and its six examples"
+step ordo_gpu_tests env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --test-threads=1 --nocapture
+for example in gpu-bin/ordo-examples/*; do
+  step "ordo_example_$(basename "$example")" "$example"
+done
+
 echo "== teardown from an atexit handler registered before the first init"
 gpu-bin/atexit_teardown >"$out/atexit.log" 2>"$out/atexit.err"
 rc=$?

@@ -76,6 +76,9 @@ pub(crate) struct ProgramEntry {
     pub raw: u64,
     /// Newest kernel of this program (kernels form a list through `KernelEntry::next`).
     pub first_kernel: u32,
+    /// Global-variable ranges of this program in the allocation table (an unload walks that
+    /// table only when there are some).
+    pub globals: u32,
 }
 
 pub(crate) struct KernelEntry {

@@ -714,7 +714,7 @@ impl Runtime {
                 return fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)");
             }
             let raw = d.backend.program_load(d.ordinal, image)?;
-            match t.programs.insert(ProgramEntry { device: d.slot, raw, first_kernel: NO_SLOT }) {
+            match t.programs.insert(ProgramEntry { device: d.slot, raw, first_kernel: NO_SLOT, globals: 0 }) {
                 Ok(h) => Ok(Program(h)),
                 Err(_) => {
                     // SAFETY: the program the backend just returned; never passed again.
@@ -732,7 +732,9 @@ impl Runtime {
             let d = self.dev_at(t, t.programs.at(slot).device);
             let entry = t.programs.remove_at(slot);
             teardown::forget_kernels(t, entry.first_kernel);
-            teardown::forget_globals(t, slot, false);
+            if entry.globals > 0 {
+                teardown::forget_globals(t, slot);
+            }
             // SAFETY: a live program of this device, removed from the table (with its kernels)
             // so never passed again.
             Ok(unsafe { d.backend.program_unload(d.ordinal, entry.raw) }?)
@@ -856,6 +858,7 @@ impl Runtime {
                 return fail(ErrorCode::BackendFailure, "the driver placed a global variable over known memory");
             }
             let h = t.allocations.insert(AllocEntry { base, size, device, kind: MemKind::Global, owner: slot })?;
+            t.programs.at_mut(slot).globals += 1;
             Ok((Global(h), DevicePtr(base), size))
         })
     }

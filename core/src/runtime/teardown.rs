@@ -145,7 +145,8 @@ fn tear_down_device(backend: &dyn Backend, t: &mut Tables, device: u32, walk: &m
             let handle = t.programs.handle_at(p);
             let program = t.programs.remove_at(p);
             let kernels = forget_kernels(t, program.first_kernel);
-            forget_globals(t, p, true);
+            // Its global-variable ranges leave the allocation table in the memory walk below
+            // (one walk for all programs: teardown stays linear in the live objects).
             walk.report.count_released(ObjectKind::Kernel, kernels);
             // SAFETY: as for events.
             walk.step(TeardownStep::UnloadProgram, handle, 0, || unsafe {
@@ -160,6 +161,10 @@ fn tear_down_device(backend: &dyn Backend, t: &mut Tables, device: u32, walk: &m
         cur = t.allocations.slots.older(a);
         if t.allocations.slots.at(a).device == device {
             let m = t.allocations.remove_at_for_teardown(a);
+            if m.kind == crate::backend::MemKind::Global {
+                // A program's global variable: the driver freed it with its program, above.
+                continue;
+            }
             // Memory is known to users by its address, not by the table's internal handle.
             // SAFETY: base, kind and size as `mem_alloc` returned them; never passed again.
             walk.step(TeardownStep::FreeMemory, RawHandle::NULL, m.base, || unsafe {
@@ -186,19 +191,14 @@ pub(super) fn forget_kernels(t: &mut Tables, first: u32) -> u32 {
 }
 
 /// Removes the global-variable ranges of the program in slot `program` (no backend call: the
-/// driver frees them with the program). `teardown`: during a teardown (the address index is not
-/// maintained then; see `AllocTable::remove_at_for_teardown`).
-pub(super) fn forget_globals(t: &mut Tables, program: u32, teardown: bool) {
+/// driver frees them with the program), when it is unloaded outside a teardown.
+pub(super) fn forget_globals(t: &mut Tables, program: u32) {
     let mut cur = t.allocations.slots.newest();
     while let Some(a) = cur {
         cur = t.allocations.slots.older(a);
         let e = t.allocations.slots.at(a);
         if e.kind == crate::backend::MemKind::Global && e.owner == program {
-            if teardown {
-                t.allocations.remove_at_for_teardown(a);
-            } else {
-                t.allocations.remove_at(a);
-            }
+            t.allocations.remove_at(a);
         }
     }
 }
