@@ -28,7 +28,7 @@ for example in 01_vector_add 02_queues_and_events 03_load_module 04_host_kernel 
   cp "target/release/examples/$example" gpu-bin/ordo-examples/
 done
 strip gpu-bin/ordo-examples/*
-strip gpu-bin/*
+find gpu-bin -maxdepth 1 -type f -exec strip {} +
 # The C library (for the C-ABI benchmark, compiled on the device from tests/gpu/c_launch_bench.c).
 cp target/release/libordo.a gpu-bin/ && strip --strip-debug gpu-bin/libordo.a
 # The MLIR programs of tests/mlir, compiled here (the GPU machine has no MLIR tools) against a
