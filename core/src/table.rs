@@ -1,9 +1,10 @@
 //! Fixed-capacity slot tables with generations and creation order.
 //!
 //! Each live entry is on a doubly linked list in creation order, so teardown walks newest first
-//! in O(1) per object and removal anywhere is O(1). Free slots are reused from a first-in,
-//! first-out free list, so that generations advance evenly over all slots (slots never handed
-//! out are taken from a high-water mark, which keeps `new` a `const fn`).
+//! in O(1) per object and removal anywhere is O(1). Every slot is handed out once (from a
+//! high-water mark, which keeps `new` a `const fn`) before any is reused; freed slots are then
+//! reused from a first-in, first-out free list, so generations advance evenly over all slots from
+//! the first insert.
 //!
 //! A handle is never accepted again once its object is released: a slot's generation only
 //! grows, and a slot whose generation reaches `MAX_GENERATION` is retired for good instead of
@@ -99,15 +100,19 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
 
     /// Inserts `value` as the newest entry; hands it back when the table is full.
     pub(crate) fn insert(&mut self, value: T) -> core::result::Result<RawHandle, T> {
-        let index = if let Some(i) = target(self.free_head) {
+        // A never-used slot first, then the oldest-freed one: every slot is handed out once before
+        // any is reused, and reuse is first-in first-out, so all slots age together from the
+        // first insert (reusing a freed slot first would put every create/destroy cycle of a
+        // fresh table in slot 0).
+        let index = if (self.high_water as usize) < N {
+            self.high_water += 1;
+            self.high_water - 1
+        } else if let Some(i) = target(self.free_head) {
             self.free_head = self.slots[i as usize].prev;
             if self.free_head == NONE {
                 self.free_tail = NONE;
             }
             i
-        } else if (self.high_water as usize) < N {
-            self.high_water += 1;
-            self.high_water - 1
         } else {
             return Err(value);
         };
@@ -322,6 +327,23 @@ mod tests {
         assert_eq!(t.insert(7).unwrap().index(), hs[1].index());
         assert_eq!(t.insert(8).unwrap().index(), hs[0].index());
         assert!(t.is_full());
+    }
+
+    #[test]
+    fn a_fresh_table_ages_every_slot_together() {
+        let mut t: Table<u32, 4, Q> = Table::new();
+        // Create/destroy cycles on a fresh table walk every slot before reusing one.
+        let mut indices: heapless::Vec<usize, 12> = heapless::Vec::new();
+        for v in 0..12 {
+            let h = t.insert(v).unwrap();
+            indices.push(h.index()).unwrap();
+            t.remove(h).unwrap();
+        }
+        assert_eq!(indices, [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]);
+        // Each slot has named exactly three objects: the generations are even.
+        for i in 0..4 {
+            assert_eq!(t.slots[i].generation, 3);
+        }
     }
 
     #[test]
