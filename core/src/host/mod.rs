@@ -4,310 +4,35 @@
 //! are named sets of host kernels registered at build time (an image is a program's name; an
 //! unknown name is `InvalidBinary`); a launch runs the whole grid on the calling thread, so queues
 //! are in order and events complete when recorded. Depends on `backend`, `error`, `capacity`.
+//!
+//! Files: `arena.rs` (where memory comes from), `state.rs` (the bookkeeping kept with an arena),
+//! `kernels.rs` (host kernels, programs and their registry), `builtin.rs` (the built-in
+//! program); this file is the backend itself.
 
-use core::cell::UnsafeCell;
+mod arena;
+pub mod builtin;
+mod kernels;
+mod state;
+
+pub use arena::{ArenaRegion, HOST_ALIGN, HostArena, ProvidedArena};
+pub use kernels::{
+    HostKernel, HostKernelFn, HostProgram, HostProgramRegistry, HostThread, MAX_REGISTERED_HOST_PROGRAMS,
+};
+pub use state::HostBookkeeping;
+use state::{EVENT_FREE, EVENT_RECORDED_BASE, EVENT_UNRECORDED, HostState};
 
 use crate::backend::{
     Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue, KernelArgs,
     LaunchDims, LaunchLimits, MemKind, ParamLayout, c_layout,
 };
-use crate::capacity::{MAX_ALLOCATIONS, MAX_EVENTS};
+use crate::capacity::MAX_EVENTS;
 use crate::error::{BackendError, Error, ErrorCode};
 use crate::reentry;
-
-/// Alignment of every host allocation (as CUDA's allocations are 256-byte aligned).
-pub const HOST_ALIGN: usize = 256;
 
 /// The host backend's launch limits: CUDA's grid and block limits, and at most 2^28 threads per
 /// launch, because a launch runs its whole grid on the calling thread while it holds the host
 /// device (a larger grid would keep every other host call, and the final shutdown, waiting).
 pub const HOST_LAUNCH_LIMITS: LaunchLimits = LaunchLimits { threads_per_launch: 1 << 28, ..LaunchLimits::CUDA };
-
-/// A region of memory the host backend allocates from, and the storage for the backend's
-/// bookkeeping of it. The backend asks for the region once per `init` and uses it until its
-/// `deinit`.
-///
-/// The bookkeeping (free ranges, events: about 140 KB at default capacities) lives with the
-/// arena rather than in the `HostBackend`, because a backend holds pointers and so sits in
-/// `.data`, while an arena is all zeros and sits in `.bss` (no file size, no flash).
-///
-/// # Safety
-/// The region `region` returns is valid for reads and writes, initialised, and not accessed by
-/// anything but the `HostBackend` built over it (and the code its allocations are handed to)
-/// from that call until the backend's `deinit`. An empty region (length below `HOST_ALIGN`)
-/// makes the host platform absent. `bookkeeping` returns the same object every time.
-pub unsafe trait ArenaRegion: Sync {
-    /// Start and length of the region.
-    fn region(&self) -> (*mut u8, usize);
-    /// The host backend's bookkeeping for this arena (a `HostBookkeeping::new()` kept beside
-    /// the region).
-    fn bookkeeping(&self) -> &HostBookkeeping;
-}
-
-/// The host backend's bookkeeping of one arena: its free ranges and events. All zeros when new,
-/// so a `static` arena holding one stays in `.bss`. Only `HostBackend` reads it.
-pub struct HostBookkeeping(spin::Mutex<HostState>);
-
-impl HostBookkeeping {
-    /// Fresh bookkeeping (nothing allocated; the backend is not initialised).
-    pub const fn new() -> Self {
-        Self(spin::Mutex::new(HostState {
-            up: false,
-            base: core::ptr::null_mut(),
-            len: 0,
-            free: heapless::Vec::new(),
-            events: [EVENT_FREE; MAX_EVENTS],
-            next_queue: 0,
-        }))
-    }
-}
-
-impl Default for HostBookkeeping {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// An arena the host program gives at run time (`provide`), for firmware hosts that place it
-/// themselves (a linker section, external RAM) and C programs (`ordo_set_host_arena`). Until it
-/// is provided it is empty, and the host platform is absent with that reason.
-pub struct ProvidedArena {
-    base: core::sync::atomic::AtomicPtr<u8>,
-    len: core::sync::atomic::AtomicUsize,
-    bookkeeping: HostBookkeeping,
-}
-
-impl ProvidedArena {
-    /// An empty arena (place it in a `static`).
-    pub const fn new() -> Self {
-        Self {
-            base: core::sync::atomic::AtomicPtr::new(core::ptr::null_mut()),
-            len: core::sync::atomic::AtomicUsize::new(0),
-            bookkeeping: HostBookkeeping::new(),
-        }
-    }
-
-    /// Whether an arena was provided.
-    pub fn is_provided(&self) -> bool {
-        !self.base.load(core::sync::atomic::Ordering::Acquire).is_null()
-    }
-
-    /// Gives the arena `len` bytes at `base`, once; they are zeroed here. `NullPointer` for a
-    /// null base, `InvalidSize` below `HOST_ALIGN` bytes, `Busy` when one was provided already
-    /// (a host backend may be using it).
-    ///
-    /// # Safety
-    /// `base` is valid for reads and writes of `len` bytes for the rest of the program, and
-    /// nothing else uses those bytes.
-    pub unsafe fn provide(&self, base: *mut u8, len: usize) -> Result<(), Error> {
-        use core::sync::atomic::Ordering;
-        if base.is_null() {
-            return Err(Error::new(ErrorCode::NullPointer, "host arena base is null"));
-        }
-        if len < HOST_ALIGN || len > isize::MAX as usize {
-            return Err(Error::new(ErrorCode::InvalidSize, "host arena is smaller than 256 bytes or too large"));
-        }
-        if self.base.compare_exchange(core::ptr::null_mut(), base, Ordering::AcqRel, Ordering::Acquire).is_err() {
-            return Err(Error::new(ErrorCode::Busy, "a host arena was provided already"));
-        }
-        // SAFETY: the caller's contract; no backend has seen the region yet (`len` is still 0,
-        // and `region` reports the arena only once both are set).
-        unsafe { core::ptr::write_bytes(base, 0, len) };
-        self.len.store(len, Ordering::Release);
-        Ok(())
-    }
-}
-
-impl Default for ProvidedArena {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-// SAFETY: `provide`'s contract makes the region valid, exclusive and zeroed (initialised) for
-// the rest of the program; before it completes the region is empty.
-unsafe impl ArenaRegion for ProvidedArena {
-    fn region(&self) -> (*mut u8, usize) {
-        use core::sync::atomic::Ordering;
-        match self.len.load(Ordering::Acquire) {
-            0 => (core::ptr::null_mut(), 0),
-            len => (self.base.load(Ordering::Acquire), len),
-        }
-    }
-    fn bookkeeping(&self) -> &HostBookkeeping {
-        &self.bookkeeping
-    }
-}
-
-/// A fixed arena of `N` bytes and its bookkeeping, meant to be a `static`. It starts zeroed (so
-/// it sits in `.bss` and a fresh allocation never exposes uninitialised bytes).
-#[repr(C, align(256))]
-pub struct HostArena<const N: usize> {
-    bytes: UnsafeCell<[u8; N]>,
-    bookkeeping: HostBookkeeping,
-}
-
-impl<const N: usize> HostArena<N> {
-    /// A new, zeroed arena (place it in a `static`).
-    pub const fn new() -> Self {
-        Self { bytes: UnsafeCell::new([0; N]), bookkeeping: HostBookkeeping::new() }
-    }
-}
-
-impl<const N: usize> Default for HostArena<N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-// SAFETY: the arena's bytes are only reached through raw pointers: by one `HostBackend`, which
-// serialises its own accesses (copies, fills and launches hold its execution lock) and never gives
-// the same byte to two live allocations, and by code the allocations are handed to.
-unsafe impl<const N: usize> Sync for HostArena<N> {}
-
-// SAFETY: a fixed, initialised (zeroed) array that lives as long as the arena; the pointer is
-// derived from the `UnsafeCell`, so writes through it are allowed.
-unsafe impl<const N: usize> ArenaRegion for HostArena<N> {
-    fn region(&self) -> (*mut u8, usize) {
-        (self.bytes.get().cast::<u8>(), N)
-    }
-    fn bookkeeping(&self) -> &HostBookkeeping {
-        &self.bookkeeping
-    }
-}
-
-/// Where a host kernel's thread is in the grid.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HostThread {
-    /// Thread index within the block.
-    pub thread: [u32; 3],
-    /// Block index within the grid.
-    pub block: [u32; 3],
-    /// Threads per block.
-    pub block_dim: [u32; 3],
-    /// Blocks per grid.
-    pub grid_dim: [u32; 3],
-}
-
-impl HostThread {
-    /// The global x index: `block.x * block_dim.x + thread.x`.
-    pub fn global_x(&self) -> u64 {
-        u64::from(self.block[0]) * u64::from(self.block_dim[0]) + u64::from(self.thread[0])
-    }
-}
-
-/// A host kernel, run once per thread of the grid.
-///
-/// # Safety
-/// The launch's caller guarantees what `Runtime::launch` requires of arguments.
-pub type HostKernelFn = unsafe fn(&HostThread, &KernelArgs<'_>) -> Result<(), Error>;
-
-/// A named host kernel.
-#[derive(Clone, Copy)]
-pub struct HostKernel {
-    /// The name `kernel_get` looks up.
-    pub name: &'static str,
-    /// The function run per thread.
-    pub run: HostKernelFn,
-    /// The sizes of its parameters in bytes, in order, for packed argument buffers
-    /// (`Runtime::kernel_param_layout` lays them out as a C struct would).
-    pub params: &'static [usize],
-}
-
-/// A named set of host kernels: what a host "program image" names.
-#[derive(Clone, Copy)]
-pub struct HostProgram {
-    /// The program's name; the image passed to `program_load` is this name (a trailing NUL is allowed).
-    pub name: &'static str,
-    /// Its kernels.
-    pub kernels: &'static [HostKernel],
-}
-
-/// Most programs a `HostProgramRegistry` holds.
-pub const MAX_REGISTERED_HOST_PROGRAMS: usize = 32;
-
-/// Host programs added while the program runs (`HostBackend::with_registry`): a host backend
-/// built in a `static` offers its built-in list and, after it, every program registered here.
-/// Registration is append-only, so a program's place never changes; it may happen before or
-/// after init (a program registered later is found by the next `program_load`).
-pub struct HostProgramRegistry {
-    entries: [spin::Once<&'static HostProgram>; MAX_REGISTERED_HOST_PROGRAMS],
-    len: core::sync::atomic::AtomicUsize,
-    writer: spin::Mutex<()>,
-}
-
-impl HostProgramRegistry {
-    /// An empty registry.
-    pub const fn new() -> Self {
-        Self {
-            entries: [const { spin::Once::new() }; MAX_REGISTERED_HOST_PROGRAMS],
-            len: core::sync::atomic::AtomicUsize::new(0),
-            writer: spin::Mutex::new(()),
-        }
-    }
-
-    /// Adds `program`. Registering the same program again does nothing. `InvalidArgument` when
-    /// another program of that name is registered, `OutOfResources` when the registry is full.
-    pub fn register(&self, program: &'static HostProgram) -> Result<(), Error> {
-        let _writer = self.writer.lock();
-        if let Some(known) = self.iter().find(|p| p.name == program.name) {
-            if core::ptr::eq(known, program) {
-                return Ok(());
-            }
-            return Err(Error::new(ErrorCode::InvalidArgument, "another host program of that name is registered"));
-        }
-        let len = self.len.load(core::sync::atomic::Ordering::Relaxed);
-        let Some(slot) = self.entries.get(len) else {
-            return Err(Error::new(ErrorCode::OutOfResources, "the host program registry is full"));
-        };
-        slot.call_once(|| program);
-        self.len.store(len + 1, core::sync::atomic::Ordering::Release);
-        Ok(())
-    }
-
-    /// The program in place `i`.
-    fn get(&self, i: usize) -> Option<&'static HostProgram> {
-        if i >= self.len.load(core::sync::atomic::Ordering::Acquire) {
-            return None;
-        }
-        self.entries[i].get().copied()
-    }
-
-    /// The registered programs, in registration order.
-    fn iter(&self) -> impl Iterator<Item = &'static HostProgram> + '_ {
-        (0..MAX_REGISTERED_HOST_PROGRAMS).map_while(|i| self.get(i))
-    }
-}
-
-impl Default for HostProgramRegistry {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-const EVENT_FREE: u64 = 0;
-const EVENT_UNRECORDED: u64 = 1;
-/// Recorded events hold their timestamp plus this offset.
-const EVENT_RECORDED_BASE: u64 = 2;
-
-pub(crate) struct HostState {
-    up: bool,
-    /// The arena as it was at `init` (used until `deinit`): its first `HOST_ALIGN`-aligned byte,
-    /// and the region's length.
-    base: *mut u8,
-    len: usize,
-    /// Free ranges `(offset, len)` of the arena in blocks of `HOST_ALIGN` bytes from `base`,
-    /// sorted and coalesced (`u32` blocks: up to 1 TiB of arena, in half the memory of `usize`
-    /// byte ranges). Free ranges are never more than live allocations plus one, so this cannot
-    /// overflow.
-    free: heapless::Vec<(u32, u32), { MAX_ALLOCATIONS + 1 }>,
-    events: [u64; MAX_EVENTS],
-    next_queue: u64,
-}
-
-// SAFETY: the arena pointer is only an address the state carries between calls; the bytes it
-// names are reached under the backend's rules (see `HostBackend`), whatever thread holds the lock.
-unsafe impl Send for HostState {}
 
 /// The host backend. Build it in a `static` with `HostBackend::new`.
 ///
@@ -732,75 +457,6 @@ impl Backend for HostBackend {
             Ok(())
         })
     }
-}
-
-/// Built-in host kernels: the program `ordo.builtin`.
-pub mod builtin {
-    use super::{HostKernel, HostProgram, HostThread};
-    use crate::backend::KernelArgs;
-    use crate::error::Error;
-
-    /// The program's name (the image to load).
-    pub const PROGRAM_NAME: &str = "ordo.builtin";
-
-    /// `vector_add_f32(a: *const f32, b: *const f32, c: *mut f32, n: u32)`: `c[i] = a[i] + b[i]`.
-    ///
-    /// # Safety
-    /// `a`, `b` and `c` must be valid for `n` elements.
-    pub unsafe fn vector_add_f32(t: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
-        // SAFETY: the launch contract: arguments are (ptr, ptr, ptr, u32) valid for n elements.
-        unsafe {
-            // Pointers are read as addresses (C callers pass device memory as integers too) and
-            // take the provenance the runtime exposed when it handed the address out.
-            let (a, b, c, n) = (
-                core::ptr::with_exposed_provenance::<f32>(args.read::<usize>(0)?),
-                core::ptr::with_exposed_provenance::<f32>(args.read::<usize>(1)?),
-                core::ptr::with_exposed_provenance_mut::<f32>(args.read::<usize>(2)?),
-                args.read::<u32>(3)?,
-            );
-            let i = t.global_x() as usize;
-            if i < n as usize {
-                *c.add(i) = *a.add(i) + *b.add(i);
-            }
-        }
-        Ok(())
-    }
-
-    /// `reduce_sum_f32(x: *const f32, out: *mut f32, n: u32)`: each thread adds its element to
-    /// `*out` (which the caller zeroes first). Host grids run threads one at a time, so the adds
-    /// need no atomics here; GPU versions of this kernel use atomic adds.
-    ///
-    /// # Safety
-    /// `x` must be valid for `n` elements and `out` for one.
-    pub unsafe fn reduce_sum_f32(t: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
-        // SAFETY: the launch contract: arguments are (ptr, ptr, u32) valid as documented.
-        unsafe {
-            let (x, out, n) = (
-                core::ptr::with_exposed_provenance::<f32>(args.read::<usize>(0)?),
-                core::ptr::with_exposed_provenance_mut::<f32>(args.read::<usize>(1)?),
-                args.read::<u32>(2)?,
-            );
-            let i = t.global_x() as usize;
-            if i < n as usize {
-                *out += *x.add(i);
-            }
-        }
-        Ok(())
-    }
-
-    const PTR: usize = core::mem::size_of::<usize>();
-
-    /// The kernels of `ordo.builtin`.
-    pub const KERNELS: &[HostKernel] = &[
-        HostKernel { name: "vector_add_f32", run: vector_add_f32, params: &[PTR, PTR, PTR, 4] },
-        HostKernel { name: "reduce_sum_f32", run: reduce_sum_f32, params: &[PTR, PTR, 4] },
-    ];
-
-    /// The `ordo.builtin` program.
-    pub const PROGRAM: HostProgram = HostProgram { name: PROGRAM_NAME, kernels: KERNELS };
-
-    /// A program list holding only `ordo.builtin`.
-    pub const PROGRAMS: &[HostProgram] = &[PROGRAM];
 }
 
 #[cfg(test)]

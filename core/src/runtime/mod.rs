@@ -6,7 +6,10 @@
 //! (and init/teardown, which hold the gate in `Initializing`/`ShuttingDown`) change them alone.
 //! Operations on objects are in `ops.rs`. Depends on every other module of the crate but `host`.
 
+mod info;
 mod memory;
+mod program;
+mod queue;
 mod teardown;
 
 mod fork;
@@ -30,7 +33,7 @@ use crate::reentry;
 use crate::report::{TeardownEvent, TeardownReport, TeardownSummary};
 use crate::table::Table;
 
-pub use memory::PlatformInfo;
+pub use info::PlatformInfo;
 
 pub(crate) const NO_SLOT: u32 = u32::MAX;
 

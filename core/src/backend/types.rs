@@ -1,0 +1,505 @@
+//! The values that cross the backend trait: backend kinds, the C-compatible enums (memory
+//! kinds, copy kinds, device info keys), launch limits and dimensions, kernel arguments and their
+//! parameter layouts, fill values, info values and capabilities. Depends on `error`; the trait
+//! (`backend/mod.rs`) and everything above it depend on this file.
+
+use core::ffi::c_void;
+
+use crate::error::{ErrorCode, Result, fail};
+
+/// Which driver a backend talks to.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// Runs kernels on the calling CPU thread (always present).
+    Host = 0,
+    /// NVIDIA CUDA driver API.
+    Cuda = 1,
+    /// AMD HSA runtime.
+    Amdgpu = 2,
+    /// The scripted test backend (feature `testing`).
+    Scripted = 3,
+}
+
+impl BackendKind {
+    /// The kind's lower-case name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Host => "host",
+            Self::Cuda => "cuda",
+            Self::Amdgpu => "amdgpu",
+            Self::Scripted => "scripted",
+        }
+    }
+}
+
+macro_rules! c_enum {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $value:expr,)* }) => {
+        $(#[$doc])*
+        #[repr(u32)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vdoc])* $variant = $value,)* }
+
+        impl $name {
+            /// Every value, in numeric order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+        }
+
+        impl TryFrom<u32> for $name {
+            type Error = crate::error::Error;
+            fn try_from(value: u32) -> Result<Self> {
+                match value {
+                    $($value => Ok(Self::$variant),)*
+                    _ => fail(ErrorCode::InvalidEnumeration, concat!("unknown ", stringify!($name), " value")),
+                }
+            }
+        }
+    };
+}
+
+c_enum!(
+    /// Where an allocation lives.
+    MemKind {
+        /// Device memory (`cuMemAlloc`).
+        Device = 0,
+        /// Page-locked host memory visible to the device (`cuMemAllocHost`).
+        Host = 1,
+        /// Managed (unified) memory migrating between host and device.
+        Managed = 2,
+        /// Existing host memory the program registered (`Runtime::host_register`): page-locked
+        /// and mapped for the device at the same address. Not an allocation kind: `mem_alloc`
+        /// refuses it (`InvalidEnumeration`), and `mem_free` of such a range unregisters it.
+        Registered = 3,
+        /// A global variable of a loaded program (`Runtime::program_global`): owned by the
+        /// program and gone with it. Not an allocation kind: `mem_alloc` refuses it
+        /// (`InvalidEnumeration`) and `mem_free` refuses its address (`InvalidArgument`); copies,
+        /// fills and `mem_info` accept it.
+        Global = 4,
+    }
+);
+
+c_enum!(
+    /// The direction of a copy.
+    CopyKind {
+        /// From host memory to a device allocation.
+        HostToDevice = 0,
+        /// From a device allocation to host memory.
+        DeviceToHost = 1,
+        /// Between two device allocations.
+        DeviceToDevice = 2,
+    }
+);
+
+c_enum!(
+    /// A device property to query.
+    DeviceInfo {
+        /// The device's name (text).
+        Name = 0,
+        /// Compute capability or ISA version (major, minor).
+        ComputeCapability = 1,
+        /// Total memory in bytes.
+        TotalMemory = 2,
+        /// Number of multiprocessors / compute units.
+        MultiprocessorCount = 3,
+        /// Maximum threads per block.
+        MaxThreadsPerBlock = 4,
+        /// Shared memory per block available without opting in, in bytes.
+        MaxSharedMemoryPerBlock = 5,
+        /// Shared memory per block available after opting in, in bytes.
+        MaxSharedMemoryPerBlockOptin = 6,
+        /// Threads per warp / wavefront.
+        WarpSize = 7,
+        /// Largest block dimension x (threads).
+        MaxBlockDimX = 8,
+        /// Largest block dimension y (threads).
+        MaxBlockDimY = 9,
+        /// Largest block dimension z (threads).
+        MaxBlockDimZ = 10,
+        /// Largest grid dimension x (blocks).
+        MaxGridDimX = 11,
+        /// Largest grid dimension y (blocks).
+        MaxGridDimY = 12,
+        /// Largest grid dimension z (blocks).
+        MaxGridDimZ = 13,
+        /// Most threads in one launch (grid times block); `u64::MAX` where only the grid and
+        /// block limits apply.
+        MaxThreadsPerLaunch = 14,
+        /// The device's vendor (text).
+        Vendor = 15,
+        /// The driver's version (text; CUDA: `cuDriverGetVersion`, as `13.0`).
+        DriverVersion = 16,
+        /// A unique identifier of the device (text; CUDA: the UUID in hexadecimal).
+        Uuid = 17,
+        /// Maximum clock frequency in MHz (`Unsupported` where the driver does not tell).
+        ClockRateMhz = 18,
+        /// Memory clock frequency in MHz (`Unsupported` where the driver does not tell).
+        MemoryClockRateMhz = 19,
+    }
+);
+
+/// The launch dimensions a device accepts: launches beyond them fail with `InvalidValue`
+/// before any backend call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchLimits {
+    /// Largest grid dimensions (blocks).
+    pub grid: [u32; 3],
+    /// Largest block dimensions (threads).
+    pub block: [u32; 3],
+    /// Most threads per block.
+    pub threads_per_block: u32,
+    /// Most threads per launch (grid times block).
+    pub threads_per_launch: u64,
+}
+
+impl LaunchLimits {
+    /// CUDA's limits on every current NVIDIA GPU (compute capability 3.0 and later).
+    pub const CUDA: Self = Self {
+        grid: [i32::MAX as u32, 65535, 65535],
+        block: [1024, 1024, 64],
+        threads_per_block: 1024,
+        threads_per_launch: u64::MAX,
+    };
+
+    /// The value of a launch-limit key of `DeviceInfo`, or `None` for other keys.
+    pub fn info(&self, key: DeviceInfo) -> Option<InfoValue> {
+        let v = match key {
+            DeviceInfo::MaxThreadsPerBlock => u64::from(self.threads_per_block),
+            DeviceInfo::MaxBlockDimX => u64::from(self.block[0]),
+            DeviceInfo::MaxBlockDimY => u64::from(self.block[1]),
+            DeviceInfo::MaxBlockDimZ => u64::from(self.block[2]),
+            DeviceInfo::MaxGridDimX => u64::from(self.grid[0]),
+            DeviceInfo::MaxGridDimY => u64::from(self.grid[1]),
+            DeviceInfo::MaxGridDimZ => u64::from(self.grid[2]),
+            DeviceInfo::MaxThreadsPerLaunch => self.threads_per_launch,
+            _ => return None,
+        };
+        Some(InfoValue::Int(v))
+    }
+}
+
+/// The value of a device property.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InfoValue {
+    /// A number.
+    Int(u64),
+    /// A version (major, minor).
+    Version(u32, u32),
+    /// A text, truncated to 64 bytes.
+    Text(heapless::String<64>),
+}
+
+/// The longest prefix of `s` that fits in `N` bytes, cut at a character boundary.
+pub fn text_prefix<const N: usize>(s: &str) -> heapless::String<N> {
+    let mut out = heapless::String::new();
+    for c in s.chars() {
+        if out.push(c).is_err() {
+            break;
+        }
+    }
+    out
+}
+
+impl InfoValue {
+    /// A text value, truncated at a character boundary to fit 64 bytes.
+    pub fn text(s: &str) -> Self {
+        Self::Text(text_prefix(s))
+    }
+
+    /// The number, if this is one.
+    pub fn as_int(&self) -> Option<u64> {
+        match self {
+            Self::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+}
+
+impl core::fmt::Display for InfoValue {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Int(v) => write!(f, "{v}"),
+            Self::Version(a, b) => write!(f, "{a}.{b}"),
+            Self::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A function a queue runs on the host, in order with its other work (`Runtime::queue_host_function`).
+pub type HostFn = unsafe extern "C" fn(*mut c_void);
+
+/// Where one kernel parameter lies in a packed argument buffer (C struct layout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ParamSlot {
+    /// Offset in bytes from the start of the buffer.
+    pub offset: u32,
+    /// Size in bytes.
+    pub size: u32,
+}
+
+/// Most parameters `kernel_param_layout` describes (a CUDA kernel's parameters take at most
+/// 32,764 bytes; kernels with more parameters than this are `Unsupported` there).
+pub const MAX_KERNEL_PARAMS: usize = 256;
+
+/// A kernel's parameter layout: offsets and sizes in order.
+pub type ParamLayout = heapless::Vec<ParamSlot, MAX_KERNEL_PARAMS>;
+
+/// The layout of parameters of the given sizes in a C struct: each at the next multiple of its
+/// alignment (the largest power of two dividing its size, at most 8). `None` on overflow, more
+/// than `MAX_KERNEL_PARAMS` parameters or a zero size.
+pub fn c_layout(sizes: &[usize]) -> Option<ParamLayout> {
+    let mut out = ParamLayout::new();
+    let mut at = 0u32;
+    for &size in sizes {
+        let size = u32::try_from(size).ok().filter(|&s| s > 0)?;
+        let align = (1u32 << size.trailing_zeros()).min(8);
+        at = at.checked_next_multiple_of(align)?;
+        out.push(ParamSlot { offset: at, size }).ok()?;
+        at = at.checked_add(size)?;
+    }
+    Some(out)
+}
+
+/// The value a fill writes, repeated `count` times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FillValue {
+    /// A byte.
+    U8(u8),
+    /// A 16-bit value.
+    U16(u16),
+    /// A 32-bit value.
+    U32(u32),
+}
+
+impl FillValue {
+    /// The width of one element in bytes.
+    pub const fn width(self) -> usize {
+        match self {
+            Self::U8(_) => 1,
+            Self::U16(_) => 2,
+            Self::U32(_) => 4,
+        }
+    }
+}
+
+/// Grid and block dimensions of a launch, and its dynamic shared memory in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchDims {
+    /// Blocks per grid (x, y, z); each at least 1.
+    pub grid: [u32; 3],
+    /// Threads per block (x, y, z); each at least 1.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchDims {
+    /// A one-dimensional launch of `grid` blocks of `block` threads.
+    pub const fn linear(grid: u32, block: u32) -> Self {
+        Self { grid: [grid, 1, 1], block: [block, 1, 1], shared_mem_bytes: 0 }
+    }
+
+    /// Threads per block, or `None` when the product overflows a `u64`.
+    #[inline]
+    pub fn threads_per_block(&self) -> Option<u64> {
+        let [x, y, z] = self.block.map(u64::from);
+        x.checked_mul(y)?.checked_mul(z)
+    }
+
+    /// Threads in the whole launch, or `None` when the product overflows a `u64`.
+    #[inline]
+    pub fn threads_per_launch(&self) -> Option<u64> {
+        let [x, y, z] = self.grid.map(u64::from);
+        self.threads_per_block()?.checked_mul(x)?.checked_mul(y)?.checked_mul(z)
+    }
+
+    /// Checks the dimensions against a device's limits: `InvalidValue` for a zero dimension or
+    /// one beyond the limits (products computed without overflow).
+    #[inline]
+    pub fn validate(&self, limits: &LaunchLimits) -> Result<()> {
+        // One branch on the path every launch takes; the cold path says which check failed.
+        // `d - 1 < max` (wrapping) is `1 <= d <= max` in one compare.
+        let ([gx, gy, gz], [bx, by, bz]) = (self.grid, self.block);
+        let in_range = |d: u32, max: u32| d.wrapping_sub(1) < max;
+        let dims_ok = in_range(bx, limits.block[0])
+            & in_range(by, limits.block[1])
+            & in_range(bz, limits.block[2])
+            & in_range(gx, limits.grid[0])
+            & in_range(gy, limits.grid[1])
+            & in_range(gz, limits.grid[2]);
+        // A product that overflows a u64 exceeds every limit (both limits are at most u64::MAX,
+        // and "no limit" is u64::MAX itself, which is skipped).
+        let per_block = (u64::from(bx) * u64::from(by)).checked_mul(u64::from(bz));
+        let block_ok = per_block.is_some_and(|n| n <= u64::from(limits.threads_per_block));
+        let launch_ok = limits.threads_per_launch == u64::MAX
+            || per_block
+                .and_then(|n| n.checked_mul(u64::from(gx)))
+                .and_then(|n| n.checked_mul(u64::from(gy)))
+                .and_then(|n| n.checked_mul(u64::from(gz)))
+                .is_some_and(|n| n <= limits.threads_per_launch);
+        if dims_ok & block_ok & launch_ok { Ok(()) } else { self.explain(limits) }
+    }
+
+    /// Which check of `validate` failed (only called when one did).
+    #[cold]
+    #[inline(never)]
+    fn explain(&self, limits: &LaunchLimits) -> Result<()> {
+        if self.grid.contains(&0) || self.block.contains(&0) {
+            return fail(ErrorCode::InvalidValue, "grid and block dimensions must all be at least 1");
+        }
+        if self.block.iter().zip(limits.block).any(|(&d, max)| d > max) {
+            return fail(ErrorCode::InvalidValue, "a block dimension exceeds the device's limit");
+        }
+        if self.grid.iter().zip(limits.grid).any(|(&d, max)| d > max) {
+            return fail(ErrorCode::InvalidValue, "a grid dimension exceeds the device's limit");
+        }
+        if self.threads_per_block().is_none_or(|n| n > u64::from(limits.threads_per_block)) {
+            return fail(ErrorCode::InvalidValue, "more threads per block than the device allows");
+        }
+        fail(ErrorCode::InvalidValue, "more threads in the launch than the device allows")
+    }
+}
+
+/// Kernel arguments: one pointer per parameter, each to the argument's value (the layout
+/// `cuLaunchKernel`'s `kernelParams` takes), with optional sizes for backends that check them.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelArgs<'a> {
+    params: &'a [*mut c_void],
+    sizes: Option<&'a [usize]>,
+}
+
+impl<'a> KernelArgs<'a> {
+    /// No arguments.
+    pub const EMPTY: KernelArgs<'static> = KernelArgs { params: &[], sizes: None };
+
+    /// Arguments with sizes; `params` and `sizes` must have the same length and no null pointer.
+    pub fn new(params: &'a [*mut c_void], sizes: &'a [usize]) -> Result<Self> {
+        if params.len() != sizes.len() {
+            return fail(ErrorCode::InvalidArgument, "argument pointer and size counts differ");
+        }
+        Self::unsized_params(params).map(|a| Self { sizes: Some(sizes), ..a })
+    }
+
+    /// Arguments with sizes, not checked: for callers whose pointers come from references (the
+    /// typed launch), where the null check of [`KernelArgs::new`] would only cost time.
+    ///
+    /// # Safety
+    /// `params` and `sizes` have the same length, and no pointer in `params` is null.
+    #[inline]
+    pub unsafe fn new_unchecked(params: &'a [*mut c_void], sizes: &'a [usize]) -> Self {
+        debug_assert!(params.len() == sizes.len(), "argument pointer and size counts differ");
+        debug_assert!(params.iter().all(|p| !p.is_null()), "a kernel argument pointer is null");
+        Self { params, sizes: Some(sizes) }
+    }
+
+    /// Arguments without sizes (the MLIR `mgpuLaunchKernel` form).
+    #[inline]
+    pub fn unsized_params(params: &'a [*mut c_void]) -> Result<Self> {
+        if params.iter().any(|p| p.is_null()) {
+            return fail(ErrorCode::NullPointer, "a kernel argument pointer is null");
+        }
+        Ok(Self { params, sizes: None })
+    }
+
+    /// The argument pointers.
+    pub fn params(&self) -> &'a [*mut c_void] {
+        self.params
+    }
+
+    /// The argument sizes, when given.
+    pub fn sizes(&self) -> Option<&'a [usize]> {
+        self.sizes
+    }
+
+    /// Reads argument `i` as a `T`, checking its size when sizes were given.
+    ///
+    /// # Safety
+    /// Argument `i` must point to a readable value whose first `size_of::<T>()` bytes are a valid `T`.
+    pub unsafe fn read<T: Copy>(&self, i: usize) -> Result<T> {
+        let Some(&p) = self.params.get(i) else {
+            return fail(ErrorCode::InvalidArgument, "kernel argument index out of range");
+        };
+        if let Some(sizes) = self.sizes {
+            if sizes[i] != core::mem::size_of::<T>() {
+                return fail(ErrorCode::InvalidSize, "kernel argument size does not match the kernel's parameter");
+            }
+        }
+        debug_assert!(!p.is_null());
+        // SAFETY: the caller guarantees `p` points to a valid `T`; it may be unaligned.
+        Ok(unsafe { p.cast::<T>().read_unaligned() })
+    }
+}
+
+bitflags::bitflags! {
+    /// What a platform's devices can do beyond the operations every backend has.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct Capabilities: u32 {
+        /// Queues run asynchronously to the caller (copies and launches on a queue may still be
+        /// running when the call returns).
+        const ASYNC_QUEUES = 1 << 0;
+        /// `event_elapsed_ms` measures time.
+        const EVENT_TIMING = 1 << 1;
+        /// `MemKind::Managed` memory migrates between host and device.
+        const MANAGED_MEMORY = 1 << 2;
+        /// Kernels may use dynamic shared memory.
+        const SHARED_MEMORY = 1 << 3;
+        /// Device memory is directly readable by host code (the host backend).
+        const HOST_ACCESSIBLE_MEMORY = 1 << 4;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The checks of `validate` written the slow, obvious way (u128 products, no shortcuts).
+    fn reference(d: &LaunchDims, l: &LaunchLimits) -> bool {
+        let all = d.grid.iter().chain(&d.block);
+        let per_block: u128 = d.block.iter().map(|&v| u128::from(v)).product();
+        let per_launch = d.grid.iter().try_fold(per_block, |n, &v| n.checked_mul(u128::from(v)));
+        all.clone().all(|&v| v >= 1)
+            && d.block.iter().zip(l.block).all(|(&v, max)| v <= max)
+            && d.grid.iter().zip(l.grid).all(|(&v, max)| v <= max)
+            && per_block <= u128::from(l.threads_per_block)
+            && (l.threads_per_launch == u64::MAX || per_launch.is_some_and(|n| n <= u128::from(l.threads_per_launch)))
+    }
+
+    /// Edge values of every dimension against several limits (CUDA's, the host's, unlimited
+    /// dimensions with a launch limit, and limits at `u32::MAX` where products overflow a u64),
+    /// plus pseudo-random dimensions: `validate` agrees with the reference on every one.
+    #[test]
+    fn launch_dimension_checks_agree_with_the_obvious_ones() {
+        let huge = LaunchLimits {
+            grid: [u32::MAX; 3],
+            block: [u32::MAX; 3],
+            threads_per_block: u32::MAX,
+            threads_per_launch: u64::MAX - 1,
+        };
+        let unlimited = LaunchLimits { threads_per_launch: u64::MAX, ..huge };
+        // The host backend's limits (`host::HOST_LAUNCH_LIMITS`), written out: no import of `host`.
+        let host_limits = LaunchLimits { threads_per_launch: 1 << 28, ..LaunchLimits::CUDA };
+        let limits = [LaunchLimits::CUDA, host_limits, huge, unlimited];
+        let edges = [0, 1, 2, 3, 64, 1023, 1024, 1025, 65535, 65536, 1 << 20, i32::MAX as u32, u32::MAX - 1, u32::MAX];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            edges[(seed % edges.len() as u64) as usize]
+        };
+        let mut checked = 0;
+        for l in &limits {
+            // Fewer under Miri (the same code, interpreted).
+            for _ in 0..if cfg!(miri) { 500 } else { 20_000 } {
+                let d =
+                    LaunchDims { grid: [next(), next(), next()], block: [next(), next(), next()], shared_mem_bytes: 0 };
+                assert_eq!(d.validate(l).is_ok(), reference(&d, l), "{d:?} against {l:?}");
+                if let Err(e) = d.validate(l) {
+                    assert_eq!(e.code, ErrorCode::InvalidValue);
+                }
+                checked += 1;
+            }
+            assert!(LaunchDims::linear(1, 1).validate(l).is_ok());
+        }
+        assert_eq!(checked, if cfg!(miri) { 2_000 } else { 80_000 });
+    }
+}

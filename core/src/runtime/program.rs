@@ -1,0 +1,292 @@
+//! Operations on programs, kernels and globals: loading and unloading, kernel lookup and
+//! parameter layouts, launches.
+//!
+//! Every operation validates all of its input before it calls a backend, so bad input returns a
+//! specific error and changes nothing; that validation is what the backend trait's `unsafe`
+//! methods rely on. Calls that only use objects run shared; calls that create or destroy objects
+//! run exclusive. A failed unload still retires the handle (and its kernels and globals). Depends
+//! on `info` (handle resolution), `teardown` (what an unload forgets), the runtime's tables,
+//! `alloc_table`, `backend`, `handle` and `error`.
+
+use crate::alloc_table::{AllocEntry, NO_OWNER};
+use crate::backend::{KernelArgs, LaunchDims, MemKind, ParamLayout};
+use crate::error::{Error, ErrorCode, Result, fail};
+use crate::handle::{Device, DevicePtr, Global, Kernel, Program, Queue};
+
+use super::{DeviceEntry, KernelEntry, NO_SLOT, ProgramEntry, Runtime, Tables, teardown};
+
+impl Runtime {
+    // ---- programs and kernels -------------------------------------------------------------
+
+    /// Loads a program image on a device. The image is copied (by the backend) as needed and
+    /// need not outlive the call.
+    pub fn program_load(&self, device: Device, image: &[u8]) -> Result<Program> {
+        self.with_exclusive(|t| {
+            if image.is_empty() {
+                return fail(ErrorCode::InvalidSize, "program image is empty");
+            }
+            let d = self.dev(t, device)?;
+            if t.programs.is_full() {
+                return fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)");
+            }
+            let raw = d.backend.program_load(d.ordinal, image)?;
+            match t.programs.insert(ProgramEntry { device: d.slot, raw, first_kernel: NO_SLOT, globals: 0 }) {
+                Ok(h) => Ok(Program(h)),
+                Err(_) => {
+                    // SAFETY: the program the backend just returned; never passed again.
+                    let _ = unsafe { d.backend.program_unload(d.ordinal, raw) };
+                    fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)")
+                }
+            }
+        })
+    }
+
+    /// Unloads a program; its kernel handles go stale with it.
+    pub fn program_unload(&self, program: Program) -> Result<()> {
+        self.with_exclusive(|t| {
+            let slot = t.programs.resolve(program.0)?;
+            let d = self.dev_at(t, t.programs.at(slot).device);
+            let entry = t.programs.remove_at(slot);
+            teardown::forget_kernels(t, entry.first_kernel);
+            if entry.globals > 0 {
+                teardown::forget_globals(t, slot);
+            }
+            // SAFETY: a live program of this device, removed from the table (with its kernels)
+            // so never passed again.
+            Ok(unsafe { d.backend.program_unload(d.ordinal, entry.raw) }?)
+        })
+    }
+
+    /// The kernel called `name` in a program; the same name gives the same handle.
+    pub fn kernel_get(&self, program: Program, name: &str) -> Result<Kernel> {
+        self.with_exclusive(|t| {
+            if name.is_empty() || name.contains('\0') {
+                return fail(ErrorCode::InvalidArgument, "kernel name is empty or contains NUL");
+            }
+            let slot = t.programs.resolve(program.0)?;
+            let (device, raw_program, first) = {
+                let p = t.programs.at(slot);
+                (p.device, p.raw, p.first_kernel)
+            };
+            let d = self.dev_at(t, device);
+            // SAFETY: a live program of this device; the name is non-empty without NUL.
+            let raw = unsafe { d.backend.kernel_get(d.ordinal, raw_program, name) }?;
+            let mut k = first;
+            while k != NO_SLOT {
+                let entry = t.kernels.at(k);
+                if entry.raw == raw {
+                    return Ok(Kernel(t.kernels.handle_at(k)));
+                }
+                k = entry.next;
+            }
+            let h = t
+                .kernels
+                .insert(KernelEntry { program: slot, device, raw, next: first })
+                .map_err(|_| Error::new(ErrorCode::OutOfResources, "kernel table is full (ORDO_MAX_KERNELS)"))?;
+            t.programs.at_mut(slot).first_kernel = h.index() as u32;
+            Ok(Kernel(h))
+        })
+    }
+
+    /// The program a kernel belongs to.
+    pub fn kernel_program(&self, kernel: Kernel) -> Result<Program> {
+        self.with_shared(|t| {
+            let k = t.kernels.get(kernel.0)?;
+            Ok(Program(t.programs.handle_at(k.program)))
+        })
+    }
+
+    /// How many parameters a kernel takes, from the backend (CUDA: `cuFuncGetParamInfo`;
+    /// `Unsupported` where the backend cannot tell, as the host backend).
+    pub fn kernel_param_count(&self, kernel: Kernel) -> Result<usize> {
+        self.with_shared(|t| {
+            let k = t.kernels.get(kernel.0)?;
+            let d = self.dev_at(t, k.device);
+            // SAFETY: a live kernel of this device.
+            Ok(unsafe { d.backend.kernel_param_count(d.ordinal, k.raw) }?)
+        })
+    }
+
+    /// The backend's own value for a kernel (CUDA: its `CUfunction`; the host backend: its
+    /// index), for interoperation with the driver (attributes, launches ordo does not make). It
+    /// names the kernel only while the kernel's program is loaded.
+    pub fn kernel_native(&self, kernel: Kernel) -> Result<u64> {
+        self.with_shared(|t| Ok(t.kernels.get(kernel.0)?.raw))
+    }
+
+    /// A kernel's parameter layout: the offset and size of each parameter in a packed argument
+    /// buffer, in order (CUDA: `cuFuncGetParamInfo`, drivers 12.4 and up; AMDGPU: the code
+    /// object's metadata; the host backend: the sizes its kernels declare, in C struct layout).
+    pub fn kernel_param_layout(&self, kernel: Kernel) -> Result<ParamLayout> {
+        self.with_shared(|t| {
+            let k = t.kernels.get(kernel.0)?;
+            let d = self.dev_at(t, k.device);
+            let mut layout = ParamLayout::new();
+            // SAFETY: a live kernel of this device.
+            unsafe { d.backend.kernel_param_layout(d.ordinal, k.raw, &mut layout) }?;
+            Ok(layout)
+        })
+    }
+
+    /// The block size (threads per block) with the highest occupancy for a kernel using
+    /// `dynamic_shared` bytes of dynamic shared memory per block (CUDA:
+    /// `cuOccupancyMaxPotentialBlockSize`; the host backend, which runs one thread at a time: 1).
+    /// `Unsupported` where the backend cannot tell (AMDGPU).
+    pub fn kernel_optimal_block_size(&self, kernel: Kernel, dynamic_shared: usize) -> Result<u32> {
+        self.with_shared(|t| {
+            let k = t.kernels.get(kernel.0)?;
+            let d = self.dev_at(t, k.device);
+            // SAFETY: a live kernel of this device.
+            Ok(unsafe { d.backend.kernel_optimal_block_size(d.ordinal, k.raw, dynamic_shared) }?)
+        })
+    }
+
+    /// The global variable `name` of a program (CUDA: `cuModuleGetGlobal`): a handle, its
+    /// address and its size. The range is registered as program-owned memory (`MemKind::Global`):
+    /// copies, fills and `mem_info` accept addresses in it, `mem_free` refuses it, and it leaves
+    /// with the program. The same name gives the same handle. Errors: `InvalidArgument` for an
+    /// empty name or one with NUL, the program's handle errors, `NotFound` when the program has
+    /// no such variable (host programs have none), `OutOfResources` when the allocation table is
+    /// full, `Unsupported` from backends without globals (AMDGPU).
+    pub fn program_global(&self, program: Program, name: &str) -> Result<(Global, DevicePtr, usize)> {
+        self.with_exclusive(|t| {
+            if name.is_empty() || name.contains('\0') {
+                return fail(ErrorCode::InvalidArgument, "global variable name is empty or contains NUL");
+            }
+            let slot = t.programs.resolve(program.0)?;
+            let (device, raw_program) = {
+                let p = t.programs.at(slot);
+                (p.device, p.raw)
+            };
+            let d = self.dev_at(t, device);
+            // SAFETY: a live program of this device; the name is non-empty without NUL.
+            let (base, size) = unsafe { d.backend.program_global(d.ordinal, raw_program, name) }?;
+            if base == 0 || size == 0 {
+                return fail(ErrorCode::NotFound, "the program's global variable has no storage");
+            }
+            if let Ok(a) = t.allocations.find_base(base) {
+                let e = t.allocations.slots.at(a);
+                if e.owner == slot && e.size == size {
+                    return Ok((Global(t.allocations.slots.handle_at(a)), DevicePtr(base), size));
+                }
+            }
+            if t.allocations.overlaps(base, size) {
+                return fail(ErrorCode::BackendFailure, "the driver placed a global variable over known memory");
+            }
+            let h = t.allocations.insert(AllocEntry { base, size, device, kind: MemKind::Global, owner: slot })?;
+            t.programs.at_mut(slot).globals += 1;
+            Ok((Global(h), DevicePtr(base), size))
+        })
+    }
+
+    /// The address, size and program of a global variable handle.
+    pub fn global_info(&self, global: Global) -> Result<(DevicePtr, usize, Program)> {
+        self.with_shared(|t| {
+            let g = t.allocations.slots.get(global.0)?;
+            // Only program globals' slots carry an owner; other allocations are not `Global`s.
+            if g.owner == NO_OWNER {
+                return fail(ErrorCode::InvalidHandle, "handle names an allocation, not a global variable");
+            }
+            Ok((DevicePtr(g.base), g.size, Program(t.programs.handle_at(g.owner))))
+        })
+    }
+
+    /// Whether `image` is a program the device can load, checked without loading it
+    /// (liboffload's `olIsValidBinary`): CUDA reads a PTX image's target and a cubin's
+    /// architecture (a fatbin passes when its structure is sound: the driver picks its entry);
+    /// the host backend compares program names. `InvalidSize` for an empty image, the device's
+    /// handle errors, `Unsupported` where the backend cannot tell (AMDGPU).
+    pub fn program_check(&self, device: Device, image: &[u8]) -> Result<bool> {
+        self.with_shared(|t| {
+            if image.is_empty() {
+                return fail(ErrorCode::InvalidSize, "program image is empty");
+            }
+            let d = self.dev(t, device)?;
+            Ok(d.backend.program_check(d.ordinal, image)?)
+        })
+    }
+
+    /// Launches a kernel on a queue of the kernel's device in thread-block clusters of `cluster`
+    /// blocks per dimension. Besides `launch`'s checks: `InvalidValue` when a cluster dimension
+    /// is 0 or does not divide the grid's; `Unsupported` from backends without clusters (the host
+    /// backend; CUDA devices below compute capability 9.0 answer with the driver's error).
+    ///
+    /// # Safety
+    /// As `launch`.
+    pub unsafe fn launch_cluster(
+        &self,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+        cluster: [u32; 3],
+        args: &KernelArgs<'_>,
+    ) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+            if cluster.iter().zip(dims.grid).any(|(&c, g)| c == 0 || g % c != 0) {
+                return fail(ErrorCode::InvalidValue, "a cluster dimension is 0 or does not divide the grid's");
+            }
+            // SAFETY: a live queue and kernel of this device, dimensions within its limits and
+            // divisible by the cluster's; the argument contract is the caller's.
+            Ok(unsafe { d.driver.launch_cluster(d.ordinal, q, k, dims, cluster, args) }?)
+        })
+    }
+
+    /// Launches a kernel on a queue of the kernel's device.
+    ///
+    /// # Safety
+    /// Each argument pointer must point to a value of the kernel's parameter type, and the kernel
+    /// must only access memory it may (e.g. pointers in its arguments must be large enough).
+    #[inline]
+    pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+            // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
+            // argument contract is the caller's.
+            Ok(unsafe { d.driver.launch(d.ordinal, q, k, dims, args) }?)
+        })
+    }
+
+    /// As `launch`, and the queue must be on `device` (liboffload's `olLaunchKernel` names the
+    /// device too): `InvalidArgument` otherwise, the device's handle errors for a bad `device`.
+    ///
+    /// # Safety
+    /// As `launch`.
+    #[inline]
+    pub unsafe fn launch_on(
+        &self,
+        device: Device,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+            if !core::ptr::eq(t.devices.get(device.0)?, d) {
+                return fail(ErrorCode::InvalidArgument, "the queue is not on the given device");
+            }
+            // SAFETY: as in `launch`.
+            Ok(unsafe { d.driver.launch(d.ordinal, q, k, dims, args) }?)
+        })
+    }
+
+    /// What every launch checks: a live queue and a live kernel of one device, and dimensions
+    /// within that device's limits. The device's entry and the backend's queue and kernel.
+    #[inline(always)]
+    fn launch_target<'t>(
+        t: &'t Tables,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+    ) -> Result<(&'t DeviceEntry, u64, u64)> {
+        let q = t.queues.get(queue.0)?;
+        let k = t.kernels.get(kernel.0)?;
+        if k.device != q.device {
+            return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
+        }
+        let d = t.devices.at(q.device);
+        dims.validate(&d.limits)?;
+        Ok((d, q.raw, k.raw))
+    }
+}

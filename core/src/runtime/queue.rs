@@ -1,0 +1,209 @@
+//! Operations on queues and events: creation and release, synchronisation, host functions,
+//! ordering between queues, timing.
+//!
+//! Every operation validates all of its input before it calls a backend, so bad input returns a
+//! specific error and changes nothing; that validation is what the backend trait's `unsafe`
+//! methods rely on. Calls that only use objects run shared; calls that create or destroy objects
+//! run exclusive. A failed destroy still retires the handle. Depends on `info` (handle resolution),
+//! the runtime's tables, `backend`, `handle` and `error`.
+
+use crate::backend::HostFn;
+use crate::error::{ErrorCode, Result, fail};
+use crate::handle::{Device, Event, Queue};
+
+use super::{EventEntry, QueueEntry, Runtime};
+
+impl Runtime {
+    // ---- queues ---------------------------------------------------------------------------
+
+    /// The backend's own value for a queue (CUDA: its `CUstream`; the host backend: a counter),
+    /// for interoperation with the driver. It names the queue only while the queue lives; work
+    /// the caller puts on it directly is outside ordo's bookkeeping.
+    pub fn queue_native(&self, queue: Queue) -> Result<u64> {
+        self.with_shared(|t| self.queue(t, queue).map(|(_, raw)| raw))
+    }
+
+    /// Enqueues `f(data)` on a queue (liboffload's `olLaunchHostFunction`): it runs on the host
+    /// after all work submitted to the queue before it, and work submitted after it waits for it
+    /// to return. On the host backend it runs before this call returns. `Unsupported` from
+    /// backends without it (AMDGPU).
+    ///
+    /// # Safety
+    /// `f(data)` is sound to call once from any thread; it must not call ordo or the driver
+    /// (CUDA forbids driver calls there; ordo calls that would wait for it fail with `Busy` on
+    /// the host backend).
+    pub unsafe fn queue_host_function(&self, queue: Queue, f: HostFn, data: *mut core::ffi::c_void) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, q) = self.queue(t, queue)?;
+            // SAFETY: a live queue of this device; the function's contract is the caller's.
+            Ok(unsafe { d.backend.queue_host_function(d.ordinal, q, f, data) }?)
+        })
+    }
+
+    /// Creates an in-order queue on a device.
+    pub fn queue_create(&self, device: Device) -> Result<Queue> {
+        self.create_queue(device, false)
+    }
+
+    /// Creates a queue whose work later calls *without* a queue do not wait for (CUDA: a
+    /// non-blocking stream), for callers that synchronise their queues themselves, as MLIR code
+    /// does: launches on it avoid the driver's bookkeeping for the legacy stream. Everything else
+    /// is as `queue_create` (the teardown synchronises it like any queue).
+    pub fn queue_create_independent(&self, device: Device) -> Result<Queue> {
+        self.create_queue(device, true)
+    }
+
+    fn create_queue(&self, device: Device, independent: bool) -> Result<Queue> {
+        self.with_exclusive(|t| {
+            let d = self.dev(t, device)?;
+            if t.queues.is_full() {
+                return fail(ErrorCode::OutOfResources, "queue table is full (ORDO_MAX_QUEUES)");
+            }
+            let raw = if independent {
+                d.backend.queue_create_independent(d.ordinal)?
+            } else {
+                d.backend.queue_create(d.ordinal)?
+            };
+            match t.queues.insert(QueueEntry { device: d.slot, raw }) {
+                Ok(h) => Ok(Queue(h)),
+                Err(_) => {
+                    // SAFETY: the queue the backend just returned; never passed again.
+                    let _ = unsafe { d.backend.queue_destroy(d.ordinal, raw) };
+                    fail(ErrorCode::OutOfResources, "queue table is full (ORDO_MAX_QUEUES)")
+                }
+            }
+        })
+    }
+
+    /// Destroys a queue (without waiting for its work).
+    pub fn queue_destroy(&self, queue: Queue) -> Result<()> {
+        self.with_exclusive(|t| {
+            let (d, raw) = self.queue(t, queue)?;
+            t.queues.remove(queue.0)?;
+            // SAFETY: a live queue of this device, removed from the table so never passed again.
+            Ok(unsafe { d.backend.queue_destroy(d.ordinal, raw) }?)
+        })
+    }
+
+    /// Waits until all work on a queue has finished.
+    pub fn queue_synchronize(&self, queue: Queue) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, raw) = self.queue(t, queue)?;
+            // SAFETY: a live queue of this device.
+            Ok(unsafe { d.backend.queue_synchronize(d.ordinal, raw) }?)
+        })
+    }
+
+    /// Whether all work on a queue has finished.
+    pub fn queue_query(&self, queue: Queue) -> Result<bool> {
+        self.with_shared(|t| {
+            let (d, raw) = self.queue(t, queue)?;
+            // SAFETY: a live queue of this device.
+            Ok(unsafe { d.backend.queue_query(d.ordinal, raw) }?)
+        })
+    }
+
+    /// The device an event belongs to.
+    pub fn event_device(&self, event: Event) -> Result<Device> {
+        self.with_shared(|t| {
+            let e = t.events.get(event.0)?;
+            Ok(Device(t.devices.handle_at(e.device)))
+        })
+    }
+
+    /// The device a queue belongs to.
+    pub fn queue_device(&self, queue: Queue) -> Result<Device> {
+        self.with_shared(|t| {
+            let q = t.queues.get(queue.0)?;
+            Ok(Device(t.devices.handle_at(q.device)))
+        })
+    }
+
+    /// Makes later work on `queue` wait until `event` has completed.
+    pub fn queue_wait_event(&self, queue: Queue, event: Event) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, q) = self.queue(t, queue)?;
+            let (ed, e) = self.event(t, event)?;
+            if t.devices.at(ed.slot).backend != t.devices.at(d.slot).backend {
+                return fail(ErrorCode::InvalidArgument, "event and queue belong to different platforms");
+            }
+            // SAFETY: a live queue of this device and a live event of the same backend.
+            Ok(unsafe { d.backend.queue_wait_event(d.ordinal, q, e) }?)
+        })
+    }
+
+    // ---- events ---------------------------------------------------------------------------
+
+    /// Creates an event on a device.
+    pub fn event_create(&self, device: Device) -> Result<Event> {
+        self.with_exclusive(|t| {
+            let d = self.dev(t, device)?;
+            if t.events.is_full() {
+                return fail(ErrorCode::OutOfResources, "event table is full (ORDO_MAX_EVENTS)");
+            }
+            let raw = d.backend.event_create(d.ordinal)?;
+            match t.events.insert(EventEntry { device: d.slot, raw }) {
+                Ok(h) => Ok(Event(h)),
+                Err(_) => {
+                    // SAFETY: the event the backend just returned; never passed again.
+                    let _ = unsafe { d.backend.event_destroy(d.ordinal, raw) };
+                    fail(ErrorCode::OutOfResources, "event table is full (ORDO_MAX_EVENTS)")
+                }
+            }
+        })
+    }
+
+    /// Destroys an event.
+    pub fn event_destroy(&self, event: Event) -> Result<()> {
+        self.with_exclusive(|t| {
+            let (d, raw) = self.event(t, event)?;
+            t.events.remove(event.0)?;
+            // SAFETY: a live event of this device, removed from the table so never passed again.
+            Ok(unsafe { d.backend.event_destroy(d.ordinal, raw) }?)
+        })
+    }
+
+    /// Records an event on a queue of the same device.
+    pub fn event_record(&self, event: Event, queue: Queue) -> Result<()> {
+        self.with_shared(|t| {
+            let (ed, e) = self.event(t, event)?;
+            let (qd, q) = self.queue(t, queue)?;
+            if ed.slot != qd.slot {
+                return fail(ErrorCode::InvalidArgument, "event and queue belong to different devices");
+            }
+            // SAFETY: a live event and a live queue of this device.
+            Ok(unsafe { ed.backend.event_record(ed.ordinal, e, q) }?)
+        })
+    }
+
+    /// Waits until an event has completed (an event never recorded counts as completed).
+    pub fn event_synchronize(&self, event: Event) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, e) = self.event(t, event)?;
+            // SAFETY: a live event of this device.
+            Ok(unsafe { d.backend.event_synchronize(d.ordinal, e) }?)
+        })
+    }
+
+    /// Whether an event has completed.
+    pub fn event_query(&self, event: Event) -> Result<bool> {
+        self.with_shared(|t| {
+            let (d, e) = self.event(t, event)?;
+            // SAFETY: a live event of this device.
+            Ok(unsafe { d.backend.event_query(d.ordinal, e) }?)
+        })
+    }
+
+    /// Milliseconds between two completed events of the same device.
+    pub fn event_elapsed_ms(&self, start: Event, end: Event) -> Result<f32> {
+        self.with_shared(|t| {
+            let (sd, s) = self.event(t, start)?;
+            let (ed, e) = self.event(t, end)?;
+            if sd.slot != ed.slot {
+                return fail(ErrorCode::InvalidArgument, "events belong to different devices");
+            }
+            // SAFETY: two live events of this device.
+            Ok(unsafe { sd.backend.event_elapsed_ms(sd.ordinal, s, e) }?)
+        })
+    }
+}
