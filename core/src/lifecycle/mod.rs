@@ -22,10 +22,16 @@
 //! tell whether it drops the last reference sets that flag, waits out the reference sections
 //! (never a call), and counts everything; only it can take the word's count to zero. Depends on
 //! `sync`, `slots`, `reentry` and `error`.
+//!
+//! Files: this one holds the word, the phases and the init/shutdown protocol; `refs.rs` the
+//! references kept in threads' slots; `calls.rs` entering calls and the fork hooks.
 
 use crate::error::{Error, ErrorCode, Result, fail};
 use crate::reentry::in_callback;
 use crate::sync::{AtomicU32, Ordering, relax};
+
+mod calls;
+mod refs;
 
 /// Orders a write before the following read for loom. loom models `SeqCst` accesses as
 /// `AcqRel`, under which "write one location, then read another" (both sides of the handshake
@@ -281,112 +287,6 @@ impl Gate {
         }
     }
 
-    /// Enters the calling thread's reference section (`Some`, with the word it saw), or `None`
-    /// when the gate is not `Ready` or a shutdown is counting references (nothing changed then).
-    /// The slot's `refs` may be changed until `leave_refs`. The same handshake as a shared call,
-    /// against the counting flag.
-    #[cfg(any(feature = "std", loom))]
-    #[inline(always)]
-    fn enter_refs(&self, slot: &Slot) -> Option<Word> {
-        slot.busy.store(1, Ordering::Relaxed);
-        crate::slots::light(crate::slots::asymmetric());
-        let w = self.load();
-        if w.phase() == Phase::Ready && !w.counting() {
-            return Some(w);
-        }
-        slot.busy.store(0, Ordering::Release);
-        None
-    }
-
-    #[cfg(any(feature = "std", loom))]
-    #[inline(always)]
-    fn leave_refs(slot: &Slot) {
-        slot.busy.store(0, Ordering::Release);
-    }
-
-    /// Whether a thread is inside its reference section.
-    #[cfg(any(feature = "std", loom))]
-    fn counting_in_flight(&self) -> bool {
-        self.slots.iter().any(|s| s.busy.load(Ordering::SeqCst) != 0)
-    }
-
-    /// Takes another reference when already `Ready` (the nested-init fast path): in the calling
-    /// thread's slot (no read-modify-write), or with one compare-and-swap on the word; `false`
-    /// when the caller must take the general path (nothing changed).
-    #[inline(always)]
-    pub(crate) fn try_add_reference(&self) -> bool {
-        #[cfg(any(feature = "std", loom))]
-        if let Some(index) = crate::slots::mine() {
-            let slot = &self.slots[index];
-            let Some(w) = self.enter_refs(slot) else { return false };
-            let r = slot.refs.load(Ordering::Relaxed);
-            // Without adding the slots up: below these bounds the total stays within MAX_REFS
-            // whatever the other slots hold; past them the general path counts exactly.
-            let ok = r < LOCAL_REFS && w.refs() < MAX_REFS - SLOT_REFS_BOUND;
-            if ok {
-                if r == 0 {
-                    self.mark_slot_referenced(index);
-                }
-                slot.refs.store(r + 1, Ordering::Relaxed);
-            }
-            Self::leave_refs(slot);
-            return ok;
-        }
-        let w = self.load();
-        w.phase() == Phase::Ready
-            && !w.counting()
-            && w.refs().saturating_add(self.slot_refs()) < MAX_REFS
-            && self.cas(w, w.with(Phase::Ready, w.refs() + 1))
-    }
-
-    /// Sets slot `index`'s bit in the reference mask (before its first reference is stored).
-    #[cfg(any(feature = "std", loom))]
-    #[inline]
-    fn mark_slot_referenced(&self, index: usize) {
-        let (word, bit) = (&self.ref_mask[index / 32], 1u32 << (index % 32));
-        if word.load(Ordering::Relaxed) & bit == 0 {
-            word.fetch_or(bit, Ordering::Release);
-        }
-    }
-
-    /// Drops a reference that is certainly not the last one (the nested-shutdown fast path):
-    /// from the calling thread's slot when it holds one there and another reference is known
-    /// to stay (a second one in the slot, or one in the word, which drops to 0 only under the
-    /// counting flag), or by compare-and-swap on a word holding two or more. Returns the count
-    /// left (a snapshot while other threads change theirs); `None` when the caller must take
-    /// the general path (nothing changed).
-    #[inline(always)]
-    pub(crate) fn try_drop_reference(&self) -> Option<u32> {
-        #[cfg(any(feature = "std", loom))]
-        if let Some(index) = crate::slots::mine() {
-            let slot = &self.slots[index];
-            // Only a counting shutdown changes another thread's slot, and only to move its
-            // references to the word: re-read inside the section.
-            if slot.refs.load(Ordering::Relaxed) > 0 {
-                let w = self.enter_refs(slot)?;
-                let r = slot.refs.load(Ordering::Relaxed);
-                let ok = r >= 2 || (r == 1 && w.refs() >= 1);
-                let left = ok.then(|| {
-                    slot.refs.store(r - 1, Ordering::Relaxed);
-                    w.refs().saturating_add(self.slot_refs())
-                });
-                Self::leave_refs(slot);
-                if left.is_some() || r > 0 {
-                    return left;
-                }
-            }
-        }
-        let w = self.load();
-        if w.phase() == Phase::Ready
-            && !w.counting()
-            && w.refs() >= 2
-            && self.cas(w, w.with(Phase::Ready, w.refs() - 1))
-        {
-            return Some((w.refs() - 1).saturating_add(self.slot_refs()));
-        }
-        None
-    }
-
     /// Takes an init reference, or moves `Uninit` → `Initializing` for the caller to initialise.
     /// Waits while another thread initialises, shuts down or counts references. From inside a
     /// host kernel or teardown observer, a wait for a transition (which may be waiting for the
@@ -540,171 +440,6 @@ impl Gate {
     /// Ends a teardown begun by `begin_shutdown`.
     pub(crate) fn finish_shutdown(&self) {
         self.set_phase(Phase::Uninit, 0);
-    }
-
-    /// Enters a call that reads the tables. Waits while a writer holds the gate.
-    #[inline(always)]
-    pub(crate) fn enter_shared(&self) -> Result<SharedGuard<'_>> {
-        #[cfg(any(feature = "std", loom))]
-        if let Some(index) = crate::slots::mine() {
-            // The calling thread's own counter: a plain load and store (no other thread writes
-            // it), then the reader's side of the asymmetric barrier.
-            let count = &self.slots[index].calls;
-            let n = count.load(Ordering::Relaxed);
-            count.store(n.wrapping_add(1), Ordering::Relaxed);
-            crate::slots::light(crate::slots::asymmetric());
-            let w = self.load();
-            if w.phase() == Phase::Ready && !w.writer() {
-                return Ok(SharedGuard { count, owned: true });
-            }
-            count.store(n, Ordering::Release);
-            return self.enter_shared_owned_slow(count, w);
-        }
-        self.enter_shared_hashed()
-    }
-
-    /// The owned-counter entry after a first attempt found `w` (not `Ready`, or a writer).
-    #[cfg(any(feature = "std", loom))]
-    #[cold]
-    #[inline(never)]
-    fn enter_shared_owned_slow<'a>(&'a self, count: &'a AtomicU32, mut w: Word) -> Result<SharedGuard<'a>> {
-        loop {
-            if w.phase() != Phase::Ready {
-                return Err(Error::UNINITIALIZED);
-            }
-            while self.load().writer() {
-                relax();
-            }
-            let n = count.load(Ordering::Relaxed);
-            count.store(n.wrapping_add(1), Ordering::Relaxed);
-            crate::slots::light(crate::slots::asymmetric());
-            w = self.load();
-            if w.phase() == Phase::Ready && !w.writer() {
-                return Ok(SharedGuard { count, owned: true });
-            }
-            count.store(n, Ordering::Release);
-        }
-    }
-
-    /// The shared entry through a hashed shard (a read-modify-write each way).
-    #[inline(never)]
-    fn enter_shared_hashed(&self) -> Result<SharedGuard<'_>> {
-        let shard = &self.shards[shard_index()].0;
-        loop {
-            shard.fetch_add(1, Ordering::SeqCst);
-            handshake_fence();
-            let w = self.load();
-            if w.phase() == Phase::Ready && !w.writer() {
-                return Ok(SharedGuard { count: shard, owned: false });
-            }
-            shard.fetch_sub(1, Ordering::SeqCst);
-            if w.phase() != Phase::Ready {
-                return Err(Error::UNINITIALIZED);
-            }
-            while self.load().writer() {
-                relax();
-            }
-        }
-    }
-
-    /// Enters a call that changes the tables: waits for other writers and for calls in flight.
-    /// From inside a host kernel (itself a call in flight) it fails with `Busy` instead.
-    pub(crate) fn enter_exclusive(&self) -> Result<ExclusiveGuard<'_>> {
-        loop {
-            let w = self.load();
-            if w.phase() != Phase::Ready {
-                return Err(Error::UNINITIALIZED);
-            }
-            if in_callback() {
-                return Err(Error::REENTRANT);
-            }
-            if w.writer() {
-                relax();
-                continue;
-            }
-            if self.cas(w, Word(w.0 | WRITER)) {
-                self.writer_barrier();
-                while self.calls_in_flight() {
-                    relax();
-                }
-                return Ok(ExclusiveGuard(self));
-            }
-        }
-    }
-
-    /// Before a `fork`: waits until no transition and no exclusive call is in progress, then
-    /// holds the writer flag, so the child inherits consistent tables (shared calls in flight do
-    /// not change them and are not waited for). The forking thread, if it runs a callback, does
-    /// not wait: the tables are consistent between the steps that call back.
-    #[cfg(all(feature = "std", unix, not(loom)))]
-    pub(crate) fn fork_prepare(&self) -> bool {
-        if in_callback() {
-            return false;
-        }
-        loop {
-            let w = self.load();
-            match w.phase() {
-                Phase::Initializing | Phase::ShuttingDown => relax(),
-                _ if w.writer() => relax(),
-                _ => {
-                    if self.cas(w, Word(w.0 | WRITER)) {
-                        return true;
-                    }
-                }
-            }
-        }
-    }
-
-    /// After a `fork`, in the parent: gives the writer flag back if `fork_prepare` took it.
-    #[cfg(all(feature = "std", unix, not(loom)))]
-    pub(crate) fn fork_parent(&self, held: bool) {
-        if held {
-            self.word.fetch_and(!WRITER, Ordering::SeqCst);
-        }
-    }
-
-    /// After a `fork`, in the child (one thread): `Uninit`, no writer, no call in flight (the
-    /// parent's other threads do not exist here).
-    #[cfg(all(feature = "std", unix, not(loom)))]
-    pub(crate) fn fork_child(&self) {
-        self.word.store(0, Ordering::SeqCst);
-        for c in self.counters() {
-            c.store(0, Ordering::SeqCst);
-        }
-        #[cfg(any(feature = "std", loom))]
-        for slot in &self.slots {
-            slot.busy.store(0, Ordering::SeqCst);
-        }
-        self.clear_slot_refs();
-    }
-}
-
-/// A call in flight with shared access to the tables (holds one count of its counter).
-pub(crate) struct SharedGuard<'a> {
-    count: &'a AtomicU32,
-    /// The counter is the calling thread's own slot (written by this thread only).
-    owned: bool,
-}
-
-impl Drop for SharedGuard<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        if self.owned {
-            // Only this thread writes its slot: a plain store; `Release` hands the writer that
-            // waits for it everything this call did.
-            self.count.store(self.count.load(Ordering::Relaxed).wrapping_sub(1), Ordering::Release);
-        } else {
-            self.count.fetch_sub(1, Ordering::Release);
-        }
-    }
-}
-
-/// A call in flight with exclusive access to the tables.
-pub(crate) struct ExclusiveGuard<'a>(&'a Gate);
-
-impl Drop for ExclusiveGuard<'_> {
-    fn drop(&mut self) {
-        self.0.word.fetch_and(!WRITER, Ordering::Release);
     }
 }
 
