@@ -5,7 +5,7 @@ use core::ffi::c_char;
 
 use ordo_core::{Error, ErrorCode};
 
-use crate::types::*;
+use crate::c::types::*;
 
 /// Copies `text` into `out` as a NUL-terminated C string, truncating at a character boundary.
 pub(crate) fn copy_c_string(out: &mut [u8], text: &str) {

@@ -15,41 +15,36 @@
 #![allow(non_camel_case_types)] // C type names (`ordo_queue_t`) are the ABI.
 
 mod boundary;
-mod lifecycle;
-mod memory;
+mod c;
 #[cfg(feature = "mlir")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mlir")))]
 pub mod mlir;
-mod objects;
 #[cfg(all(feature = "offload", target_pointer_width = "64"))]
 #[cfg_attr(docsrs, doc(cfg(feature = "offload")))]
 pub mod offload;
-mod program;
-mod queue;
-mod types;
 
 pub use boundary::{ordo_last_error_detail, ordo_status_string};
-pub use lifecycle::{
+pub use c::lifecycle::{
     ordo_get_state, ordo_init, ordo_last_teardown_report, ordo_set_host_arena, ordo_set_wait_hook, ordo_shutdown,
     ordo_shutdown_at_exit,
 };
-pub use memory::{
+pub use c::memory::{
     ordo_fill, ordo_fill_pattern, ordo_mem_alloc, ordo_mem_alloc_handle, ordo_mem_free, ordo_mem_release, ordo_memcpy,
     ordo_memcpy_async,
 };
-pub use objects::{
+pub use c::objects::{
     ordo_device_get, ordo_device_get_info, ordo_platform_count, ordo_platform_get, ordo_platform_get_info,
 };
-pub use program::{
+pub use c::program::{
     ordo_builtin_program_image, ordo_kernel_get, ordo_kernel_native, ordo_kernel_optimal_block_size,
     ordo_kernel_param_layout, ordo_launch, ordo_program_global, ordo_program_image_check, ordo_program_load,
     ordo_program_unload,
 };
-pub use queue::{
+pub use c::queue::{
     ordo_event_create, ordo_event_destroy, ordo_event_elapsed_ms, ordo_event_query, ordo_event_record,
     ordo_event_synchronize, ordo_queue_create, ordo_queue_destroy, ordo_queue_host_function, ordo_queue_native,
     ordo_queue_query, ordo_queue_synchronize, ordo_queue_wait_event,
 };
-pub use types::*;
+pub use c::types::*;
 
 use ordo::{builtin_program_image, provide_host_arena, runtime};

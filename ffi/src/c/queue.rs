@@ -3,8 +3,8 @@
 use ordo_core::{Device, Event, Queue};
 
 use crate::boundary::{guard, produce, status};
+use crate::c::types::*;
 use crate::runtime;
-use crate::types::*;
 
 fn q(h: ordo_queue_t) -> Queue {
     Queue::from_raw(h.raw)

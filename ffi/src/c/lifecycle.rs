@@ -14,8 +14,8 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use ordo_core::{Shutdown, State};
 
 use crate::boundary::{copy_c_string, fail, guard, non_null, output, produce};
+use crate::c::types::*;
 use crate::runtime;
-use crate::types::*;
 
 #[cfg(feature = "std")]
 static AT_EXIT_REQUESTED: AtomicBool = AtomicBool::new(false);

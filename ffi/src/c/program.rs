@@ -7,8 +7,8 @@ use ordo_core::{Device, Error, ErrorCode, Kernel, KernelArgs, LaunchDims, Progra
 use crate::boundary::produce;
 
 use crate::boundary::{fail, guard, non_null, output, ready, status};
+use crate::c::types::*;
 use crate::runtime;
-use crate::types::*;
 
 /// Loads a program image on a device: for the host platform the name of a built-in program
 /// ("ordo.builtin"); for CUDA, PTX (NUL-terminated or not), cubin or fatbin; for AMDGPU, a code

@@ -5,8 +5,8 @@ use core::ffi::c_void;
 use ordo_core::{Allocation, CopyKind, Device, DevicePtr, Error, ErrorCode, FillValue, MemKind, Queue};
 
 use crate::boundary::{fail, guard, non_null, output, ready, status};
+use crate::c::types::*;
 use crate::runtime;
-use crate::types::*;
 
 fn queue_or_none(q: ordo_queue_t) -> Option<Queue> {
     (q.raw != 0).then_some(Queue::from_raw(q.raw))

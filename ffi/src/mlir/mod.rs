@@ -80,7 +80,7 @@ fn ensure_init() {
             eprintln!("ordo: mgpu: initialisation failed: {e}");
             std::process::exit(1);
         }
-        crate::lifecycle::ordo_shutdown_at_exit();
+        crate::c::lifecycle::ordo_shutdown_at_exit();
         if cuda_device_count() == 0 {
             let reason = cuda_platform()
                 .and_then(|p| rt.platform_info(p).ok())

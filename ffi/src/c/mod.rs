@@ -1,0 +1,9 @@
+//! The `ordo_*` C ABI, one file per object kind: the lifecycle, platforms and devices
+//! (`objects`), memory, queues and events, programs and kernels, and the C types they share.
+
+pub(crate) mod lifecycle;
+pub(crate) mod memory;
+pub(crate) mod objects;
+pub(crate) mod program;
+pub(crate) mod queue;
+pub(crate) mod types;
