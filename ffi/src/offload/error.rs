@@ -1,0 +1,121 @@
+//! `ol*` errors: liboffload's codes for ordo's errors (by argument kind), the calling thread's
+//! error struct over the shared boundary (`crate::boundary`), and the first checks of every entry
+//! point (initialisation, NULL handles and pointers).
+
+use super::*;
+
+/// An `ol*` failure: a liboffload code and a detail.
+pub(super) struct OlError {
+    pub(super) code: ol_errc_t,
+    pub(super) detail: &'static str,
+}
+
+pub(super) type OlResult<T> = Result<T, OlError>;
+
+pub(super) fn err(code: ol_errc_t, detail: &'static str) -> OlError {
+    OlError { code, detail }
+}
+
+/// Which kind of handle an ordo `InvalidHandle` is about, for its liboffload code.
+#[derive(Clone, Copy)]
+pub(super) enum Arg {
+    Platform,
+    Device,
+    Queue,
+    Event,
+    Other,
+}
+
+/// liboffload's code for an ordo error about argument `arg`.
+pub(super) fn code_of(e: &Error, arg: Arg) -> ol_errc_t {
+    match e.code {
+        ErrorCode::Success => OL_ERRC_SUCCESS,
+        ErrorCode::InvalidHandle => match arg {
+            Arg::Platform => OL_ERRC_INVALID_PLATFORM,
+            Arg::Device => OL_ERRC_INVALID_DEVICE,
+            Arg::Queue => OL_ERRC_INVALID_QUEUE,
+            Arg::Event => OL_ERRC_INVALID_EVENT,
+            Arg::Other => OL_ERRC_INVALID_ARGUMENT,
+        },
+        ErrorCode::InvalidArgument | ErrorCode::Busy => OL_ERRC_INVALID_ARGUMENT,
+        ErrorCode::InvalidValue => OL_ERRC_INVALID_VALUE,
+        ErrorCode::InvalidSize => OL_ERRC_INVALID_SIZE,
+        ErrorCode::InvalidEnumeration => OL_ERRC_INVALID_ENUMERATION,
+        ErrorCode::NullPointer => OL_ERRC_INVALID_NULL_POINTER,
+        ErrorCode::NullHandle => OL_ERRC_INVALID_NULL_HANDLE,
+        ErrorCode::NotFound => OL_ERRC_NOT_FOUND,
+        ErrorCode::OutOfResources => OL_ERRC_OUT_OF_RESOURCES,
+        ErrorCode::InvalidBinary => OL_ERRC_INVALID_BINARY,
+        ErrorCode::Unsupported | ErrorCode::NotPresent => OL_ERRC_UNSUPPORTED,
+        ErrorCode::Uninitialized => OL_ERRC_UNINITIALIZED,
+        ErrorCode::BackendFailure | ErrorCode::DeviceLost | ErrorCode::TeardownFailed => OL_ERRC_BACKEND_FAILURE,
+        ErrorCode::Unknown | ErrorCode::Internal => OL_ERRC_UNKNOWN,
+    }
+}
+
+/// Converts an ordo result, naming the argument its handle errors are about.
+pub(super) fn on<T>(arg: Arg, r: ordo_core::Result<T>) -> OlResult<T> {
+    r.map_err(|e| OlError { code: code_of(&e, arg), detail: e.message })
+}
+
+/// The calling thread's error struct and its detail text.
+pub(super) struct ErrorSlot {
+    error: ol_error_struct_t,
+    text: [u8; 256],
+}
+
+thread_local! {
+    static LAST_ERROR: UnsafeCell<ErrorSlot> = const {
+        UnsafeCell::new(ErrorSlot {
+            error: ol_error_struct_t { Code: OL_ERRC_SUCCESS, Details: core::ptr::null() },
+            text: [0; 256],
+        })
+    };
+}
+
+/// Stores `e` in the calling thread's error struct and returns a pointer to it.
+pub(super) fn fail(e: OlError) -> ol_result_t {
+    LAST_ERROR.with(|slot| {
+        let slot = slot.get();
+        // SAFETY: the slot belongs to this thread; no reference to it is held (callers only keep
+        // the raw pointer returned, and read it between calls).
+        unsafe {
+            let text = &mut (*slot).text;
+            let n = e.detail.len().min(text.len() - 1);
+            text[..n].copy_from_slice(&e.detail.as_bytes()[..n]);
+            text[n] = 0;
+            (*slot).error = ol_error_struct_t { Code: e.code, Details: text.as_ptr().cast() };
+            &(*slot).error as *const ol_error_struct_t
+        }
+    })
+}
+
+/// Runs an entry point's body; a panic becomes `OL_ERRC_UNKNOWN` (it never crosses into C).
+#[inline]
+pub(super) fn entry(body: impl FnOnce() -> OlResult<()>) -> ol_result_t {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(Ok(())) => core::ptr::null(),
+        Ok(Err(e)) => fail(e),
+        Err(_) => fail(err(OL_ERRC_UNKNOWN, "internal error: a panic was caught at the C boundary")),
+    }
+}
+
+/// `OL_ERRC_UNINITIALIZED` unless ordo is initialised (the first check of every entry point).
+pub(super) fn ready() -> OlResult<()> {
+    match runtime().state() {
+        ordo_core::State::Ready(_) => Ok(()),
+        _ => Err(err(OL_ERRC_UNINITIALIZED, "ordo is not initialised: call olInit first")),
+    }
+}
+
+pub(super) fn handle<T>(h: *mut T, what: &'static str) -> OlResult<u64> {
+    if h.is_null() { Err(err(OL_ERRC_INVALID_NULL_HANDLE, what)) } else { Ok(h as u64) }
+}
+
+pub(super) fn pointer<T>(p: *const T, what: &'static str) -> OlResult<()> {
+    if p.is_null() { Err(err(OL_ERRC_INVALID_NULL_POINTER, what)) } else { Ok(()) }
+}
+
+pub(super) fn as_handle(raw: u64) -> *mut c_void {
+    raw as usize as *mut c_void
+}
