@@ -1,0 +1,201 @@
+//! Memory (`mgpuMemAlloc`, `mgpuMemFree`, `mgpuMemcpy`, `mgpuMemset*`) and host registration
+//! (`mgpuMemHostRegister*`, `mgpuMemHostUnregister*`).
+
+use super::*;
+
+/// `mgpuMemAlloc(i64 size, ptr stream, i8 isHostShared) -> ptr`: device memory, or managed
+/// memory when host-shared. Size 0 gives null.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuMemAlloc(size: u64, _stream: *mut c_void, is_host_shared: u8) -> *mut c_void {
+    let is_host_shared = is_host_shared != 0;
+    contain_or(core::ptr::null_mut(), || {
+        let Some(d) = device() else { return core::ptr::null_mut() };
+        if size == 0 {
+            return core::ptr::null_mut();
+        }
+        let kind = if is_host_shared { MemKind::Managed } else { MemKind::Device };
+        let what = if is_host_shared { "cuMemAllocManaged" } else { "cuMemAlloc" };
+        created(what, runtime().mem_alloc(d, kind, usize::try_from(size).unwrap_or(usize::MAX)).map(|p| p.0))
+    })
+}
+
+/// `mgpuMemFree(ptr, ptr stream)`: memory already released by the teardown is ignored.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuMemFree(ptr: *mut c_void, _stream: *mut c_void) {
+    contain_or((), || {
+        if ptr.is_null() {
+            return;
+        }
+        match runtime().mem_free(DevicePtr(from_ptr(ptr))) {
+            Ok(()) => {}
+            Err(e) if matches!(e.code, ErrorCode::NotFound | ErrorCode::Uninitialized) => {}
+            Err(e) => report("cuMemFree", &e),
+        }
+    })
+}
+
+/// `mgpuMemcpy(ptr dst, ptr src, i64 size, ptr stream)`: the direction is found from ordo's
+/// allocation table (as the driver finds it from unified addressing).
+///
+/// # Safety
+/// Host-side ranges are valid for `size` bytes until the stream has passed the copy.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mgpuMemcpy(dst: *mut c_void, src: *mut c_void, size: i64, stream: *mut c_void) {
+    contain_or((), || {
+        let Ok(size) = usize::try_from(size) else { return };
+        if size == 0 {
+            return;
+        }
+        let rt = runtime();
+        let on_device = |p: *mut c_void| rt.mem_info(DevicePtr(from_ptr(p))).is_ok();
+        let kind = match (on_device(dst), on_device(src)) {
+            (true, true) => CopyKind::DeviceToDevice,
+            (true, false) => CopyKind::HostToDevice,
+            (false, true) => CopyKind::DeviceToHost,
+            (false, false) => {
+                // Host to host: after the stream's earlier work, as the driver would order it.
+                if let Some(q) = stream_or_null(stream) {
+                    let _ = rt.queue_synchronize(q);
+                }
+                // SAFETY: the caller's contract; MLIR never passes overlapping buffers here.
+                unsafe { core::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
+                return;
+            }
+        };
+        let Some(q) = stream_or_null(stream) else { return };
+        // SAFETY: device ranges are checked by ordo; host ranges are the caller's contract.
+        if let Err(e) = unsafe { rt.memcpy(kind, from_ptr(dst), from_ptr(src), size, Some(q)) } {
+            report("cuMemcpyAsync", &e);
+        }
+    })
+}
+
+pub(super) fn memset(dst: *mut c_void, value: FillValue, count: i64, stream: *mut c_void, what: &str) {
+    let Ok(count) = usize::try_from(count) else { return };
+    let Some(q) = stream_or_null(stream) else { return };
+    if let Err(e) = runtime().fill(DevicePtr(from_ptr(dst)), value, count, Some(q)) {
+        report(what, &e);
+    }
+}
+
+/// `mgpuMemset32(ptr dst, i32 value, i64 count, ptr stream)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuMemset32(dst: *mut c_void, value: u32, count: i64, stream: *mut c_void) {
+    contain_or((), || memset(dst, FillValue::U32(value), count, stream, "cuMemsetD32Async"))
+}
+
+/// `mgpuMemset16(ptr dst, i16 value, i64 count, ptr stream)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuMemset16(dst: *mut c_void, value: u16, count: i64, stream: *mut c_void) {
+    contain_or((), || memset(dst, FillValue::U16(value), count, stream, "cuMemsetD16Async"))
+}
+
+// ---- host registration ------------------------------------------------------------------------
+
+pub(super) fn register(ptr: *mut c_void, bytes: u64) {
+    let Some(d) = device() else { return };
+    if ptr.is_null() || bytes == 0 {
+        return; // nothing to register (an empty memref)
+    }
+    let Ok(bytes) = usize::try_from(bytes) else { return };
+    // SAFETY: MLIR registers memory it owns for as long as the program uses it (the caller's
+    // contract of the exported functions).
+    if let Err(e) = unsafe { runtime().host_register(d, ptr.cast(), bytes) } {
+        report("cuMemHostRegister", &e);
+    }
+}
+
+pub(super) fn unregister(ptr: *mut c_void) {
+    if ptr.is_null() {
+        return;
+    }
+    match runtime().mem_free(DevicePtr(from_ptr(ptr))) {
+        Ok(()) => {}
+        Err(e) if matches!(e.code, ErrorCode::NotFound | ErrorCode::Uninitialized) => {}
+        Err(e) => report("cuMemHostUnregister", &e),
+    }
+}
+
+/// The first byte and the length in bytes of the elements a ranked memref descriptor (allocated
+/// pointer, aligned pointer, offset, `rank` sizes, `rank` strides) can reach; `None` when it
+/// reaches none or its layout cannot be described (negative strides, overflow).
+///
+/// # Safety
+/// `descriptor` points to a ranked memref descriptor of rank `rank`.
+pub(super) unsafe fn memref_span(
+    rank: i64,
+    descriptor: *const c_void,
+    element_bytes: i64,
+) -> Option<(*mut c_void, u64)> {
+    let rank = usize::try_from(rank).ok()?;
+    let element_bytes = u64::try_from(element_bytes).ok().filter(|&b| b > 0)?;
+    if descriptor.is_null() {
+        return None;
+    }
+    let words = descriptor.cast::<i64>();
+    // SAFETY: the caller's contract: two pointers, the offset, then sizes and strides.
+    let (aligned, offset, dims) = unsafe {
+        let aligned = *descriptor.cast::<*mut u8>().add(1);
+        let offset = *words.add(2);
+        let sizes = core::slice::from_raw_parts(words.add(3), rank);
+        let strides = core::slice::from_raw_parts(words.add(3 + rank), rank);
+        (aligned, offset, sizes.iter().zip(strides))
+    };
+    let mut last = 0u64; // index of the last reachable element
+    for (&size, &stride) in dims {
+        let (size, stride) = (u64::try_from(size).ok()?, u64::try_from(stride).ok()?);
+        if size == 0 {
+            return None;
+        }
+        last = last.checked_add((size - 1).checked_mul(stride)?)?;
+    }
+    let start = u64::try_from(offset).ok()?.checked_mul(element_bytes)?;
+    let bytes = last.checked_add(1)?.checked_mul(element_bytes)?;
+    Some((aligned.wrapping_add(usize::try_from(start).ok()?).cast(), bytes))
+}
+
+/// `mgpuMemHostRegister(ptr, i64 sizeBytes)`: page-locks and maps existing host memory.
+///
+/// # Safety
+/// `ptr` is host memory of `size` bytes that stays valid until it is unregistered.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mgpuMemHostRegister(ptr: *mut c_void, size: i64) {
+    contain_or((), || register(ptr, u64::try_from(size).unwrap_or(0)))
+}
+
+/// `mgpuMemHostUnregister(ptr)`. A range already unregistered by the teardown is ignored.
+#[unsafe(no_mangle)]
+pub extern "C" fn mgpuMemHostUnregister(ptr: *mut c_void) {
+    contain_or((), || unregister(ptr))
+}
+
+/// `mgpuMemHostRegisterMemRef(i64 rank, ptr descriptor, i64 elementSizeBytes)`: registers the
+/// elements a ranked memref can reach (`gpu.host_register`).
+///
+/// # Safety
+/// `descriptor` points to a ranked memref descriptor of `rank` whose memory stays valid until
+/// it is unregistered.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mgpuMemHostRegisterMemRef(rank: i64, descriptor: *const c_void, element_bytes: i64) {
+    contain_or((), || {
+        // SAFETY: the caller's contract.
+        if let Some((start, bytes)) = unsafe { memref_span(rank, descriptor, element_bytes) } {
+            register(start, bytes);
+        }
+    })
+}
+
+/// `mgpuMemHostUnregisterMemRef(i64 rank, ptr descriptor, i64 elementSizeBytes)`
+/// (`gpu.host_unregister`).
+///
+/// # Safety
+/// `descriptor` points to a ranked memref descriptor of `rank`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mgpuMemHostUnregisterMemRef(rank: i64, descriptor: *const c_void, element_bytes: i64) {
+    contain_or((), || {
+        // SAFETY: the caller's contract.
+        if let Some((start, _)) = unsafe { memref_span(rank, descriptor, element_bytes) } {
+            unregister(start);
+        }
+    })
+}
