@@ -67,6 +67,13 @@ impl Backend for CudaBackend {
         BackendKind::Cuda
     }
 
+    fn take_load_log(&self, sink: &mut dyn FnMut(&str)) {
+        let log = program::take_detail();
+        if !log.is_empty() {
+            sink(&log);
+        }
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities::ASYNC_QUEUES
             | Capabilities::EVENT_TIMING

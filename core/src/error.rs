@@ -78,29 +78,38 @@ impl ErrorCode {
         Self::Busy,
     ];
 
-    /// A short, static description of the code.
-    pub const fn description(self) -> &'static str {
+    /// A short, static description of the code, NUL-terminated (what `ordo_status_string`
+    /// returns to C; the one place these texts are written).
+    pub const fn description_c(self) -> &'static core::ffi::CStr {
         match self {
-            Self::Success => "success",
-            Self::Unknown => "unknown error",
-            Self::InvalidArgument => "invalid argument",
-            Self::InvalidValue => "invalid value",
-            Self::InvalidSize => "invalid size",
-            Self::InvalidEnumeration => "invalid enumeration value",
-            Self::NullPointer => "null pointer",
-            Self::NullHandle => "null handle",
-            Self::InvalidHandle => "invalid handle",
-            Self::NotFound => "not found",
-            Self::OutOfResources => "out of resources",
-            Self::InvalidBinary => "invalid binary",
-            Self::Unsupported => "unsupported",
-            Self::BackendFailure => "backend failure",
-            Self::Uninitialized => "not initialized",
-            Self::DeviceLost => "device lost",
-            Self::TeardownFailed => "teardown failed",
-            Self::NotPresent => "not present",
-            Self::Internal => "internal error",
-            Self::Busy => "busy",
+            Self::Success => c"success",
+            Self::Unknown => c"unknown error",
+            Self::InvalidArgument => c"invalid argument",
+            Self::InvalidValue => c"invalid value",
+            Self::InvalidSize => c"invalid size",
+            Self::InvalidEnumeration => c"invalid enumeration value",
+            Self::NullPointer => c"null pointer",
+            Self::NullHandle => c"null handle",
+            Self::InvalidHandle => c"invalid handle",
+            Self::NotFound => c"not found",
+            Self::OutOfResources => c"out of resources",
+            Self::InvalidBinary => c"invalid binary",
+            Self::Unsupported => c"unsupported",
+            Self::BackendFailure => c"backend failure",
+            Self::Uninitialized => c"not initialized",
+            Self::DeviceLost => c"device lost",
+            Self::TeardownFailed => c"teardown failed",
+            Self::NotPresent => c"not present",
+            Self::Internal => c"internal error",
+            Self::Busy => c"busy",
+        }
+    }
+
+    /// A short, static description of the code (`description_c` without its NUL).
+    pub const fn description(self) -> &'static str {
+        match self.description_c().to_str() {
+            Ok(text) => text,
+            Err(_) => "",
         }
     }
 

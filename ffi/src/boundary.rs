@@ -1,5 +1,9 @@
-//! What every exported function shares: turning results into statuses, the calling thread's
-//! error detail, C string copies, and (with std) catching panics so none crosses into C.
+//! The one C boundary, shared by the three ABIs (`ordo_*` in `c/`, `mgpu*` in `mlir/`, `ol*` in
+//! `offload/`): catching panics (with std) so none crosses into C, the calling thread's detail
+//! text (truncated on a character boundary), C string copies, handle casts, and for `ordo_*` the
+//! mapping of results to statuses and the status strings (written once, in `ordo_core`'s
+//! `ErrorCode::description_c`). Depends on `ordo_core` and `c::types`; the ABI folders depend on
+//! it, and it on none of them.
 
 use core::ffi::c_char;
 
@@ -65,19 +69,70 @@ mod detail_store {
     }
 }
 
-/// Records `e` as the calling thread's detail and returns its status. A CUDA program load that
-/// failed left its JIT log behind: it is taken (so it is reported once, with its own failure).
+/// Records `e` as the calling thread's detail and returns its status.
 pub(crate) fn fail(e: Error) -> ordo_status_t {
-    #[cfg(feature = "cuda")]
-    if e.code == ErrorCode::InvalidBinary {
-        let log = ordo_cuda::CudaBackend::take_last_error_detail();
-        if !log.is_empty() {
-            detail_store::set(&[e.message, ": ", &log]);
-            return e.code as ordo_status_t;
+    set_detail(&[e.message]);
+    e.code as ordo_status_t
+}
+
+#[cfg(feature = "std")]
+/// As `fail`, with `more` after the message (a compiler's log), when there is any.
+pub(crate) fn fail_with(e: Error, more: &str) -> ordo_status_t {
+    if more.is_empty() {
+        return fail(e);
+    }
+    set_detail(&[e.message, ": ", more]);
+    e.code as ordo_status_t
+}
+
+/// Records the calling thread's detail text: `parts` one after another, truncated on a
+/// character boundary to the buffer (1,024 bytes with the NUL).
+pub(crate) fn set_detail(parts: &[&str]) {
+    detail_store::set(parts);
+}
+
+/// The calling thread's detail text, NUL-terminated (without std: the program's).
+pub(crate) fn detail_pointer() -> *const c_char {
+    detail_store::pointer()
+}
+
+/// Runs `body`; with std, a panic (a bug in ordo) gives `on_panic(its message)` instead of
+/// unwinding into C. The only place a panic is caught.
+#[inline]
+pub(crate) fn catch<T>(body: impl FnOnce() -> T, on_panic: impl FnOnce(&str) -> T) -> T {
+    #[cfg(feature = "std")]
+    {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+            Ok(v) => v,
+            Err(payload) => {
+                let text = payload
+                    .downcast_ref::<&str>()
+                    .copied()
+                    .or_else(|| payload.downcast_ref::<std::string::String>().map(|s| s.as_str()))
+                    .unwrap_or("(no message)");
+                on_panic(text)
+            }
         }
     }
-    detail_store::set(&[e.message]);
-    e.code as ordo_status_t
+    #[cfg(not(feature = "std"))]
+    {
+        let _ = on_panic;
+        body()
+    }
+}
+
+#[cfg(any(feature = "mlir", feature = "offload"))]
+/// A handle's raw value as the opaque pointer an ABI hands out (never dereferenced).
+#[inline]
+pub(crate) fn handle_to_ptr<T>(raw: u64) -> *mut T {
+    raw as usize as *mut T
+}
+
+#[cfg(any(feature = "mlir", feature = "offload"))]
+/// The raw handle value an opaque pointer from `handle_to_ptr` carries.
+#[inline]
+pub(crate) fn ptr_to_handle<T>(p: *const T) -> u64 {
+    p as usize as u64
 }
 
 /// `Uninitialized` unless the runtime is ready: the documented check order is NULL
@@ -131,52 +186,19 @@ pub(crate) fn non_null<T>(p: *const T, what: &'static str) -> ordo_core::Result<
 /// Runs an exported function's body; with std, a panic becomes `ORDO_ERROR_INTERNAL`.
 #[inline]
 pub(crate) fn guard(body: impl FnOnce() -> ordo_status_t) -> ordo_status_t {
-    #[cfg(feature = "std")]
-    {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
-            Ok(s) => s,
-            Err(payload) => {
-                let text = payload
-                    .downcast_ref::<&str>()
-                    .copied()
-                    .or_else(|| payload.downcast_ref::<std::string::String>().map(|s| s.as_str()))
-                    .unwrap_or("(no message)");
-                detail_store::set(&["internal error (a panic in ordo, caught at the C boundary): ", text]);
-                ORDO_ERROR_INTERNAL
-            }
-        }
-    }
-    #[cfg(not(feature = "std"))]
-    body()
+    catch(body, |text| {
+        set_detail(&["internal error (a panic in ordo, caught at the C boundary): ", text]);
+        ORDO_ERROR_INTERNAL
+    })
 }
 
 /// A static, NUL-terminated description of a status ("unknown status" for values that are none).
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_status_string(status: ordo_status_t) -> *const c_char {
-    let text: &'static core::ffi::CStr = match ErrorCode::from_i32(status) {
-        Some(ErrorCode::Success) => c"success",
-        Some(ErrorCode::Unknown) => c"unknown error",
-        Some(ErrorCode::InvalidArgument) => c"invalid argument",
-        Some(ErrorCode::InvalidValue) => c"invalid value",
-        Some(ErrorCode::InvalidSize) => c"invalid size",
-        Some(ErrorCode::InvalidEnumeration) => c"invalid enumeration value",
-        Some(ErrorCode::NullPointer) => c"null pointer",
-        Some(ErrorCode::NullHandle) => c"null handle",
-        Some(ErrorCode::InvalidHandle) => c"invalid handle",
-        Some(ErrorCode::NotFound) => c"not found",
-        Some(ErrorCode::OutOfResources) => c"out of resources",
-        Some(ErrorCode::InvalidBinary) => c"invalid binary",
-        Some(ErrorCode::Unsupported) => c"unsupported",
-        Some(ErrorCode::BackendFailure) => c"backend failure",
-        Some(ErrorCode::Uninitialized) => c"not initialized",
-        Some(ErrorCode::DeviceLost) => c"device lost",
-        Some(ErrorCode::TeardownFailed) => c"teardown failed",
-        Some(ErrorCode::NotPresent) => c"not present",
-        Some(ErrorCode::Internal) => c"internal error",
-        Some(ErrorCode::Busy) => c"busy",
-        None => c"unknown status",
-    };
-    text.as_ptr()
+    match ErrorCode::from_i32(status) {
+        Some(code) => code.description_c().as_ptr(),
+        None => c"unknown status".as_ptr(),
+    }
 }
 
 /// The detail of the calling thread's last failed ordo call (empty if none): which argument or
@@ -184,7 +206,7 @@ pub extern "C" fn ordo_status_string(status: ordo_status_t) -> *const c_char {
 /// failing ordo call. Without std, one buffer is shared by all threads.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_last_error_detail() -> *const c_char {
-    detail_store::pointer()
+    detail_pointer()
 }
 
 #[cfg(test)]

@@ -69,19 +69,18 @@ impl<'c> Module<'c> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn load(device: &Device<'c>, image: &[u8]) -> Result<Self> {
+        // Only the CUDA backend keeps a load log (its JIT compiler's).
         #[cfg(feature = "cuda")]
-        if device.kind() == ordo_core::BackendKind::Cuda {
-            ordo_cuda::CudaBackend::clear_last_error_detail();
-        }
-        let raw = match device.rt.program_load(device.raw, image) {
-            Ok(raw) => raw,
-            #[cfg(feature = "cuda")]
-            Err(error) if error.code == ErrorCode::InvalidBinary && device.kind() == ordo_core::BackendKind::Cuda => {
-                let log = ordo_cuda::CudaBackend::take_last_error_detail();
-                return Err(if log.is_empty() { Error::Runtime(error) } else { Error::Load { error, log } });
+        let raw = {
+            let mut log = std::string::String::new();
+            match device.rt.program_load_logged(device.raw, image, &mut |text| log.push_str(text)) {
+                Ok(raw) => raw,
+                Err(error) if !log.is_empty() => return Err(Error::Load { error, log }),
+                Err(error) => return Err(error.into()),
             }
-            Err(error) => return Err(error.into()),
         };
+        #[cfg(not(feature = "cuda"))]
+        let raw = device.rt.program_load(device.raw, image)?;
         Ok(Self { rt: device.rt, device: *device, raw })
     }
 

@@ -256,6 +256,13 @@ pub trait Backend: Sync {
     /// Loads a program image; the backend checks that the image is well-formed before the
     /// driver reads it (`InvalidBinary` otherwise) and copies what it keeps of it.
     fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64>;
+    /// Hands `sink` the calling thread's log of its last failed `program_load` (a JIT
+    /// compiler's log), once, and clears it; does nothing when there is none. Not a driver call:
+    /// a backend keeps the log per thread, apart from its objects, so this is sound in any state.
+    /// Default: no log.
+    fn take_load_log(&self, sink: &mut dyn FnMut(&str)) {
+        let _ = sink;
+    }
     /// Unloads a program; its kernels die with it.
     ///
     /// # Safety

@@ -41,6 +41,19 @@ impl Runtime {
         })
     }
 
+    /// Loads as `program_load` does; when the device's backend refused the image
+    /// (`InvalidBinary`) and kept a log of why (CUDA: the JIT compiler's), hands the log to `log`
+    /// before returning the error.
+    pub fn program_load_logged(&self, device: Device, image: &[u8], log: &mut dyn FnMut(&str)) -> Result<Program> {
+        let loaded = self.program_load(device, image);
+        if matches!(loaded, Err(e) if e.code == ErrorCode::InvalidBinary) {
+            if let Ok(d) = self.with_shared(|t| self.dev(t, device)) {
+                d.backend.take_load_log(log);
+            }
+        }
+        loaded
+    }
+
     /// Unloads a program; its kernel handles go stale with it.
     pub fn program_unload(&self, program: Program) -> Result<()> {
         self.with_exclusive(|t| {

@@ -6,6 +6,8 @@ use ordo_core::{Device, Error, ErrorCode, Kernel, KernelArgs, LaunchDims, Progra
 
 use crate::boundary::produce;
 
+#[cfg(feature = "std")]
+use crate::boundary::fail_with;
 use crate::boundary::{fail, guard, non_null, output, ready, status};
 use crate::c::types::*;
 use crate::runtime;
@@ -30,13 +32,21 @@ pub unsafe extern "C" fn ordo_program_load(
         if let Err(err) = non_null(out, "out is NULL").and_then(|()| ready()).and(non_null(image, "image is NULL")) {
             return fail(err);
         }
-        #[cfg(feature = "cuda")]
-        ordo_cuda::CudaBackend::clear_last_error_detail();
         if size > isize::MAX as usize {
             return fail(Error::new(ErrorCode::InvalidSize, "image size is larger than isize::MAX"));
         }
         // SAFETY: `image` is non-NULL and, by the C caller's contract, valid for `size` bytes.
         let bytes = unsafe { core::slice::from_raw_parts(image.cast::<u8>(), size) };
+        // A refused image's detail carries the backend's log (CUDA: the JIT compiler's).
+        #[cfg(feature = "std")]
+        {
+            let mut log = std::string::String::new();
+            match runtime().program_load_logged(Device::from_raw(device.raw), bytes, &mut |l| log.push_str(l)) {
+                Ok(p) => output(out, Ok(ordo_program_t { raw: p.to_raw() })),
+                Err(e) => fail_with(e, &log),
+            }
+        }
+        #[cfg(not(feature = "std"))]
         output(
             out,
             runtime().program_load(Device::from_raw(device.raw), bytes).map(|p| ordo_program_t { raw: p.to_raw() }),

@@ -53,7 +53,7 @@ pub use tensor_map::*;
 
 /// Runs an exported function's body; a panic (a bug in ordo) prints one line and gives `fallback`.
 fn contain_or<T>(fallback: T, body: impl FnOnce() -> T) -> T {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or_else(|_| {
+    crate::boundary::catch(body, |_| {
         eprintln!("ordo: mgpu: internal error (a panic in ordo, caught at the C boundary)");
         fallback
     })
@@ -150,9 +150,9 @@ fn created(what: &str, made: ordo_core::Result<u64>) -> *mut c_void {
 }
 
 fn to_ptr(raw: u64) -> *mut c_void {
-    raw as usize as *mut c_void
+    crate::boundary::handle_to_ptr(raw)
 }
 
 fn from_ptr(p: *mut c_void) -> u64 {
-    p as usize as u64
+    crate::boundary::ptr_to_handle(p)
 }

@@ -58,45 +58,31 @@ pub(super) fn on<T>(arg: Arg, r: ordo_core::Result<T>) -> OlResult<T> {
     r.map_err(|e| OlError { code: code_of(&e, arg), detail: e.message })
 }
 
-/// The calling thread's error struct and its detail text.
-pub(super) struct ErrorSlot {
-    error: ol_error_struct_t,
-    text: [u8; 256],
-}
-
 thread_local! {
-    static LAST_ERROR: UnsafeCell<ErrorSlot> = const {
-        UnsafeCell::new(ErrorSlot {
-            error: ol_error_struct_t { Code: OL_ERRC_SUCCESS, Details: core::ptr::null() },
-            text: [0; 256],
-        })
-    };
+    /// The calling thread's error struct; its `Details` point at the thread's detail text, kept
+    /// by the shared boundary (`crate::boundary`).
+    static LAST_ERROR: UnsafeCell<ol_error_struct_t> =
+        const { UnsafeCell::new(ol_error_struct_t { Code: OL_ERRC_SUCCESS, Details: core::ptr::null() }) };
 }
 
 /// Stores `e` in the calling thread's error struct and returns a pointer to it.
 pub(super) fn fail(e: OlError) -> ol_result_t {
+    set_detail(&[e.detail]);
     LAST_ERROR.with(|slot| {
         let slot = slot.get();
         // SAFETY: the slot belongs to this thread; no reference to it is held (callers only keep
         // the raw pointer returned, and read it between calls).
-        unsafe {
-            let text = &mut (*slot).text;
-            let n = e.detail.len().min(text.len() - 1);
-            text[..n].copy_from_slice(&e.detail.as_bytes()[..n]);
-            text[n] = 0;
-            (*slot).error = ol_error_struct_t { Code: e.code, Details: text.as_ptr().cast() };
-            &(*slot).error as *const ol_error_struct_t
-        }
+        unsafe { *slot = ol_error_struct_t { Code: e.code, Details: detail_pointer() } };
+        slot.cast_const()
     })
 }
 
 /// Runs an entry point's body; a panic becomes `OL_ERRC_UNKNOWN` (it never crosses into C).
 #[inline]
 pub(super) fn entry(body: impl FnOnce() -> OlResult<()>) -> ol_result_t {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
-        Ok(Ok(())) => core::ptr::null(),
-        Ok(Err(e)) => fail(e),
-        Err(_) => fail(err(OL_ERRC_UNKNOWN, "internal error: a panic was caught at the C boundary")),
+    match catch(body, |_| Err(err(OL_ERRC_UNKNOWN, "internal error: a panic was caught at the C boundary"))) {
+        Ok(()) => core::ptr::null(),
+        Err(e) => fail(e),
     }
 }
 
@@ -109,13 +95,9 @@ pub(super) fn ready() -> OlResult<()> {
 }
 
 pub(super) fn handle<T>(h: *mut T, what: &'static str) -> OlResult<u64> {
-    if h.is_null() { Err(err(OL_ERRC_INVALID_NULL_HANDLE, what)) } else { Ok(h as u64) }
+    if h.is_null() { Err(err(OL_ERRC_INVALID_NULL_HANDLE, what)) } else { Ok(ptr_to_handle(h)) }
 }
 
 pub(super) fn pointer<T>(p: *const T, what: &'static str) -> OlResult<()> {
     if p.is_null() { Err(err(OL_ERRC_INVALID_NULL_POINTER, what)) } else { Ok(()) }
-}
-
-pub(super) fn as_handle(raw: u64) -> *mut c_void {
-    raw as usize as *mut c_void
 }

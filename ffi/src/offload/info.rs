@@ -99,7 +99,7 @@ pub(super) fn platform_info(p: ol_platform_handle_t, prop: u32) -> OlResult<Info
     let (name, vendor, backend) = if p == host_platform() {
         ("Host", "ordo", OL_PLATFORM_BACKEND_HOST)
     } else {
-        let info = on(Arg::Platform, runtime().platform_info(Platform::from_raw(p as u64)))?;
+        let info = on(Arg::Platform, runtime().platform_info(Platform::from_raw(ptr_to_handle(p))))?;
         match info.kind {
             BackendKind::Cuda => ("CUDA", "NVIDIA Corporation", OL_PLATFORM_BACKEND_CUDA),
             BackendKind::Amdgpu => ("AMDGPU", "Advanced Micro Devices, Inc.", OL_PLATFORM_BACKEND_AMDGPU),
@@ -151,7 +151,7 @@ pub(super) fn device_info(h: ol_device_handle_t, prop: u32) -> OlResult<Info> {
         OL_DEVICE_INFO_TYPE => {
             Info::U32(if kind == BackendKind::Host { OL_DEVICE_TYPE_CPU } else { OL_DEVICE_TYPE_GPU })
         }
-        OL_DEVICE_INFO_PLATFORM => Info::Ptr(as_handle(platform.to_raw())),
+        OL_DEVICE_INFO_PLATFORM => Info::Ptr(handle_to_ptr(platform.to_raw())),
         OL_DEVICE_INFO_NAME | OL_DEVICE_INFO_PRODUCT_NAME => string(DeviceInfo::Name)?,
         OL_DEVICE_INFO_UID => string(DeviceInfo::Uuid)?,
         OL_DEVICE_INFO_VENDOR => string(DeviceInfo::Vendor)?,
@@ -213,7 +213,7 @@ pub(super) fn queue_info(q: ol_queue_handle_t, prop: u32) -> OlResult<Info> {
     let rt = runtime();
     let d = on(Arg::Queue, rt.queue_device(queue(q)))?;
     Ok(match prop {
-        OL_QUEUE_INFO_DEVICE => Info::Ptr(as_handle(d.to_raw())),
+        OL_QUEUE_INFO_DEVICE => Info::Ptr(handle_to_ptr(d.to_raw())),
         _ => Info::Bool(on(Arg::Queue, rt.queue_query(queue(q)))?),
     })
 }
@@ -225,7 +225,9 @@ pub(super) fn event_info(e: ol_event_handle_t, prop: u32) -> OlResult<Info> {
     let rt = runtime();
     on(Arg::Event, rt.event_device(event(e)))?;
     Ok(match prop {
-        OL_EVENT_INFO_QUEUE => Info::Ptr(as_handle(side(|s| s.event_queue.get(&(e as u64)).copied()).unwrap_or(0))),
+        OL_EVENT_INFO_QUEUE => {
+            Info::Ptr(handle_to_ptr(side(|s| s.event_queue.get(&ptr_to_handle(e)).copied()).unwrap_or(0)))
+        }
         _ => Info::Bool(on(Arg::Event, rt.event_query(event(e)))?),
     })
 }
@@ -241,7 +243,7 @@ pub(super) fn mem_info(ptr: *const c_void, prop: u32) -> OlResult<Info> {
         r => on(Arg::Other, r)?,
     };
     Ok(match prop {
-        OL_MEM_INFO_DEVICE => Info::Ptr(as_handle(d.to_raw())),
+        OL_MEM_INFO_DEVICE => Info::Ptr(handle_to_ptr(d.to_raw())),
         OL_MEM_INFO_BASE => Info::Ptr(base.as_ptr()),
         OL_MEM_INFO_SIZE => Info::Usize(size),
         _ => Info::U32(match kind {
@@ -259,7 +261,7 @@ pub(super) enum Symbol {
 }
 
 pub(super) fn symbol(h: ol_symbol_handle_t) -> OlResult<Symbol> {
-    let raw = RawHandle(h as u64);
+    let raw = RawHandle(ptr_to_handle(h));
     let rt = runtime();
     match raw.kind() {
         Some(ObjectKind::Kernel) => {

@@ -160,7 +160,7 @@ pub unsafe extern "C" fn olLaunchKernel(
             ready()?;
             return Err(e);
         }
-        let raw = RawHandle(kernel_h as u64);
+        let raw = RawHandle(ptr_to_handle(kernel_h));
         if raw.kind() != Some(ObjectKind::Kernel) {
             ready()?;
             symbol(kernel_h)?;
@@ -178,7 +178,7 @@ pub unsafe extern "C" fn olLaunchKernel(
                 return Err(e);
             }
         };
-        let device = ordo_core::Device::from_raw(device_h as u64);
+        let device = ordo_core::Device::from_raw(ptr_to_handle(device_h));
         let kernel = ordo_core::Kernel(raw);
         if queue_h.is_null() {
             ready()?;

@@ -3,8 +3,9 @@
 //! instead. Types and values match the header exactly (checked by a C test that includes it).
 //!
 //! - `ol_result_t` is NULL on success, else a pointer to the calling thread's error struct: the
-//!   liboffload code and ordo's detail text. It stays valid, unchanged, until the thread's next
-//!   failing `ol*` call.
+//!   liboffload code and ordo's detail text (the thread's one detail buffer, shared with the
+//!   `ordo_*` functions). It stays valid, unchanged, until the thread's next failing call into
+//!   ordo (`ol*` or `ordo_*`).
 //! - Handles are ordo handles cast to the opaque pointer types (platforms, devices, queues,
 //!   events, programs; a kernel symbol is a kernel handle, a global-variable symbol a
 //!   `Global` handle). Nothing is ever dereferenced: a stale, released or forged handle is
@@ -38,6 +39,7 @@ use ordo_core::{
     LaunchDims, MemKind, ObjectKind, ParamSlot, Platform, Program, Queue, RawHandle, Shutdown,
 };
 
+use crate::boundary::{catch, detail_pointer, handle_to_ptr, ptr_to_handle, set_detail};
 use crate::runtime;
 
 /// Defines an entry point and its `…WithCodeLoc` variant (which ignores the location).
@@ -110,7 +112,7 @@ fn device(h: ol_device_handle_t) -> OlResult<Dev> {
     if h == host_device() {
         return Ok(Dev::Host);
     }
-    let d = Device::from_raw(h as u64);
+    let d = Device::from_raw(ptr_to_handle(h));
     on(Arg::Device, runtime().device_platform(d))?;
     Ok(Dev::Ordo(d))
 }
@@ -124,11 +126,11 @@ fn ordo_device(h: ol_device_handle_t, what: &'static str) -> OlResult<Device> {
 }
 
 fn queue(h: ol_queue_handle_t) -> Queue {
-    Queue::from_raw(h as u64)
+    Queue::from_raw(ptr_to_handle(h))
 }
 
 fn event(h: ol_event_handle_t) -> Event {
-    Event::from_raw(h as u64)
+    Event::from_raw(ptr_to_handle(h))
 }
 
 // ---- state the API keeps beside the runtime ---------------------------------------------------

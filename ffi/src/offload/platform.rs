@@ -38,7 +38,7 @@ ol_api! {
             for d in 0..info.device_count {
                 let dev = on(Arg::Device, rt.device(p, d))?;
                 // SAFETY: the caller's callback, with its own data.
-                if !unsafe { cb(as_handle(dev.to_raw()), UserData) } {
+                if !unsafe { cb(handle_to_ptr(dev.to_raw()), UserData) } {
                     return Ok(());
                 }
             }

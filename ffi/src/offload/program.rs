@@ -21,7 +21,7 @@ ol_api! {
         let image = unsafe { core::slice::from_raw_parts(ProgData.cast::<u8>(), ProgDataSize) };
         let p = on(Arg::Device, runtime().program_load(d, image))?;
         // SAFETY: non-NULL, writable by the caller's contract.
-        unsafe { program_h.write(as_handle(p.to_raw())) };
+        unsafe { program_h.write(handle_to_ptr(p.to_raw())) };
         Ok(())
     }
 
@@ -29,7 +29,7 @@ ol_api! {
     fn olDestroyProgram / olDestroyProgramWithCodeLoc(program_h: ol_program_handle_t) {
         ready()?;
         handle(program_h, "NULL == Program")?;
-        on(Arg::Other, runtime().program_unload(Program::from_raw(program_h as u64)))
+        on(Arg::Other, runtime().program_unload(Program::from_raw(ptr_to_handle(program_h))))
     }
 
     /// Whether an image is a program the device can load, without loading it (the host device:
@@ -70,14 +70,14 @@ ol_api! {
         let Ok(name) = unsafe { core::ffi::CStr::from_ptr(Name) }.to_str() else {
             return Err(err(OL_ERRC_INVALID_ARGUMENT, "Name is not UTF-8"));
         };
-        let p = Program::from_raw(program_h as u64);
+        let p = Program::from_raw(ptr_to_handle(program_h));
         let raw = match Kind {
             OL_SYMBOL_KIND_KERNEL => on(Arg::Other, runtime().kernel_get(p, name))?.to_raw(),
             OL_SYMBOL_KIND_GLOBAL_VARIABLE => on(Arg::Other, runtime().program_global(p, name))?.0.to_raw(),
             _ => return Err(err(OL_ERRC_INVALID_ENUMERATION, "unknown ol_symbol_kind_t")),
         };
         // SAFETY: non-NULL, writable by the caller's contract.
-        unsafe { Symbol.write(as_handle(raw)) };
+        unsafe { Symbol.write(handle_to_ptr(raw)) };
         Ok(())
     }
 

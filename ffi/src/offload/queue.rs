@@ -12,7 +12,7 @@ ol_api! {
         let d = ordo_device(device_h, "the host device has no queues")?;
         let q = on(Arg::Device, runtime().queue_create(d))?;
         // SAFETY: non-NULL, writable by the caller's contract.
-        unsafe { queue_h.write(as_handle(q.to_raw())) };
+        unsafe { queue_h.write(handle_to_ptr(q.to_raw())) };
         Ok(())
     }
 
@@ -85,9 +85,9 @@ ol_api! {
             let _ = rt.event_destroy(e);
             return on(Arg::Queue, Err(x));
         }
-        side(|s| s.event_queue.insert(e.to_raw(), queue_h as u64));
+        side(|s| s.event_queue.insert(e.to_raw(), ptr_to_handle(queue_h)));
         // SAFETY: non-NULL, writable by the caller's contract.
-        unsafe { event_h.write(as_handle(e.to_raw())) };
+        unsafe { event_h.write(handle_to_ptr(e.to_raw())) };
         Ok(())
     }
 
@@ -96,7 +96,7 @@ ol_api! {
         ready()?;
         handle(event_h, "NULL == Event")?;
         on(Arg::Event, runtime().event_destroy(event(event_h)))?;
-        side(|s| s.event_queue.remove(&(event_h as u64)));
+        side(|s| s.event_queue.remove(&(ptr_to_handle(event_h))));
         Ok(())
     }
 
