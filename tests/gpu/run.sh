@@ -43,6 +43,9 @@ fi
 echo "== GPU test suite"
 step gpu_tests env ORDO_REQUIRE_GPU=1 "${images[@]}" gpu-bin/gpu_tests --test-threads=1 --nocapture
 
+echo "== the per-device default queue: racing first ol* and mgpu* calls make one queue per device"
+step default_queue env ORDO_REQUIRE_GPU=1 gpu-bin/default_queue_tests --nocapture
+
 echo "== the typed Rust API (crate ordo) on the GPU: its tests and its six examples"
 step ordo_gpu_tests env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --test-threads=1 --nocapture
 for example in gpu-bin/ordo-examples/*; do

@@ -132,3 +132,45 @@ fn churn_over_host_backend_returns_every_byte() {
     assert_eq!(h.free_bytes(), total, "the arena is whole again");
     rt.shutdown().unwrap();
 }
+
+/// The per-device default queue is made once: threads whose first `default_queue` calls race all
+/// get the same queue and exactly one queue is made per device; a destroyed default queue is
+/// replaced by the next call; the final shutdown releases it with the device's other queues.
+#[test]
+fn racing_first_calls_make_one_default_queue_per_device() {
+    let backend = scripted(2);
+    let rt = runtime(vec![backend]);
+    rt.init().unwrap();
+    let devices = [device(rt, 0).unwrap(), device(rt, 1).unwrap()];
+    let barrier = std::sync::Barrier::new(16);
+    let got: Vec<Vec<ordo_core::Queue>> = thread::scope(|s| {
+        let handles: Vec<_> = (0..16)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    devices.iter().map(|&d| rt.default_queue(d).unwrap()).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(got.iter().all(|g| *g == got[0]), "every thread got the same queue per device");
+    assert_ne!(got[0][0], got[0][1]);
+    assert_eq!(rt.live_objects().unwrap().queues, 2, "one queue per device");
+    assert_eq!(rt.queue_device(got[0][1]).unwrap(), devices[1]);
+    // Destroyed: the next call makes another, and only one.
+    rt.queue_destroy(got[0][0]).unwrap();
+    let again = rt.default_queue(devices[0]).unwrap();
+    assert_ne!(again, got[0][0]);
+    assert_eq!(rt.default_queue(devices[0]).unwrap(), again);
+    assert_eq!(rt.live_objects().unwrap().queues, 2);
+    // Released by the final shutdown like any queue; stale after it.
+    rt.shutdown().unwrap();
+    assert_eq!(backend.live_total(), 0);
+    rt.init().unwrap();
+    assert_eq!(rt.queue_device(again).unwrap_err().code, ErrorCode::InvalidHandle);
+    let fresh = rt.default_queue(device(rt, 0).unwrap()).unwrap();
+    assert_eq!(rt.live_objects().unwrap().queues, 1);
+    assert_ne!(fresh, again);
+    rt.shutdown().unwrap();
+}

@@ -65,6 +65,9 @@ pub(crate) struct DeviceEntry {
     pub ordinal: u32,
     /// What launches on this device may ask for (checked before any backend call).
     pub limits: LaunchLimits,
+    /// The device's default queue (`Runtime::default_queue`), once made; it may have been
+    /// destroyed since (then the next call makes another).
+    pub default_queue: Option<crate::handle::Queue>,
 }
 
 pub(crate) struct QueueEntry {
@@ -381,7 +384,14 @@ impl Runtime {
         let backend = self.backends[index];
         for ordinal in 0..count {
             let limits = backend.launch_limits(ordinal);
-            let device = DeviceEntry { driver: backend, backend: index as u8, platform: slot, ordinal, limits };
+            let device = DeviceEntry {
+                driver: backend,
+                backend: index as u8,
+                platform: slot,
+                ordinal,
+                limits,
+                default_queue: None,
+            };
             let Ok(d) = t.devices.insert(device) else { break };
             // Cannot overflow: it holds at most as many entries as the device table.
             let _ = t.platforms.at_mut(slot).devices.push(d.index() as u32);

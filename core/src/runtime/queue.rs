@@ -11,7 +11,7 @@ use crate::backend::HostFn;
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{Device, Event, Queue};
 
-use super::{EventEntry, QueueEntry, Runtime};
+use super::{EventEntry, QueueEntry, Runtime, Tables};
 
 impl Runtime {
     // ---- queues ---------------------------------------------------------------------------
@@ -53,8 +53,38 @@ impl Runtime {
         self.create_queue(device, true)
     }
 
-    fn create_queue(&self, device: Device, independent: bool) -> Result<Queue> {
+    /// The device's default queue: one independent queue per device, made by the first call and
+    /// returned to every later one while it lives (the queue that MLIR's null stream and
+    /// liboffload's queue-less calls use). Race-free: threads whose first calls race get the same
+    /// queue, and no other is made. If it was destroyed, the next call makes another. The final
+    /// shutdown releases it with the device's other queues.
+    pub fn default_queue(&self, device: Device) -> Result<Queue> {
+        let known = self.with_shared(|t| {
+            let slot = t.devices.resolve(device.0)?;
+            Ok(t.devices.at(slot).default_queue.filter(|q| t.queues.resolve(q.0).is_ok()))
+        })?;
+        if let Some(q) = known {
+            return Ok(q);
+        }
         self.with_exclusive(|t| {
+            let slot = t.devices.resolve(device.0)?;
+            // Made by a racing call between the two sections?
+            if let Some(q) = t.devices.at(slot).default_queue.filter(|q| t.queues.resolve(q.0).is_ok()) {
+                return Ok(q);
+            }
+            let q = self.create_queue_in(t, device, true)?;
+            t.devices.at_mut(slot).default_queue = Some(q);
+            Ok(q)
+        })
+    }
+
+    fn create_queue(&self, device: Device, independent: bool) -> Result<Queue> {
+        self.with_exclusive(|t| self.create_queue_in(t, device, independent))
+    }
+
+    /// Creates a queue inside an exclusive section.
+    fn create_queue_in(&self, t: &mut Tables, device: Device, independent: bool) -> Result<Queue> {
+        {
             let d = self.dev(t, device)?;
             if t.queues.is_full() {
                 return fail(ErrorCode::OutOfResources, "queue table is full (ORDO_MAX_QUEUES)");
@@ -72,7 +102,7 @@ impl Runtime {
                     fail(ErrorCode::OutOfResources, "queue table is full (ORDO_MAX_QUEUES)")
                 }
             }
-        })
+        }
     }
 
     /// Destroys a queue (without waiting for its work).

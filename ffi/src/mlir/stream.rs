@@ -14,12 +14,11 @@ impl<T: Copy + PartialEq> DevicePool<T> {
         Self(Mutex::new(Vec::new()))
     }
 
-    /// Takes an idle object of the live device `d` (`keep`: leaves it in the pool, for a shared
-    /// one). No runtime call: `d` was just found live.
-    fn take(&self, d: Device, keep: bool) -> Option<T> {
+    /// Takes an idle object of the live device `d`. No runtime call: `d` was just found live.
+    fn take(&self, d: Device) -> Option<T> {
         let mut pool = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let items = &mut pool.iter_mut().find(|(dev, _)| *dev == d.to_raw())?.1;
-        if keep { items.last().copied() } else { items.pop() }
+        items.pop()
     }
 
     /// Gives an object of `d` back (once: one given back twice is pooled once).
@@ -45,7 +44,7 @@ impl<T: Copy + PartialEq> DevicePool<T> {
         raw: fn(T) -> u64,
     ) -> *mut c_void {
         let Some(d) = device() else { return core::ptr::null_mut() };
-        match self.take(d, false) {
+        match self.take(d) {
             Some(item) => to_ptr(raw(item)),
             None => created(what, make(d).map(raw)),
         }
@@ -66,9 +65,6 @@ pub(super) static STREAMS: DevicePool<Queue> = DevicePool::new();
 /// is safe to pool, because a wait captures the event's last record when it is enqueued.
 pub(super) static EVENTS: DevicePool<Event> = DevicePool::new();
 
-/// The queue that stands for a null stream, one per device (created on first use, kept).
-pub(super) static NULL_STREAMS: DevicePool<Queue> = DevicePool::new();
-
 /// The queue a launch or copy runs on: the stream's own, or for a null stream the default
 /// device's shared one (`None` after one line on stderr when it cannot be made).
 #[inline(always)]
@@ -79,16 +75,12 @@ pub(super) fn stream_or_null(stream: *mut c_void) -> Option<Queue> {
     null_stream()
 }
 
-/// The default device's shared stream for calls with a null stream (made on first use).
+/// The default device's shared stream for calls with a null stream: the runtime's default queue
+/// of the device (one per device, made by the first call, race-free).
 #[inline(never)]
 pub(super) fn null_stream() -> Option<Queue> {
     let d = device()?;
-    if let Some(q) = NULL_STREAMS.take(d, true) {
-        return Some(q);
-    }
-    let q = runtime().queue_create_independent(d).map_err(|e| report("cuStreamCreate", &e)).ok()?;
-    NULL_STREAMS.give(d, q);
-    Some(q)
+    runtime().default_queue(d).map_err(|e| report("cuStreamCreate", &e)).ok()
 }
 
 /// `mgpuStreamCreate() -> ptr`: a stream of the default device, from the pool when one is idle.

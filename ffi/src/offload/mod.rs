@@ -135,41 +135,21 @@ fn event(h: ol_event_handle_t) -> Event {
 
 // ---- state the API keeps beside the runtime ---------------------------------------------------
 
-/// The queue each event was created on (`OL_EVENT_INFO_QUEUE`), and each device's queue for
-/// launches and fills without one. Handles are never reused, so a stale entry is harmless; both
-/// maps are emptied when a final `olShutDown` tears the runtime down.
+/// The queue each event was created on (`OL_EVENT_INFO_QUEUE`). Handles are never reused, so a
+/// stale entry is harmless; the map is emptied when a final `olShutDown` tears the runtime down.
 struct Side {
     event_queue: HashMap<u64, u64>,
-    sync_queue: HashMap<u64, u64>,
 }
 
 static SIDE: Mutex<Option<Side>> = Mutex::new(None);
 
 fn side<R>(f: impl FnOnce(&mut Side) -> R) -> R {
     let mut guard = SIDE.lock().unwrap_or_else(|p| p.into_inner());
-    f(guard.get_or_insert_with(|| Side { event_queue: HashMap::new(), sync_queue: HashMap::new() }))
+    f(guard.get_or_insert_with(|| Side { event_queue: HashMap::new() }))
 }
 
-/// The device's queue for work submitted without one (created on first use).
+/// The device's queue for work submitted without one: the runtime's default queue of the device
+/// (one per device, race-free; the same one MLIR's null stream uses).
 fn sync_queue(d: Device) -> OlResult<Queue> {
-    let rt = runtime();
-    if let Some(q) = side(|s| s.sync_queue.get(&d.to_raw()).copied()) {
-        if rt.queue_device(Queue::from_raw(q)) == Ok(d) {
-            return Ok(Queue::from_raw(q));
-        }
-    }
-    let q = on(Arg::Device, rt.queue_create(d))?;
-    // Another thread may have made one meanwhile and be using it: keep that one (never destroy
-    // a queue another thread may hold) unless it went stale.
-    let kept = side(|s| match s.sync_queue.get(&d.to_raw()) {
-        Some(&other) if rt.queue_device(Queue::from_raw(other)) == Ok(d) => other,
-        _ => {
-            s.sync_queue.insert(d.to_raw(), q.to_raw());
-            q.to_raw()
-        }
-    });
-    if kept != q.to_raw() {
-        let _ = rt.queue_destroy(q);
-    }
-    Ok(Queue::from_raw(kept))
+    on(Arg::Device, runtime().default_queue(d))
 }
