@@ -14,7 +14,7 @@ macro_rules! statuses {
         pub(crate) fn name(s: hsa_status_t) -> &'static str {
             match s {
                 $($status => stringify!($status),)*
-                _ => "HSA status (see the native code)",
+                _ => "an HSA status this version of ordo has no name for",
             }
         }
 
@@ -26,17 +26,15 @@ macro_rules! statuses {
             }
         }
 
-        /// "hsa_init failed: NAME", for the absent platform's reason.
+        /// The message of a failed `hsa_init` (the absent platform's reason): the status's name,
+        /// with what it means there when that is not obvious.
         pub(crate) fn init_failure(s: hsa_status_t) -> &'static str {
             if s == HSA_STATUS_ERROR_OUT_OF_RESOURCES {
                 return concat!(
-                    "hsa_init failed: HSA_STATUS_ERROR_OUT_OF_RESOURCES ",
+                    "HSA_STATUS_ERROR_OUT_OF_RESOURCES ",
                     "(what the HSA runtime reports without /dev/kfd: no AMD GPU driver here)");
             }
-            match s {
-                $($status => concat!("hsa_init failed: ", stringify!($status)),)*
-                _ => "hsa_init failed with an unknown HSA status",
-            }
+            name(s)
         }
     };
 }
@@ -68,9 +66,10 @@ pub(crate) fn check(s: hsa_status_t) -> BackendResult<()> {
     if s == HSA_STATUS_SUCCESS { Ok(()) } else { Err(BackendError::new(code(s), i64::from(s), name(s))) }
 }
 
-/// As `check`, for release calls: a runtime that is no longer initialised released the object.
-pub(crate) fn check_release(s: hsa_status_t) -> BackendResult<()> {
-    check(s).map_err(|mut e| {
+/// As `check`, for release calls (naming the call): a runtime that is no longer initialised
+/// released the object.
+pub(crate) fn check_release(call: &'static str, s: hsa_status_t) -> BackendResult<()> {
+    check(s).map_err(|e| e.in_call(call)).map_err(|mut e| {
         if s == HSA_STATUS_ERROR_NOT_INITIALIZED {
             e.released_by_driver = true;
         }
@@ -78,15 +77,16 @@ pub(crate) fn check_release(s: hsa_status_t) -> BackendResult<()> {
     })
 }
 
-/// `.result()` on a status, as the CUDA backend's `CUresult` has.
+/// `.result_in(call)` on a status: `Ok` for success, else the translated error naming the HSA
+/// call that returned it.
 pub(crate) trait StatusExt {
-    /// `Ok` for success, else the translated error.
-    fn result(self) -> BackendResult<()>;
+    /// `Ok` for success, else the translated error, naming `call`.
+    fn result_in(self, call: &'static str) -> BackendResult<()>;
 }
 
 impl StatusExt for hsa_status_t {
-    fn result(self) -> BackendResult<()> {
-        check(self)
+    fn result_in(self, call: &'static str) -> BackendResult<()> {
+        check(self).map_err(|e| e.in_call(call))
     }
 }
 
@@ -104,13 +104,15 @@ mod tests {
         );
         assert_eq!(code(0x7777), ErrorCode::BackendFailure);
         assert!(init_failure(HSA_STATUS_ERROR_OUT_OF_RESOURCES).contains("/dev/kfd"));
-        assert_eq!(init_failure(HSA_STATUS_ERROR), "hsa_init failed: HSA_STATUS_ERROR");
+        assert_eq!(init_failure(HSA_STATUS_ERROR), "HSA_STATUS_ERROR");
+        let e = HSA_STATUS_ERROR_INVALID_AGENT.result_in("hsa_agent_get_info").unwrap_err();
+        assert_eq!(e.detail().to_string(), "hsa_agent_get_info: HSA_STATUS_ERROR_INVALID_AGENT (4100)");
     }
 
     #[test]
     fn not_initialised_is_released_by_driver_only_for_releases() {
-        assert!(check_release(HSA_STATUS_ERROR_NOT_INITIALIZED).unwrap_err().released_by_driver);
+        assert!(check_release("hsa_test", HSA_STATUS_ERROR_NOT_INITIALIZED).unwrap_err().released_by_driver);
         assert!(!check(HSA_STATUS_ERROR_NOT_INITIALIZED).unwrap_err().released_by_driver);
-        assert!(!check_release(HSA_STATUS_ERROR_INVALID_SIGNAL).unwrap_err().released_by_driver);
+        assert!(!check_release("hsa_test", HSA_STATUS_ERROR_INVALID_SIGNAL).unwrap_err().released_by_driver);
     }
 }

@@ -70,7 +70,7 @@ fn absent(message: &'static str) -> BackendError {
 unsafe fn agent_info<T: Copy>(hsa: &Hsa, agent: hsa_agent_t, attribute: u32, init: T) -> BackendResult<T> {
     let mut v = init;
     // SAFETY: `v` is a `T`, the attribute's type (the caller's contract).
-    unsafe { (hsa.hsa_agent_get_info)(agent, attribute, (&raw mut v).cast()) }.result()?;
+    unsafe { (hsa.hsa_agent_get_info)(agent, attribute, (&raw mut v).cast()) }.result_in("hsa_agent_get_info")?;
     Ok(v)
 }
 
@@ -79,7 +79,8 @@ unsafe fn agent_info<T: Copy>(hsa: &Hsa, agent: hsa_agent_t, attribute: u32, ini
 unsafe fn pool_info<T: Copy>(hsa: &Hsa, pool: hsa_amd_memory_pool_t, attribute: u32, init: T) -> BackendResult<T> {
     let mut v = init;
     // SAFETY: `v` is a `T`, the attribute's type.
-    unsafe { (hsa.hsa_amd_memory_pool_get_info)(pool, attribute, (&raw mut v).cast()) }.result()?;
+    unsafe { (hsa.hsa_amd_memory_pool_get_info)(pool, attribute, (&raw mut v).cast()) }
+        .result_in("hsa_amd_memory_pool_get_info")?;
     Ok(v)
 }
 
@@ -98,14 +99,15 @@ unsafe extern "C" fn push_handle(h: hsa_handle_t, data: *mut c_void) -> hsa_stat
 fn agents(hsa: &Hsa) -> BackendResult<Vec<hsa_agent_t>> {
     let mut list: Vec<hsa_agent_t> = Vec::new();
     // SAFETY: the callback only pushes into `list`, which outlives the call.
-    unsafe { (hsa.hsa_iterate_agents)(push_handle, (&raw mut list).cast()) }.result()?;
+    unsafe { (hsa.hsa_iterate_agents)(push_handle, (&raw mut list).cast()) }.result_in("hsa_iterate_agents")?;
     Ok(list)
 }
 
 fn pools(hsa: &Hsa, agent: hsa_agent_t) -> BackendResult<Vec<hsa_amd_memory_pool_t>> {
     let mut list: Vec<hsa_amd_memory_pool_t> = Vec::new();
     // SAFETY: as in `agents`.
-    unsafe { (hsa.hsa_amd_agent_iterate_memory_pools)(agent, push_handle, (&raw mut list).cast()) }.result()?;
+    unsafe { (hsa.hsa_amd_agent_iterate_memory_pools)(agent, push_handle, (&raw mut list).cast()) }
+        .result_in("hsa_amd_agent_iterate_memory_pools")?;
     Ok(list)
 }
 
@@ -135,7 +137,9 @@ pub(crate) fn open(library: Library) -> BackendResult<State> {
     // SAFETY: hsa_init has no preconditions.
     let status = unsafe { (hsa.hsa_init)() };
     if status != HSA_STATUS_SUCCESS {
-        return Err(BackendError::new(ErrorCode::NotPresent, i64::from(status), conv::init_failure(status)));
+        return Err(
+            BackendError::new(ErrorCode::NotPresent, i64::from(status), conv::init_failure(status)).in_call("hsa_init")
+        );
     }
     discover(hsa).inspect_err(|_| {
         // SAFETY: hsa_init succeeded above and nothing was created since.

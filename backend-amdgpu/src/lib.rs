@@ -110,7 +110,7 @@ impl Backend for AmdgpuBackend {
         match state.take() {
             // SAFETY: every object was released (the runtime's teardown order); HSA was
             // initialised by `init`.
-            Some(s) => conv::check_release(unsafe { (s.hsa.hsa_shut_down)() }),
+            Some(s) => conv::check_release("hsa_shut_down", unsafe { (s.hsa.hsa_shut_down)() }),
             None => Ok(()),
         }
     }

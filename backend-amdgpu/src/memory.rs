@@ -26,7 +26,7 @@ pub(crate) fn alloc(state: &State, gpu: &Gpu, kind: MemKind, size: usize) -> Bac
     };
     let mut ptr: *mut c_void = std::ptr::null_mut();
     // SAFETY: a pool of this runtime; valid out-pointer.
-    unsafe { (hsa.hsa_amd_memory_pool_allocate)(pool, size, 0, &mut ptr) }.result()?;
+    unsafe { (hsa.hsa_amd_memory_pool_allocate)(pool, size, 0, &mut ptr) }.result_in("hsa_amd_memory_pool_allocate")?;
     if kind == MemKind::Host {
         if let Err(e) = grant(state, gpu, ptr) {
             // SAFETY: allocated above, not handed out.
@@ -40,14 +40,17 @@ pub(crate) fn alloc(state: &State, gpu: &Gpu, kind: MemKind, size: usize) -> Bac
 /// Lets the GPU access host-pool memory.
 fn grant(state: &State, gpu: &Gpu, ptr: *mut c_void) -> BackendResult<()> {
     // SAFETY: one agent, no flags, a pool allocation.
-    unsafe { (state.hsa.hsa_amd_agents_allow_access)(1, &gpu.agent, std::ptr::null(), ptr) }.result()
+    unsafe { (state.hsa.hsa_amd_agents_allow_access)(1, &gpu.agent, std::ptr::null(), ptr) }
+        .result_in("hsa_amd_agents_allow_access")
 }
 
 /// # Safety
 /// `addr` is a live allocation from `alloc`.
 pub(crate) unsafe fn free(state: &State, addr: u64) -> BackendResult<()> {
     // SAFETY: the caller's contract.
-    check_release(unsafe { (state.hsa.hsa_amd_memory_pool_free)(addr as usize as *mut c_void) })
+    check_release("hsa_amd_memory_pool_free", unsafe {
+        (state.hsa.hsa_amd_memory_pool_free)(addr as usize as *mut c_void)
+    })
 }
 
 /// A staging buffer in the host pool, granted to the GPU, freed on drop.
@@ -85,10 +88,10 @@ fn copy(
     // staging); no dependencies; a live completion signal.
     let started =
         unsafe { (hsa.hsa_amd_memory_async_copy)(dst, dst_agent, src, src_agent, size, 0, std::ptr::null(), signal) }
-            .result();
+            .result_in("hsa_amd_memory_async_copy");
     let started = started.and_then(|()| wait(hsa, signal, None));
     // SAFETY: the copy completed (or never started); the signal is not used again.
-    let destroyed = unsafe { (hsa.hsa_signal_destroy)(signal) }.result();
+    let destroyed = unsafe { (hsa.hsa_signal_destroy)(signal) }.result_in("hsa_signal_destroy");
     started.and(destroyed)
 }
 
@@ -146,7 +149,8 @@ pub(crate) unsafe fn fill(
     if let FillValue::U32(v) = value {
         // SAFETY: a 4-byte-aligned range of `count` words in one allocation (the runtime's
         // guarantee for fills).
-        return unsafe { (state.hsa.hsa_amd_memory_fill)(dst as usize as *mut c_void, v, count) }.result();
+        return unsafe { (state.hsa.hsa_amd_memory_fill)(dst as usize as *mut c_void, v, count) }
+            .result_in("hsa_amd_memory_fill");
     }
     // Narrower patterns: written into staging on the host, then copied.
     let size =

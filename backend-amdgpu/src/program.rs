@@ -239,7 +239,7 @@ pub(crate) fn load(state: &State, gpu: &Gpu, image: &[u8]) -> BackendResult<u64>
     let mut reader = hsa_code_object_reader_t::default();
     // SAFETY: `copy` outlives the reader (destroyed below, before `copy` is dropped).
     unsafe { (hsa.hsa_code_object_reader_create_from_memory)(copy.as_ptr().cast(), copy.len(), &mut reader) }
-        .result()?;
+        .result_in("hsa_code_object_reader_create_from_memory")?;
     let mut executable = hsa_executable_t::default();
     // SAFETY: plain out-parameters; a null options string is allowed.
     let result = unsafe {
@@ -250,7 +250,7 @@ pub(crate) fn load(state: &State, gpu: &Gpu, image: &[u8]) -> BackendResult<u64>
             &mut executable,
         )
     }
-    .result()
+    .result_in("hsa_executable_create_alt")
     .and_then(|()| {
         // SAFETY: a live executable, agent and reader; the loaded-object out-pointer may be null.
         let loaded = unsafe {
@@ -262,9 +262,11 @@ pub(crate) fn load(state: &State, gpu: &Gpu, image: &[u8]) -> BackendResult<u64>
                 std::ptr::null_mut(),
             )
         }
-        .result()
-        // SAFETY: a live executable.
-        .and_then(|()| unsafe { (hsa.hsa_executable_freeze)(executable, std::ptr::null()) }.result());
+        .result_in("hsa_executable_load_agent_code_object")
+        .and_then(|()| {
+            // SAFETY: a live executable.
+            unsafe { (hsa.hsa_executable_freeze)(executable, std::ptr::null()) }.result_in("hsa_executable_freeze")
+        });
         if loaded.is_err() {
             // SAFETY: created above, not used again.
             let _ = unsafe { (hsa.hsa_executable_destroy)(executable) };
@@ -285,7 +287,7 @@ pub(crate) unsafe fn unload(state: &State, program: u64) -> BackendResult<()> {
     // SAFETY: the caller's contract: the box `load` leaked, reclaimed once.
     let program = unsafe { Box::from_raw(program as usize as *mut Program) };
     // SAFETY: a live executable; no dispatch of it is pending (the runtime synchronises first).
-    check_release(unsafe { (state.hsa.hsa_executable_destroy)(program.executable) })
+    check_release("hsa_executable_destroy", unsafe { (state.hsa.hsa_executable_destroy)(program.executable) })
 }
 
 /// # Safety
@@ -311,11 +313,12 @@ pub(crate) unsafe fn kernel(state: &State, gpu: &Gpu, program: u64, name: &str) 
     unsafe {
         (hsa.hsa_executable_get_symbol_by_name)(program.executable, symbol_name.as_ptr(), &gpu.agent, &mut symbol)
     }
-    .result()?;
+    .result_in("hsa_executable_get_symbol_by_name")?;
     let read = |attribute: u32| -> BackendResult<u32> {
         let mut v = 0u32;
         // SAFETY: these attributes are u32 values.
-        unsafe { (hsa.hsa_executable_symbol_get_info)(symbol, attribute, (&raw mut v).cast()) }.result()?;
+        unsafe { (hsa.hsa_executable_symbol_get_info)(symbol, attribute, (&raw mut v).cast()) }
+            .result_in("hsa_executable_symbol_get_info")?;
         Ok(v)
     };
     let mut object = 0u64;
@@ -323,7 +326,7 @@ pub(crate) unsafe fn kernel(state: &State, gpu: &Gpu, program: u64, name: &str) 
     unsafe {
         (hsa.hsa_executable_symbol_get_info)(symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, (&raw mut object).cast())
     }
-    .result()?;
+    .result_in("hsa_executable_symbol_get_info")?;
     let kernel = Box::new(Kernel {
         object,
         kernarg_size: read(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE)?,

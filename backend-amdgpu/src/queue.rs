@@ -98,7 +98,7 @@ pub(crate) fn create(state: &State, gpu: &Gpu) -> BackendResult<u64> {
             &mut q,
         )
     }
-    .result()?;
+    .result_in("hsa_queue_create")?;
     let queue = Box::into_raw(Box::new(Queue { q, inflight: Mutex::new(VecDeque::new()), error }));
     gpu.queues.lock().unwrap_or_else(|p| p.into_inner()).push(queue as usize);
     Ok(queue as u64)
@@ -129,7 +129,7 @@ pub(crate) fn wait(hsa: &Hsa, signal: hsa_signal_t, error: Option<&AtomicU32>) -
 pub(crate) fn new_signal(hsa: &Hsa) -> BackendResult<hsa_signal_t> {
     let mut s = hsa_signal_t::default();
     // SAFETY: no consumer list (any agent may wait); valid out-pointer.
-    unsafe { (hsa.hsa_signal_create)(1, 0, std::ptr::null(), &mut s) }.result()?;
+    unsafe { (hsa.hsa_signal_create)(1, 0, std::ptr::null(), &mut s) }.result_in("hsa_signal_create")?;
     Ok(s)
 }
 
@@ -162,9 +162,10 @@ impl Queue {
             // SAFETY: the packet completed (or its queue stopped), so neither the signal nor the
             // kernarg buffer is used again; both were created for it alone.
             unsafe {
-                result = result.and(check_release((hsa.hsa_signal_destroy)(done.signal)));
+                result = result.and(check_release("hsa_signal_destroy", (hsa.hsa_signal_destroy)(done.signal)));
                 if !done.kernarg.is_null() {
-                    result = result.and(check_release((hsa.hsa_amd_memory_pool_free)(done.kernarg)));
+                    result = result
+                        .and(check_release("hsa_amd_memory_pool_free", (hsa.hsa_amd_memory_pool_free)(done.kernarg)));
                 }
             }
         }
@@ -244,7 +245,8 @@ impl Queue {
         let size = kernel.kernarg_size as usize;
         if size > 0 {
             // SAFETY: the kernarg pool; valid out-pointer.
-            unsafe { (hsa.hsa_amd_memory_pool_allocate)(state.kernarg_pool, size, 0, &mut kernarg) }.result()?;
+            unsafe { (hsa.hsa_amd_memory_pool_allocate)(state.kernarg_pool, size, 0, &mut kernarg) }
+                .result_in("hsa_amd_memory_pool_allocate")?;
             // SAFETY: a fresh allocation of `size` bytes, written in place (the symbol's kernarg
             // size); the arguments are readable as the metadata says (the caller's contract).
             unsafe {
@@ -320,7 +322,7 @@ pub(crate) unsafe fn destroy(state: &State, gpu: &Gpu, queue: u64) -> BackendRes
     gpu.queues.lock().unwrap_or_else(|p| p.into_inner()).retain(|&q| q != &*queue as *const Queue as usize);
     let drained = queue.reclaim(state, true);
     // SAFETY: every packet completed; the queue is not used again.
-    let destroyed = check_release(unsafe { (state.hsa.hsa_queue_destroy)(queue.q) });
+    let destroyed = check_release("hsa_queue_destroy", unsafe { (state.hsa.hsa_queue_destroy)(queue.q) });
     drained.and(destroyed)
 }
 
@@ -374,7 +376,7 @@ pub(crate) unsafe fn event_destroy(state: &State, event: u64) -> BackendResult<(
     // queue stopped: then nothing touches the signal again).
     let waited = event.wait(state.hsa);
     // SAFETY: complete (or its queue stopped), not referenced by any packet still to be processed.
-    let destroyed = check_release(unsafe { (state.hsa.hsa_signal_destroy)(event.signal) });
+    let destroyed = check_release("hsa_signal_destroy", unsafe { (state.hsa.hsa_signal_destroy)(event.signal) });
     destroyed.and(waited.or_else(|e| if e.code == ErrorCode::DeviceLost { Ok(()) } else { Err(e) }))
 }
 

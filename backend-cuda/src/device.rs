@@ -159,14 +159,11 @@ impl Devices {
         // SAFETY: the driver and `cuInit` are present (checked above).
         let r = unsafe { sys::cuInit(0) };
         if r != CUresult::CUDA_SUCCESS {
-            return Err(match code(r) {
-                ErrorCode::NotPresent => BackendError::not_present(name(r)),
-                c => BackendError::new(c, r as i64, name(r)),
-            });
+            return Err(BackendError::new(code(r), r as i64, name(r)).in_call("cuInit"));
         }
         let mut count: c_int = 0;
         // SAFETY: valid out-pointer.
-        check(unsafe { sys::cuDeviceGetCount(&mut count) })?;
+        check("cuDeviceGetCount", unsafe { sys::cuDeviceGetCount(&mut count) })?;
         if count <= 0 {
             return Err(BackendError::not_present("no CUDA devices"));
         }
@@ -187,11 +184,11 @@ impl Devices {
     fn read_limits(&self, ordinal: usize) -> BackendResult<()> {
         let mut dev = 0;
         // SAFETY: valid out-pointer; ordinal < device count.
-        check(unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
+        check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
         let attribute = |a: CUdevice_attribute| -> BackendResult<u32> {
             let mut v: c_int = 0;
             // SAFETY: valid out-pointer, device and attribute.
-            check(unsafe { sys::cuDeviceGetAttribute(&mut v, a, dev) })?;
+            check("cuDeviceGetAttribute", unsafe { sys::cuDeviceGetAttribute(&mut v, a, dev) })?;
             Ok(v.max(1) as u32)
         };
         use CUdevice_attribute::*;
@@ -222,10 +219,10 @@ impl Devices {
     fn retain(&self, ordinal: usize) -> BackendResult<()> {
         let mut dev = 0;
         // SAFETY: valid out-pointer; ordinal < device count.
-        check(unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
+        check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
         let mut ctx: CUcontext = ptr::null_mut();
         // SAFETY: valid out-pointer and device.
-        check(unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
+        check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
         self.contexts[ordinal].store(ctx, Ordering::Release);
         Ok(())
     }
@@ -236,9 +233,9 @@ impl Devices {
         slot.store(ptr::null_mut(), Ordering::Release);
         let mut dev = 0;
         // SAFETY: valid out-pointer.
-        check_release(unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
+        check_release("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
         // SAFETY: the device's primary context was retained once by `retain`.
-        check_release(unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
+        check_release("cuDevicePrimaryCtxRelease_v2", unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) })
     }
 
     pub(crate) fn deinit(&self) {
@@ -280,18 +277,18 @@ impl Devices {
     fn make_current_checked(
         &self,
         ordinal: u32,
-        check: fn(CUresult) -> BackendResult<()>,
+        check: fn(&'static str, CUresult) -> BackendResult<()>,
     ) -> BackendResult<ProgramContext> {
         let ctx = self.context(ordinal)?;
         let mut current: CUcontext = ptr::null_mut();
         // SAFETY: valid out-pointer.
-        check(unsafe { sys::cuCtxGetCurrent(&mut current) })?;
+        check("cuCtxGetCurrent", unsafe { sys::cuCtxGetCurrent(&mut current) })?;
         if current == ctx {
             CURRENT.set((ctx as usize, self.epoch.load(Ordering::Acquire)));
             return Ok(ProgramContext(ptr::null_mut()));
         }
         // SAFETY: `ctx` is a retained primary context.
-        check(unsafe { sys::cuCtxSetCurrent(ctx) })?;
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(ctx) })?;
         CURRENT.set((ctx as usize, self.epoch.load(Ordering::Acquire)));
         Ok(ProgramContext(current))
     }
@@ -332,11 +329,11 @@ impl Devices {
         }
         let mut dev = 0;
         // SAFETY: valid out-pointer.
-        check(unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
+        check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
         let attribute = |a: CUdevice_attribute| -> BackendResult<u64> {
             let mut v: c_int = 0;
             // SAFETY: valid out-pointer, device and attribute.
-            check(unsafe { sys::cuDeviceGetAttribute(&mut v, a, dev) })?;
+            check("cuDeviceGetAttribute", unsafe { sys::cuDeviceGetAttribute(&mut v, a, dev) })?;
             Ok(v as u64)
         };
         use CUdevice_attribute::*;
@@ -344,7 +341,7 @@ impl Devices {
             DeviceInfo::Name => {
                 let mut buf = [0 as std::ffi::c_char; 256];
                 // SAFETY: the buffer is valid for its length; the driver NUL-terminates.
-                check(unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, dev) })?;
+                check("cuDeviceGetName", unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as c_int, dev) })?;
                 // SAFETY: NUL-terminated by the driver within the buffer.
                 let text = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
                 InfoValue::text(&text.to_string_lossy())
@@ -356,7 +353,7 @@ impl Devices {
             DeviceInfo::TotalMemory => {
                 let mut bytes = 0usize;
                 // SAFETY: valid out-pointer and device.
-                check(unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, dev) })?;
+                check("cuDeviceTotalMem_v2", unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, dev) })?;
                 InfoValue::Int(bytes as u64)
             }
             DeviceInfo::MultiprocessorCount => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?),
@@ -371,14 +368,14 @@ impl Devices {
             DeviceInfo::DriverVersion => {
                 let mut v: c_int = 0;
                 // SAFETY: valid out-pointer.
-                check(unsafe { sys::cuDriverGetVersion(&mut v) })?;
+                check("cuDriverGetVersion", unsafe { sys::cuDriverGetVersion(&mut v) })?;
                 InfoValue::text(&format!("{}.{}", v / 1000, (v % 1000) / 10))
             }
             DeviceInfo::Uuid => {
                 // SAFETY: an all-zero CUuuid (plain bytes) is valid.
                 let mut uuid: sys::CUuuid = unsafe { std::mem::zeroed() };
                 // SAFETY: valid out-pointer and device.
-                check(unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, dev) })?;
+                check("cuDeviceGetUuid_v2", unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, dev) })?;
                 let hex: String = uuid.bytes.iter().map(|b| format!("{:02x}", *b as u8)).collect();
                 InfoValue::text(&format!("GPU-{hex}"))
             }

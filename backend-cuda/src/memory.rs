@@ -15,16 +15,16 @@ pub(crate) fn alloc(kind: MemKind, size: usize) -> BackendResult<u64> {
     let mut addr = 0u64;
     match kind {
         // SAFETY: valid out-pointer; the caller made the device's context current.
-        MemKind::Device => check(unsafe { sys::cuMemAlloc_v2(&mut addr, size) })?,
+        MemKind::Device => check("cuMemAlloc_v2", unsafe { sys::cuMemAlloc_v2(&mut addr, size) })?,
         MemKind::Managed => {
             let flags = CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32;
             // SAFETY: as above.
-            check(unsafe { sys::cuMemAllocManaged(&mut addr, size, flags) })?
+            check("cuMemAllocManaged", unsafe { sys::cuMemAllocManaged(&mut addr, size, flags) })?
         }
         MemKind::Host => {
             let mut p: *mut c_void = std::ptr::null_mut();
             // SAFETY: as above.
-            check(unsafe { sys::cuMemAllocHost_v2(&mut p, size) })?;
+            check("cuMemAllocHost_v2", unsafe { sys::cuMemAllocHost_v2(&mut p, size) })?;
             addr = p as u64;
         }
         MemKind::Registered | MemKind::Global => {
@@ -46,10 +46,12 @@ pub(crate) fn alloc(kind: MemKind, size: usize) -> BackendResult<u64> {
 pub(crate) unsafe fn register(addr: u64, size: usize) -> BackendResult<()> {
     let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
     // SAFETY: the caller's contract; the caller made the device's context current.
-    check(unsafe { sys::cuMemHostRegister_v2(addr as *mut c_void, size, flags) })?;
+    check("cuMemHostRegister_v2", unsafe { sys::cuMemHostRegister_v2(addr as *mut c_void, size, flags) })?;
     let mut device_addr = 0u64;
     // SAFETY: valid out-pointer; the range was just registered.
-    let mapped = check(unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device_addr, addr as *mut c_void, 0) });
+    let mapped = check("cuMemHostGetDevicePointer_v2", unsafe {
+        sys::cuMemHostGetDevicePointer_v2(&mut device_addr, addr as *mut c_void, 0)
+    });
     if mapped.is_ok() && device_addr == addr {
         return Ok(());
     }
@@ -68,11 +70,13 @@ pub(crate) unsafe fn register(addr: u64, size: usize) -> BackendResult<()> {
 pub(crate) unsafe fn free(kind: MemKind, addr: u64) -> BackendResult<()> {
     match kind {
         // SAFETY: `addr` is a live allocation of this kind (validated by the runtime).
-        MemKind::Device | MemKind::Managed => check_release(unsafe { sys::cuMemFree_v2(addr) }),
+        MemKind::Device | MemKind::Managed => check_release("cuMemFree_v2", unsafe { sys::cuMemFree_v2(addr) }),
         // SAFETY: as above.
-        MemKind::Host => check_release(unsafe { sys::cuMemFreeHost(addr as *mut c_void) }),
-        // SAFETY: a range `register` registered (validated by the runtime).
-        MemKind::Registered => check_release(unsafe { sys::cuMemHostUnregister(addr as *mut c_void) }),
+        MemKind::Host => check_release("cuMemFreeHost", unsafe { sys::cuMemFreeHost(addr as *mut c_void) }),
+        MemKind::Registered => {
+            // SAFETY: a range `register` registered (validated by the runtime).
+            check_release("cuMemHostUnregister", unsafe { sys::cuMemHostUnregister(addr as *mut c_void) })
+        }
         // Never passed (the runtime frees no global); the driver frees them with their module.
         MemKind::Global => Err(ordo_core::BackendError::new(
             ordo_core::ErrorCode::InvalidArgument,
@@ -95,15 +99,25 @@ pub(crate) unsafe fn copy(
     // SAFETY: the caller's contract.
     let r = unsafe {
         match (kind, stream) {
-            (CopyKind::DeviceToHost, None) => return check(sys::cuMemcpyDtoH_v2(dst as *mut c_void, src, size)),
-            (CopyKind::HostToDevice, None) => sys::cuMemcpyHtoD_v2(dst, src as *const c_void, size),
-            (CopyKind::DeviceToDevice, None) => sys::cuMemcpyDtoD_v2(dst, src, size),
-            (CopyKind::HostToDevice, Some(s)) => sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, size, s),
-            (CopyKind::DeviceToHost, Some(s)) => sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, size, s),
-            (CopyKind::DeviceToDevice, Some(s)) => sys::cuMemcpyDtoDAsync_v2(dst, src, size, s),
+            (CopyKind::DeviceToHost, None) => {
+                return check("cuMemcpyDtoH_v2", sys::cuMemcpyDtoH_v2(dst as *mut c_void, src, size));
+            }
+            (CopyKind::HostToDevice, None) => {
+                ("cuMemcpyHtoD_v2", sys::cuMemcpyHtoD_v2(dst, src as *const c_void, size))
+            }
+            (CopyKind::DeviceToDevice, None) => ("cuMemcpyDtoD_v2", sys::cuMemcpyDtoD_v2(dst, src, size)),
+            (CopyKind::HostToDevice, Some(s)) => {
+                ("cuMemcpyHtoDAsync_v2", sys::cuMemcpyHtoDAsync_v2(dst, src as *const c_void, size, s))
+            }
+            (CopyKind::DeviceToHost, Some(s)) => {
+                ("cuMemcpyDtoHAsync_v2", sys::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src, size, s))
+            }
+            (CopyKind::DeviceToDevice, Some(s)) => {
+                ("cuMemcpyDtoDAsync_v2", sys::cuMemcpyDtoDAsync_v2(dst, src, size, s))
+            }
         }
     };
-    check(r)?;
+    check(r.0, r.1)?;
     finish_if_synchronous(stream)
 }
 
@@ -114,7 +128,7 @@ fn finish_if_synchronous(stream: Option<CUstream>) -> BackendResult<()> {
         return Ok(());
     }
     // SAFETY: the null stream is the current context's legacy default stream.
-    check(unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) })
+    check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(std::ptr::null_mut()) })
 }
 
 /// # Safety
@@ -123,15 +137,15 @@ pub(crate) unsafe fn fill(dst: u64, value: FillValue, count: usize, stream: Opti
     // SAFETY: the caller's contract.
     let r = unsafe {
         match (value, stream) {
-            (FillValue::U8(v), None) => sys::cuMemsetD8_v2(dst, v, count),
-            (FillValue::U16(v), None) => sys::cuMemsetD16_v2(dst, v, count),
-            (FillValue::U32(v), None) => sys::cuMemsetD32_v2(dst, v, count),
-            (FillValue::U8(v), Some(s)) => sys::cuMemsetD8Async(dst, v, count, s),
-            (FillValue::U16(v), Some(s)) => sys::cuMemsetD16Async(dst, v, count, s),
-            (FillValue::U32(v), Some(s)) => sys::cuMemsetD32Async(dst, v, count, s),
+            (FillValue::U8(v), None) => ("cuMemsetD8_v2", sys::cuMemsetD8_v2(dst, v, count)),
+            (FillValue::U16(v), None) => ("cuMemsetD16_v2", sys::cuMemsetD16_v2(dst, v, count)),
+            (FillValue::U32(v), None) => ("cuMemsetD32_v2", sys::cuMemsetD32_v2(dst, v, count)),
+            (FillValue::U8(v), Some(s)) => ("cuMemsetD8Async", sys::cuMemsetD8Async(dst, v, count, s)),
+            (FillValue::U16(v), Some(s)) => ("cuMemsetD16Async", sys::cuMemsetD16Async(dst, v, count, s)),
+            (FillValue::U32(v), Some(s)) => ("cuMemsetD32Async", sys::cuMemsetD32Async(dst, v, count, s)),
         }
     };
-    check(r)?;
+    check(r.0, r.1)?;
     finish_if_synchronous(stream)
 }
 
@@ -166,12 +180,13 @@ pub(crate) unsafe fn fill_pattern(
         for i in 0..count {
             let at = dst + (i * len) as u64;
             // SAFETY: the caller's contract: each repetition lies in the allocation.
-            check(unsafe {
+            let (call, r) = unsafe {
                 match stream {
-                    Some(s) => sys::cuMemcpyHtoDAsync_v2(at, pattern.as_ptr().cast(), len, s),
-                    None => sys::cuMemcpyHtoD_v2(at, pattern.as_ptr().cast(), len),
+                    Some(s) => ("cuMemcpyHtoDAsync_v2", sys::cuMemcpyHtoDAsync_v2(at, pattern.as_ptr().cast(), len, s)),
+                    None => ("cuMemcpyHtoD_v2", sys::cuMemcpyHtoD_v2(at, pattern.as_ptr().cast(), len)),
                 }
-            })?;
+            };
+            check(call, r)?;
         }
         return finish_if_synchronous(stream);
     }
@@ -181,18 +196,25 @@ pub(crate) unsafe fn fill_pattern(
         // all inside the allocation; `at` is aligned to the width.
         let r = unsafe {
             match (element, stream) {
-                (&[a, b, c, d], None) => sys::cuMemsetD2D32_v2(at, len, u32::from_ne_bytes([a, b, c, d]), 1, count),
-                (&[a, b, c, d], Some(s)) => {
-                    sys::cuMemsetD2D32Async(at, len, u32::from_ne_bytes([a, b, c, d]), 1, count, s)
+                (&[a, b, c, d], None) => {
+                    ("cuMemsetD2D32_v2", sys::cuMemsetD2D32_v2(at, len, u32::from_ne_bytes([a, b, c, d]), 1, count))
                 }
-                (&[a, b], None) => sys::cuMemsetD2D16_v2(at, len, u16::from_ne_bytes([a, b]), 1, count),
-                (&[a, b], Some(s)) => sys::cuMemsetD2D16Async(at, len, u16::from_ne_bytes([a, b]), 1, count, s),
-                (&[a], None) => sys::cuMemsetD2D8_v2(at, len, a, 1, count),
-                (&[a], Some(s)) => sys::cuMemsetD2D8Async(at, len, a, 1, count, s),
+                (&[a, b, c, d], Some(s)) => (
+                    "cuMemsetD2D32Async",
+                    sys::cuMemsetD2D32Async(at, len, u32::from_ne_bytes([a, b, c, d]), 1, count, s),
+                ),
+                (&[a, b], None) => {
+                    ("cuMemsetD2D16_v2", sys::cuMemsetD2D16_v2(at, len, u16::from_ne_bytes([a, b]), 1, count))
+                }
+                (&[a, b], Some(s)) => {
+                    ("cuMemsetD2D16Async", sys::cuMemsetD2D16Async(at, len, u16::from_ne_bytes([a, b]), 1, count, s))
+                }
+                (&[a], None) => ("cuMemsetD2D8_v2", sys::cuMemsetD2D8_v2(at, len, a, 1, count)),
+                (&[a], Some(s)) => ("cuMemsetD2D8Async", sys::cuMemsetD2D8Async(at, len, a, 1, count, s)),
                 _ => unreachable!("chunks of the width"),
             }
         };
-        check(r)?;
+        check(r.0, r.1)?;
     }
     finish_if_synchronous(stream)
 }

@@ -80,7 +80,7 @@ pub(crate) fn load(image: &[u8]) -> BackendResult<u64> {
 /// A live module of the current context.
 pub(crate) unsafe fn unload(raw: u64) -> BackendResult<()> {
     // SAFETY: a live module (validated by the runtime).
-    check_release(unsafe { sys::cuModuleUnload(raw as usize as CUmodule) })
+    check_release("cuModuleUnload", unsafe { sys::cuModuleUnload(raw as usize as CUmodule) })
 }
 
 /// # Safety
@@ -90,7 +90,9 @@ pub(crate) unsafe fn kernel(program: u64, kernel_name: &str) -> BackendResult<u6
         .map_err(|_| BackendError::new(ErrorCode::InvalidArgument, 0, "kernel name contains NUL"))?;
     let mut f: CUfunction = std::ptr::null_mut();
     // SAFETY: valid out-pointer, live module, NUL-terminated name.
-    check(unsafe { sys::cuModuleGetFunction(&mut f, program as usize as CUmodule, c_name.as_ptr()) })?;
+    check("cuModuleGetFunction", unsafe {
+        sys::cuModuleGetFunction(&mut f, program as usize as CUmodule, c_name.as_ptr())
+    })?;
     Ok(f as u64)
 }
 
@@ -134,7 +136,9 @@ impl KernelRegistry {
             }
             let attribute = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
             // SAFETY: a live kernel; the driver checks the value against the device's limit.
-            check(unsafe { sys::cuFuncSetAttribute(kernel as usize as CUfunction, attribute, bytes as i32) })?;
+            check("cuFuncSetAttribute", unsafe {
+                sys::cuFuncSetAttribute(kernel as usize as CUfunction, attribute, bytes as i32)
+            })?;
             entry.1 = bytes;
             Ok(())
         })
@@ -186,7 +190,7 @@ pub(crate) unsafe fn launch(
             std::ptr::null_mut(),
         )
     };
-    check(r)
+    check("cuLaunchKernel", r)
 }
 
 /// Whether the loaded driver exports `symbol` (for functions newer than ordo's minimum driver:
@@ -239,7 +243,7 @@ pub(crate) unsafe fn launch_cluster(
     };
     // SAFETY: a live kernel and stream of the current context, a config whose one attribute
     // lives until the call returns; `params` as in `launch`.
-    check(unsafe {
+    check("cuLaunchKernelEx", unsafe {
         sys::cuLaunchKernelEx(&config, kernel as usize as CUfunction, params_pointer(args), std::ptr::null_mut())
     })
 }
@@ -261,7 +265,7 @@ unsafe fn each_param(kernel: u64, mut each: impl FnMut(usize, usize) -> BackendR
         match r {
             CUresult::CUDA_SUCCESS => each(offset, size)?,
             CUresult::CUDA_ERROR_INVALID_VALUE => return Ok(count),
-            other => return check(other).map(|()| count),
+            other => return check("cuFuncGetParamInfo", other).map(|()| count),
         }
         count += 1;
         if count > 4096 {
@@ -310,7 +314,7 @@ pub(crate) unsafe fn param_layout(kernel: u64, out: &mut ordo_core::ParamLayout)
 pub(crate) unsafe fn optimal_block_size(kernel: u64, dynamic_shared: usize) -> BackendResult<u32> {
     let (mut min_grid, mut block) = (0, 0);
     // SAFETY: a live function, valid out-pointers, no size callback.
-    check(unsafe {
+    check("cuOccupancyMaxPotentialBlockSize", unsafe {
         sys::cuOccupancyMaxPotentialBlockSize(
             &mut min_grid,
             &mut block,
@@ -332,7 +336,9 @@ pub(crate) unsafe fn global(program: u64, global_name: &str) -> BackendResult<(u
         .map_err(|_| BackendError::new(ErrorCode::InvalidArgument, 0, "global variable name contains NUL"))?;
     let (mut addr, mut size) = (0u64, 0usize);
     // SAFETY: valid out-pointers, live module, NUL-terminated name.
-    check(unsafe { sys::cuModuleGetGlobal_v2(&mut addr, &mut size, program as usize as CUmodule, c_name.as_ptr()) })?;
+    check("cuModuleGetGlobal_v2", unsafe {
+        sys::cuModuleGetGlobal_v2(&mut addr, &mut size, program as usize as CUmodule, c_name.as_ptr())
+    })?;
     Ok((addr, size))
 }
 

@@ -23,7 +23,7 @@ pub(crate) fn queue_create(independent: bool) -> BackendResult<u64> {
     let mut s: CUstream = std::ptr::null_mut();
     let flags = if independent { sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32 } else { CU_STREAM_BLOCKING };
     // SAFETY: valid out-pointer; the device's context is current.
-    check(unsafe { sys::cuStreamCreate(&mut s, flags) })?;
+    check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut s, flags) })?;
     Ok(s as u64)
 }
 
@@ -31,39 +31,39 @@ pub(crate) fn queue_create(independent: bool) -> BackendResult<u64> {
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn queue_destroy(raw: u64) -> BackendResult<()> {
     // SAFETY: a live stream (validated by the runtime).
-    check_release(unsafe { sys::cuStreamDestroy_v2(stream(raw)) })
+    check_release("cuStreamDestroy_v2", unsafe { sys::cuStreamDestroy_v2(stream(raw)) })
 }
 
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn queue_synchronize(raw: u64) -> BackendResult<()> {
     // SAFETY: a live stream.
-    check_release(unsafe { sys::cuStreamSynchronize(stream(raw)) })
+    check_release("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(stream(raw)) })
 }
 
 /// Whether a stream or event has finished (`CUDA_ERROR_NOT_READY` means not yet).
-fn ready(r: CUresult) -> BackendResult<bool> {
-    if r == CUresult::CUDA_ERROR_NOT_READY { Ok(false) } else { check(r).map(|()| true) }
+fn ready(call: &'static str, r: CUresult) -> BackendResult<bool> {
+    if r == CUresult::CUDA_ERROR_NOT_READY { Ok(false) } else { check(call, r).map(|()| true) }
 }
 
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn queue_query(raw: u64) -> BackendResult<bool> {
     // SAFETY: a live stream.
-    ready(unsafe { sys::cuStreamQuery(stream(raw)) })
+    ready("cuStreamQuery", unsafe { sys::cuStreamQuery(stream(raw)) })
 }
 
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn queue_wait_event(queue: u64, ev: u64) -> BackendResult<()> {
     // SAFETY: a live stream and a live event.
-    check(unsafe { sys::cuStreamWaitEvent(stream(queue), event(ev), 0) })
+    check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(stream(queue), event(ev), 0) })
 }
 
 pub(crate) fn event_create() -> BackendResult<u64> {
     let mut e: CUevent = std::ptr::null_mut();
     // SAFETY: valid out-pointer; the device's context is current.
-    check(unsafe { sys::cuEventCreate(&mut e, CU_EVENT_DEFAULT) })?;
+    check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, CU_EVENT_DEFAULT) })?;
     Ok(e as u64)
 }
 
@@ -71,28 +71,28 @@ pub(crate) fn event_create() -> BackendResult<u64> {
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn event_destroy(raw: u64) -> BackendResult<()> {
     // SAFETY: a live event.
-    check_release(unsafe { sys::cuEventDestroy_v2(event(raw)) })
+    check_release("cuEventDestroy_v2", unsafe { sys::cuEventDestroy_v2(event(raw)) })
 }
 
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn event_record(ev: u64, queue: u64) -> BackendResult<()> {
     // SAFETY: a live event and stream of the same device.
-    check(unsafe { sys::cuEventRecord(event(ev), stream(queue)) })
+    check("cuEventRecord", unsafe { sys::cuEventRecord(event(ev), stream(queue)) })
 }
 
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn event_synchronize(raw: u64) -> BackendResult<()> {
     // SAFETY: a live event.
-    check(unsafe { sys::cuEventSynchronize(event(raw)) })
+    check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(event(raw)) })
 }
 
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn event_query(raw: u64) -> BackendResult<bool> {
     // SAFETY: a live event.
-    ready(unsafe { sys::cuEventQuery(event(raw)) })
+    ready("cuEventQuery", unsafe { sys::cuEventQuery(event(raw)) })
 }
 
 /// # Safety
@@ -100,7 +100,7 @@ pub(crate) unsafe fn event_query(raw: u64) -> BackendResult<bool> {
 pub(crate) unsafe fn event_elapsed_ms(start: u64, end: u64) -> BackendResult<f32> {
     let mut ms = 0f32;
     // SAFETY: valid out-pointer and live events.
-    check(unsafe { sys::cuEventElapsedTime_v2(&mut ms, event(start), event(end)) })?;
+    check("cuEventElapsedTime_v2", unsafe { sys::cuEventElapsedTime_v2(&mut ms, event(start), event(end)) })?;
     Ok(ms)
 }
 
@@ -111,5 +111,5 @@ pub(crate) unsafe fn event_elapsed_ms(start: u64, end: u64) -> BackendResult<f32
 /// thread and makes no CUDA call.
 pub(crate) unsafe fn host_function(queue: u64, f: ordo_core::HostFn, data: *mut std::ffi::c_void) -> BackendResult<()> {
     // SAFETY: the caller's contract.
-    check(unsafe { sys::cuLaunchHostFunc(stream(queue), Some(f), data) })
+    check("cuLaunchHostFunc", unsafe { sys::cuLaunchHostFunc(stream(queue), Some(f), data) })
 }

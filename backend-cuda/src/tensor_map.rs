@@ -123,7 +123,7 @@ pub fn encode_tiled(t: &TiledTensor<'_>) -> Result<TensorMap, BackendError> {
     let mut map = sys::CUtensorMap { opaque: [0; 16] };
     // SAFETY: every array holds as many entries as the rank asks for (checked above); the map is
     // a valid out-parameter; the driver only encodes (it does not touch the tensor's memory).
-    check(unsafe {
+    check("cuTensorMapEncodeTiled", unsafe {
         sys::cuTensorMapEncodeTiled(
             &mut map,
             dtype,

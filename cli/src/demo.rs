@@ -79,7 +79,7 @@ fn run_devices(ctx: &Context<'_>) -> Result<(Vec<&'static str>, usize, usize), o
         names.push(info.name);
         if let Some(reason) = info.absent {
             let what = if info.is_unavailable() { "unavailable" } else { "absent" };
-            println!("platform {}: {what} ({})", info.name, reason.message);
+            println!("platform {}: {what} ({})", info.name, reason.detail());
         }
     }
     let (mut ran, mut failures) = (0, 0);

@@ -63,7 +63,7 @@ fn collect(rt: &Runtime) -> Result<Value, ordo_core::Error> {
             "unavailable": pi.is_unavailable(),
             "status": pi.absent.map_or("success", |e| e.code.description()),
             "capabilities": pi.capabilities.iter_names().map(|(name, _)| name.to_ascii_lowercase()).collect::<Vec<_>>(),
-            "absent_reason": pi.absent.map(|e| e.message),
+            "absent_reason": pi.absent.map(|e| e.detail().to_string()),
             "devices": devices,
         }));
     }

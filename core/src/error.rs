@@ -125,22 +125,32 @@ impl fmt::Display for ErrorCode {
     }
 }
 
-/// An error returned by the runtime: a code, the backend's own code where one exists, and a
-/// static detail message.
+/// An error returned by the runtime: a code, the backend's own code where one exists, the
+/// driver call that failed where there is one, and a static detail message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Error {
     /// What went wrong, as a stable code.
     pub code: ErrorCode,
     /// The backend's own code (e.g. a `CUresult`), or 0 when the error came from ordo itself.
     pub native: i64,
-    /// A static detail message naming the argument or condition.
+    /// A static detail message naming the argument or condition; for a driver's error, the
+    /// driver's name for it (e.g. `CUDA_ERROR_DEVICES_UNAVAILABLE`).
     pub message: &'static str,
+    /// The driver call that failed (e.g. `cuInit`), or empty.
+    pub call: &'static str,
 }
 
 impl Error {
     /// An error raised by ordo itself (no backend code).
     pub const fn new(code: ErrorCode, message: &'static str) -> Self {
-        Self { code, native: 0, message }
+        Self { code, native: 0, message, call: "" }
+    }
+
+    /// The error's detail as users read it: the driver call, the message (the driver's name for
+    /// its error) and the driver's number, e.g. `cuInit: CUDA_ERROR_DEVICES_UNAVAILABLE (46)`;
+    /// for an error of ordo's own, the message alone.
+    pub const fn detail(&self) -> ErrorDetail {
+        ErrorDetail { native: self.native, message: self.message, call: self.call }
     }
 
     /// `Busy`: the call would wait for the calling thread itself.
@@ -156,9 +166,26 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)?;
+        write!(f, "{}: {}", self.code, self.detail())
+    }
+}
+
+/// The detail of an [`Error`] or a [`BackendError`] (`Error::detail`): `[call: ]message[ (native)]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ErrorDetail {
+    native: i64,
+    message: &'static str,
+    call: &'static str,
+}
+
+impl fmt::Display for ErrorDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.call.is_empty() {
+            write!(f, "{}: ", self.call)?;
+        }
+        f.write_str(self.message)?;
         if self.native != 0 {
-            write!(f, " (backend code {})", self.native)?;
+            write!(f, " ({})", self.native)?;
         }
         Ok(())
     }
@@ -176,14 +203,27 @@ pub struct BackendError {
     pub native: i64,
     /// The driver already released the object; during teardown this is counted, not reported.
     pub released_by_driver: bool,
-    /// A static detail message.
+    /// A static detail message (for a driver's error, the driver's name for it).
     pub message: &'static str,
+    /// The driver call that failed (e.g. `cuInit`), or empty.
+    pub call: &'static str,
 }
 
 impl BackendError {
     /// A backend error with a translated code and the backend's own code.
     pub const fn new(code: ErrorCode, native: i64, message: &'static str) -> Self {
-        Self { code, native, released_by_driver: false, message }
+        Self { code, native, released_by_driver: false, message, call: "" }
+    }
+
+    /// The same error, naming the driver call that returned it.
+    pub const fn in_call(mut self, call: &'static str) -> Self {
+        self.call = call;
+        self
+    }
+
+    /// The error's detail as users read it (see `Error::detail`).
+    pub const fn detail(&self) -> ErrorDetail {
+        ErrorDetail { native: self.native, message: self.message, call: self.call }
     }
 
     /// The backend's driver or devices are absent: the platform is recorded as absent.
@@ -193,18 +233,18 @@ impl BackendError {
 
     /// A backend error carrying an error of ordo's own (no backend code).
     pub const fn from_error(e: Error) -> Self {
-        Self::new(e.code, e.native, e.message)
+        Self::new(e.code, e.native, e.message).in_call(e.call)
     }
 
     /// The driver already released the object (its context or the driver itself is gone).
     pub const fn released(native: i64, message: &'static str) -> Self {
-        Self { code: ErrorCode::BackendFailure, native, released_by_driver: true, message }
+        Self { code: ErrorCode::BackendFailure, native, released_by_driver: true, message, call: "" }
     }
 }
 
 impl From<BackendError> for Error {
     fn from(e: BackendError) -> Self {
-        Self { code: e.code, native: e.native, message: e.message }
+        Self { code: e.code, native: e.native, message: e.message, call: e.call }
     }
 }
 

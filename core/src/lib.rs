@@ -44,7 +44,7 @@ pub use backend::{
     Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue,
     KernelArgs, LaunchDims, LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, c_layout, text_prefix,
 };
-pub use error::{BackendError, Error, ErrorCode, Result};
+pub use error::{BackendError, Error, ErrorCode, ErrorDetail, Result};
 pub use guard::InitGuard;
 pub use handle::{
     Allocation, Device, DevicePtr, Event, Global, Kernel, MAX_GENERATION, MAX_RUNTIME_ID, ObjectKind, Platform,

@@ -100,8 +100,17 @@ pub struct TeardownFailure {
     pub code: ErrorCode,
     /// The backend's own code.
     pub native: i64,
-    /// The backend's message.
+    /// The backend's message (for a driver's error, the driver's name for it).
     pub message: &'static str,
+    /// The driver call that failed, or empty.
+    pub call: &'static str,
+}
+
+impl TeardownFailure {
+    /// The failure's detail as users read it: `[call: ]message[ (native)]`.
+    pub const fn detail(&self) -> crate::error::ErrorDetail {
+        crate::Error { code: self.code, native: self.native, message: self.message, call: self.call }.detail()
+    }
 }
 
 /// What the final shutdown did: counts of released objects and every failure.
@@ -192,6 +201,7 @@ impl TeardownReport {
                     code: e.code,
                     native: e.native,
                     message: e.message,
+                    call: e.call,
                 };
                 if self.failures.push(failure).is_err() {
                     self.overflow += 1;
@@ -215,7 +225,7 @@ impl fmt::Display for TeardownReport {
             } else {
                 write!(f, "{:?}", x.handle)?;
             }
-            write!(f, " failed: {} (backend code {}): {}", x.code, x.native, x.message)?;
+            write!(f, " failed: {}: {}", x.code, x.detail())?;
         }
         if self.overflow > 0 {
             write!(f, "\n  ... and {} more", self.overflow)?;

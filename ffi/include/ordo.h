@@ -55,7 +55,9 @@ typedef struct ordo_teardown_failure_t {
   uint64_t address;
   // The backend's own code (e.g. the CUresult).
   int64_t native;
-  // The backend's message, NUL-terminated (truncated to fit).
+  // The backend's message, NUL-terminated (truncated to fit): the failing driver call, the
+  // driver's name for its error and its number where there are (e.g.
+  // `cuMemFree_v2: CUDA_ERROR_ILLEGAL_ADDRESS (700)`).
   uint8_t message[96];
 } ordo_teardown_failure_t;
 
@@ -124,7 +126,9 @@ typedef struct ordo_platform_info_t {
   ordo_status_t status;
   // The platform's name, NUL-terminated.
   uint8_t name[32];
-  // Why it is absent or unavailable, NUL-terminated (empty when present).
+  // Why it is absent or unavailable, NUL-terminated (empty when present): the failing driver
+  // call, the driver's name for its error and its number where there are (e.g.
+  // `cuInit: CUDA_ERROR_OPERATING_SYSTEM (304)`).
   uint8_t absent_reason[128];
 } ordo_platform_info_t;
 
@@ -354,8 +358,10 @@ extern "C" {
 const char *ordo_status_string(ordo_status_t status);
 
 // The detail of the calling thread's last failed ordo call (empty if none): which argument or
-// condition, and for a failed CUDA program load the JIT log. Valid until the thread's next
-// failing ordo call. Without std, one buffer is shared by all threads.
+// condition; for a driver's error, the failing call, the driver's name for its error and its
+// number (e.g. `cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2)`); for a failed CUDA program load,
+// then the JIT log. Valid until the thread's next failing ordo call. Without std, one buffer is
+// shared by all threads.
 const char *ordo_last_error_detail(void);
 
 // Takes an init reference. The first initialises every backend (an absent driver, or one that

@@ -6,6 +6,7 @@
 //! it, and it on none of them.
 
 use core::ffi::c_char;
+use core::fmt;
 
 use ordo_core::{Error, ErrorCode};
 
@@ -25,13 +26,40 @@ pub(crate) fn copy_c_string(out: &mut [u8], text: &str) {
 
 const DETAIL_BYTES: usize = 1024;
 
-/// Writes `parts` one after another into `buf` as one NUL-terminated C string.
-fn write_detail(buf: &mut [u8], parts: &[&str]) {
-    let mut at = 0;
-    for part in parts {
-        let room = &mut buf[at..];
-        copy_c_string(room, part);
-        at += room.iter().position(|&b| b == 0).unwrap_or(0);
+/// Writes `text` into `out` as one NUL-terminated C string, truncated on a character boundary
+/// (nothing after the first piece that does not fit).
+pub(crate) fn copy_c_display(out: &mut [u8], text: impl fmt::Display) {
+    /// A `fmt::Write` into a C string buffer.
+    struct CText<'a> {
+        buf: &'a mut [u8],
+        at: usize,
+        full: bool,
+    }
+    impl fmt::Write for CText<'_> {
+        fn write_str(&mut self, piece: &str) -> fmt::Result {
+            if self.full {
+                return Ok(());
+            }
+            let room = &mut self.buf[self.at..];
+            copy_c_string(room, piece);
+            let written = room.iter().position(|&b| b == 0).unwrap_or(0);
+            self.full = written < piece.len();
+            self.at += written;
+            Ok(())
+        }
+    }
+    if let Some(first) = out.first_mut() {
+        *first = 0;
+        let _ = fmt::Write::write_fmt(&mut CText { buf: out, at: 0, full: false }, format_args!("{text}"));
+    }
+}
+
+/// Parts written one after another.
+struct Parts<'a>(&'a [&'a str]);
+
+impl fmt::Display for Parts<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.iter().try_for_each(|p| f.write_str(p))
     }
 }
 
@@ -43,8 +71,8 @@ mod detail_store {
         static DETAIL: RefCell<[u8; super::DETAIL_BYTES]> = const { RefCell::new([0; super::DETAIL_BYTES]) };
     }
 
-    pub(crate) fn set(parts: &[&str]) {
-        DETAIL.with(|d| super::write_detail(&mut d.borrow_mut()[..], parts));
+    pub(crate) fn set(text: impl core::fmt::Display) {
+        DETAIL.with(|d| super::copy_c_display(&mut d.borrow_mut()[..], text));
     }
 
     pub(crate) fn pointer() -> *const core::ffi::c_char {
@@ -58,8 +86,8 @@ mod detail_store {
     /// Without threads' storage, one buffer for the whole program (the last failure of any thread).
     static DETAIL: spin::Mutex<[u8; super::DETAIL_BYTES]> = spin::Mutex::new([0; super::DETAIL_BYTES]);
 
-    pub(crate) fn set(parts: &[&str]) {
-        super::write_detail(&mut DETAIL.lock()[..], parts);
+    pub(crate) fn set(text: impl core::fmt::Display) {
+        super::copy_c_display(&mut DETAIL.lock()[..], text);
     }
 
     pub(crate) fn pointer() -> *const core::ffi::c_char {
@@ -69,9 +97,10 @@ mod detail_store {
     }
 }
 
-/// Records `e` as the calling thread's detail and returns its status.
+/// Records `e` as the calling thread's detail (`[call: ]message[ (native)]`, e.g.
+/// `cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2)`) and returns its status.
 pub(crate) fn fail(e: Error) -> ordo_status_t {
-    set_detail(&[e.message]);
+    detail_store::set(e.detail());
     e.code as ordo_status_t
 }
 
@@ -81,14 +110,20 @@ pub(crate) fn fail_with(e: Error, more: &str) -> ordo_status_t {
     if more.is_empty() {
         return fail(e);
     }
-    set_detail(&[e.message, ": ", more]);
+    detail_store::set(format_args!("{}: {more}", e.detail()));
     e.code as ordo_status_t
 }
 
 /// Records the calling thread's detail text: `parts` one after another, truncated on a
 /// character boundary to the buffer (1,024 bytes with the NUL).
 pub(crate) fn set_detail(parts: &[&str]) {
-    detail_store::set(parts);
+    detail_store::set(Parts(parts));
+}
+
+/// Records `e`'s detail (`[call: ]message[ (native)]`) as the calling thread's detail text.
+#[cfg(feature = "offload")]
+pub(crate) fn set_detail_of(e: Error) {
+    detail_store::set(e.detail());
 }
 
 /// The calling thread's detail text, NUL-terminated (without std: the program's).
@@ -202,8 +237,10 @@ pub extern "C" fn ordo_status_string(status: ordo_status_t) -> *const c_char {
 }
 
 /// The detail of the calling thread's last failed ordo call (empty if none): which argument or
-/// condition, and for a failed CUDA program load the JIT log. Valid until the thread's next
-/// failing ordo call. Without std, one buffer is shared by all threads.
+/// condition; for a driver's error, the failing call, the driver's name for its error and its
+/// number (e.g. `cuMemAlloc_v2: CUDA_ERROR_OUT_OF_MEMORY (2)`); for a failed CUDA program load,
+/// then the JIT log. Valid until the thread's next failing ordo call. Without std, one buffer is
+/// shared by all threads.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_last_error_detail() -> *const c_char {
     detail_pointer()
@@ -221,6 +258,26 @@ mod tests {
         let detail = unsafe { core::ffi::CStr::from_ptr(ordo_last_error_detail()) }.to_str().unwrap();
         assert!(detail.contains("planted failure"), "{detail}");
         assert_eq!(guard(|| ORDO_SUCCESS), ORDO_SUCCESS);
+    }
+
+    #[test]
+    fn a_driver_error_reads_call_name_and_number_and_is_cut_on_a_character() {
+        let e = Error::from(
+            ordo_core::BackendError::new(ErrorCode::BackendFailure, 304, "CUDA_ERROR_OPERATING_SYSTEM")
+                .in_call("cuInit"),
+        );
+        let mut buf = [0xffu8; 64];
+        copy_c_display(&mut buf, e.detail());
+        let text = core::ffi::CStr::from_bytes_until_nul(&buf).unwrap().to_str().unwrap();
+        assert_eq!(text, "cuInit: CUDA_ERROR_OPERATING_SYSTEM (304)");
+        // Cut inside "é": the text stops before it, and nothing of a later piece follows.
+        let mut small = [0xffu8; 6];
+        copy_c_display(&mut small, Parts(&["abcdé", "f"]));
+        assert_eq!(&small[..5], b"abcd\0");
+        assert_eq!(fail(e), ORDO_ERROR_BACKEND_FAILURE);
+        // SAFETY: the detail is a NUL-terminated thread-local buffer.
+        let detail = unsafe { core::ffi::CStr::from_ptr(ordo_last_error_detail()) }.to_str().unwrap();
+        assert_eq!(detail, "cuInit: CUDA_ERROR_OPERATING_SYSTEM (304)");
     }
 
     #[test]

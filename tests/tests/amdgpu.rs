@@ -62,7 +62,9 @@ fn real_hsa_cycles() {
         let info = rt.platform_info(rt.platform(0).unwrap()).unwrap();
         let why = info.absent.expect("no AMD GPU here: the platform is absent");
         assert_eq!(why.code, ErrorCode::NotPresent);
-        assert!(why.message.contains("hsa_init failed: HSA_STATUS_ERROR_OUT_OF_RESOURCES"), "{}", why.message);
+        let text = why.detail().to_string();
+        assert!(text.starts_with("hsa_init: HSA_STATUS_ERROR_OUT_OF_RESOURCES"), "{text}");
+        assert!(text.ends_with(&format!("({})", why.native)), "{text}");
         assert!(matches!(rt.shutdown().unwrap(), Shutdown::TornDown(_)));
         assert_eq!(rt.state(), State::Uninit);
         if i == 9 {

@@ -353,7 +353,8 @@ impl Sut {
                 Err(e) => err(e),
             },
             Op::ArmFault { platform, op, code, released } => {
-                let error = BackendError { code, native: -7, released_by_driver: released, message: "injected" };
+                let error =
+                    BackendError { code, native: -7, released_by_driver: released, message: "injected", call: "" };
                 self.scripted[usize::from(platform)].fail_next(op, error);
                 (Outcome::Ok, None)
             }

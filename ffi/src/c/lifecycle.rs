@@ -13,7 +13,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use ordo_core::{Shutdown, State};
 
-use crate::boundary::{copy_c_string, fail, guard, non_null, output, produce};
+use crate::boundary::{copy_c_display, fail, guard, non_null, output, produce};
 use crate::c::types::*;
 use crate::runtime;
 
@@ -241,7 +241,7 @@ pub unsafe extern "C" fn ordo_last_teardown_report(out: *mut ordo_teardown_repor
                 native: f.native,
                 message: [0; 96],
             };
-            copy_c_string(&mut slot.message, f.message);
+            copy_c_display(&mut slot.message, f.detail());
             c.failure_count += 1;
         }
         Ok(c)

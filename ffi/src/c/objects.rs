@@ -2,7 +2,7 @@
 
 use ordo_core::{Device, DeviceInfo, InfoValue, Platform};
 
-use crate::boundary::{copy_c_string, fail, guard, non_null, output, produce, ready};
+use crate::boundary::{copy_c_display, copy_c_string, fail, guard, non_null, output, produce, ready};
 use crate::c::types::*;
 use crate::runtime;
 
@@ -48,7 +48,9 @@ pub unsafe extern "C" fn ordo_platform_get_info(
                 absent_reason: [0; 128],
             };
             copy_c_string(&mut c.name, i.name);
-            copy_c_string(&mut c.absent_reason, i.absent.map_or("", |e| e.message));
+            if let Some(e) = i.absent {
+                copy_c_display(&mut c.absent_reason, e.detail());
+            }
             c
         })
     })

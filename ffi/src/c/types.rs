@@ -247,7 +247,9 @@ pub struct ordo_platform_info_t {
     pub status: ordo_status_t,
     /// The platform's name, NUL-terminated.
     pub name: [u8; 32],
-    /// Why it is absent or unavailable, NUL-terminated (empty when present).
+    /// Why it is absent or unavailable, NUL-terminated (empty when present): the failing driver
+    /// call, the driver's name for its error and its number where there are (e.g.
+    /// `cuInit: CUDA_ERROR_OPERATING_SYSTEM (304)`).
     pub absent_reason: [u8; 128],
 }
 
@@ -309,7 +311,9 @@ pub struct ordo_teardown_failure_t {
     pub address: u64,
     /// The backend's own code (e.g. the CUresult).
     pub native: i64,
-    /// The backend's message, NUL-terminated (truncated to fit).
+    /// The backend's message, NUL-terminated (truncated to fit): the failing driver call, the
+    /// driver's name for its error and its number where there are (e.g.
+    /// `cuMemFree_v2: CUDA_ERROR_ILLEGAL_ADDRESS (700)`).
     pub message: [u8; 96],
 }
 

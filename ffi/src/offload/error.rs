@@ -7,13 +7,27 @@ use super::*;
 /// An `ol*` failure: a liboffload code and a detail.
 pub(super) struct OlError {
     pub(super) code: ol_errc_t,
-    pub(super) detail: &'static str,
+    /// The detail: ordo's error (its call, message and the driver's number), or a text.
+    pub(super) detail: Detail,
+}
+
+/// An `ol*` error's detail text.
+pub(super) enum Detail {
+    Text(&'static str),
+    Ordo(Error),
+}
+
+impl OlError {
+    /// The `ol*` error for ordo's error `e`, with liboffload's code `code`.
+    pub(super) fn from_ordo(code: ol_errc_t, e: Error) -> Self {
+        Self { code, detail: Detail::Ordo(e) }
+    }
 }
 
 pub(super) type OlResult<T> = Result<T, OlError>;
 
 pub(super) fn err(code: ol_errc_t, detail: &'static str) -> OlError {
-    OlError { code, detail }
+    OlError { code, detail: Detail::Text(detail) }
 }
 
 /// Which kind of handle an ordo `InvalidHandle` is about, for its liboffload code.
@@ -55,7 +69,7 @@ pub(super) fn code_of(e: &Error, arg: Arg) -> ol_errc_t {
 
 /// Converts an ordo result, naming the argument its handle errors are about.
 pub(super) fn on<T>(arg: Arg, r: ordo_core::Result<T>) -> OlResult<T> {
-    r.map_err(|e| OlError { code: code_of(&e, arg), detail: e.message })
+    r.map_err(|e| OlError::from_ordo(code_of(&e, arg), e))
 }
 
 thread_local! {
@@ -67,7 +81,10 @@ thread_local! {
 
 /// Stores `e` in the calling thread's error struct and returns a pointer to it.
 pub(super) fn fail(e: OlError) -> ol_result_t {
-    set_detail(&[e.detail]);
+    match e.detail {
+        Detail::Text(text) => set_detail(&[text]),
+        Detail::Ordo(error) => set_detail_of(error),
+    }
     LAST_ERROR.with(|slot| {
         let slot = slot.get();
         // SAFETY: the slot belongs to this thread; no reference to it is held (callers only keep

@@ -76,8 +76,7 @@ pub(super) unsafe fn launch_packed(
             heap_sizes = layout.iter().map(|s| s.size as usize).collect();
             (&heap_params, &heap_sizes)
         };
-        let args =
-            KernelArgs::new(params, sizes).map_err(|e| OlError { code: code_of(&e, Arg::Other), detail: e.message })?;
+        let args = KernelArgs::new(params, sizes).map_err(|e| OlError::from_ordo(code_of(&e, Arg::Other), e))?;
         // SAFETY: each pointer points at its parameter's bytes in the caller's buffer.
         let r = unsafe { runtime().launch_on(device, q, kernel, dims, &args) };
         r.map_err(|e| launch_error(e, device, q))
@@ -109,7 +108,7 @@ pub(super) fn launch_error(e: Error, device: Device, q: Queue) -> OlError {
         }
         _ => Arg::Other,
     };
-    OlError { code: code_of(&e, arg), detail: e.message }
+    OlError::from_ordo(code_of(&e, arg), e)
 }
 
 pub(super) fn launch_dims(a: &ol_kernel_launch_size_args_t) -> OlResult<LaunchDims> {

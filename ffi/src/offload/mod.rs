@@ -39,7 +39,7 @@ use ordo_core::{
     LaunchDims, MemKind, ObjectKind, ParamSlot, Platform, Program, Queue, RawHandle, Shutdown,
 };
 
-use crate::boundary::{catch, detail_pointer, handle_to_ptr, ptr_to_handle, set_detail};
+use crate::boundary::{catch, detail_pointer, handle_to_ptr, ptr_to_handle, set_detail, set_detail_of};
 use crate::runtime;
 
 /// Defines an entry point and its `…WithCodeLoc` variant (which ignores the location).
