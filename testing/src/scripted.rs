@@ -2,14 +2,18 @@
 //! kind, catches double releases and calls outside init, and fails chosen calls with any error,
 //! including "already released by the driver".
 //!
-//! It touches no memory: allocations are fake, unique address ranges, and copies, fills and
-//! launches only check that their objects are live. A release call that is made to fail still
+//! It implements every method of the backend trait, and counts and can fail every one that talks
+//! to a driver (`BackendOp::ALL`). It touches no memory: allocations are fake, unique address
+//! ranges, and copies, fills and launches only check that their objects are live. Its kernels
+//! take one 4-byte parameter; a program's global variable `name` is 64 bytes at an address fixed
+//! by the program and the name; names starting with `missing` are not found; images starting with
+//! `bad` are refused, with a load log. A release call that is made to fail still
 //! releases its object (as a driver that reports an error on destroy has still dropped it), so
 //! "zero live objects after teardown" means the runtime released everything exactly once.
 
 use ordo_core::{
-    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, InfoValue,
-    KernelArgs, LaunchDims, LaunchLimits, MemKind,
+    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue,
+    KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, ParamSlot,
 };
 use ordo_core::{BackendError, ErrorCode};
 
@@ -29,6 +33,7 @@ pub enum ScriptedObject {
 }
 
 const LIVE_CAPACITY: usize = 8192;
+
 const ADDRESS_BASE: u64 = 0x7000_0000_0000;
 
 struct Fault {
@@ -53,6 +58,8 @@ struct ScriptState {
     double_releases: u32,
     calls_while_down: u32,
     last_released: heapless::Vec<(ScriptedObject, u64), 64>,
+    /// The last `program_load` was refused and left a log (taken by `take_load_log`).
+    load_log: bool,
 }
 
 /// A backend that counts objects and fails chosen calls. Build it in a `static`.
@@ -85,6 +92,7 @@ impl ScriptedBackend {
                 double_releases: 0,
                 calls_while_down: 0,
                 last_released: heapless::Vec::new(),
+                load_log: false,
             }),
             hook: spin::Mutex::new(None),
         }
@@ -169,6 +177,7 @@ impl ScriptedBackend {
         s.double_releases = 0;
         s.calls_while_down = 0;
         s.last_released.clear();
+        s.load_log = false;
     }
 
     /// Counts a call; returns the injected error if this call is the chosen one.
@@ -220,6 +229,15 @@ impl ScriptedBackend {
         // Cannot fail: checked for room above, under the same lock.
         let _ = s.live.push((kind, raw));
         Ok(raw)
+    }
+
+    /// Counts `raw` (chosen by the caller) as a live object of `kind`.
+    fn track(&self, op: BackendOp, kind: ScriptedObject, raw: u64) -> BackendResult<()> {
+        let mut s = self.call(op, true).map_err(|(_, e)| e)?;
+        if s.live.push((kind, raw)).is_err() {
+            return Err(BackendError::new(ErrorCode::OutOfResources, 0, "scripted backend live-object log is full"));
+        }
+        Ok(())
     }
 
     fn release(&self, op: BackendOp, kind: ScriptedObject, raw: u64) -> BackendResult<()> {
@@ -386,10 +404,16 @@ impl Backend for ScriptedBackend {
 
     fn program_load(&self, _device: u32, image: &[u8]) -> BackendResult<u64> {
         if image.starts_with(b"bad") {
-            self.call(BackendOp::ProgramLoad, true).map_err(|(_, e)| e)?;
+            self.call(BackendOp::ProgramLoad, true).map_err(|(_, e)| e)?.load_log = true;
             return Err(BackendError::new(ErrorCode::InvalidBinary, 0, "scripted backend: image starts with 'bad'"));
         }
         self.create(BackendOp::ProgramLoad, ScriptedObject::Program, 0)
+    }
+
+    fn take_load_log(&self, sink: &mut dyn FnMut(&str)) {
+        if core::mem::take(&mut self.state.lock().load_log) {
+            sink("scripted compiler: line 1: the image starts with 'bad'");
+        }
     }
 
     unsafe fn program_unload(&self, _: u32, program: u64) -> BackendResult<()> {
@@ -411,6 +435,83 @@ impl Backend for ScriptedBackend {
 
     unsafe fn launch(&self, _: u32, queue: u64, kernel: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
         self.use_object(BackendOp::Launch, &[(ScriptedObject::Queue, queue), (ScriptedObject::Program, kernel >> 32)])
+    }
+
+    unsafe fn host_register(&self, _: u32, addr: u64, _size: usize) -> BackendResult<()> {
+        self.track(BackendOp::HostRegister, ScriptedObject::Allocation, addr)
+    }
+
+    fn queue_create_independent(&self, _device: u32) -> BackendResult<u64> {
+        self.create(BackendOp::QueueCreateIndependent, ScriptedObject::Queue, 0)
+    }
+
+    unsafe fn launch_cluster(
+        &self,
+        _: u32,
+        queue: u64,
+        kernel: u64,
+        _: &LaunchDims,
+        _: [u32; 3],
+        _: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        let objects = [(ScriptedObject::Queue, queue), (ScriptedObject::Program, kernel >> 32)];
+        self.use_object(BackendOp::LaunchCluster, &objects)
+    }
+
+    unsafe fn kernel_param_count(&self, _: u32, kernel: u64) -> BackendResult<usize> {
+        self.use_object(BackendOp::KernelParamCount, &[(ScriptedObject::Program, kernel >> 32)]).map(|()| 1)
+    }
+
+    unsafe fn kernel_param_layout(&self, _: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {
+        self.use_object(BackendOp::KernelParamLayout, &[(ScriptedObject::Program, kernel >> 32)])?;
+        out.clear();
+        let _ = out.push(ParamSlot { offset: 0, size: 4 });
+        Ok(())
+    }
+
+    unsafe fn kernel_optimal_block_size(&self, _: u32, kernel: u64, _: usize) -> BackendResult<u32> {
+        self.use_object(BackendOp::KernelOptimalBlockSize, &[(ScriptedObject::Program, kernel >> 32)]).map(|()| 256)
+    }
+
+    unsafe fn program_global(&self, _: u32, program: u64, name: &str) -> BackendResult<(u64, usize)> {
+        let s = self.call(BackendOp::ProgramGlobal, true).map_err(|(_, e)| e)?;
+        if !s.live.contains(&(ScriptedObject::Program, program)) {
+            return Err(BackendError::new(ErrorCode::InvalidHandle, 0, "scripted backend: object is not live"));
+        }
+        if name.starts_with("missing") {
+            return Err(BackendError::new(ErrorCode::NotFound, 0, "scripted backend: no such global variable"));
+        }
+        // 2^39 bytes above the backend's first allocation (far above any test's allocations, and
+        // below the next backend's range when bases are 2^40 apart), one 64 KiB window per
+        // program with 64 names' slots in it: the same (program, name) gives the same range.
+        let hash = name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))) % 64;
+        Ok((s.base + (1 << 39) + (program << 16) + hash * 256, 64))
+    }
+
+    fn program_check(&self, _device: u32, image: &[u8]) -> BackendResult<bool> {
+        self.call(BackendOp::ProgramCheck, true).map_err(|(_, e)| e)?;
+        Ok(!image.starts_with(b"bad"))
+    }
+
+    unsafe fn fill_pattern(&self, _: u32, _: u64, _: &[u8], _: usize, queue: Option<u64>) -> BackendResult<()> {
+        match queue {
+            Some(q) => self.use_object(BackendOp::FillPattern, &[(ScriptedObject::Queue, q)]),
+            None => self.use_object(BackendOp::FillPattern, &[]),
+        }
+    }
+
+    unsafe fn queue_host_function(
+        &self,
+        _: u32,
+        queue: u64,
+        f: HostFn,
+        data: *mut core::ffi::c_void,
+    ) -> BackendResult<()> {
+        self.use_object(BackendOp::QueueHostFunction, &[(ScriptedObject::Queue, queue)])?;
+        // The scripted queue has no work pending: the function runs now, as on the host backend.
+        // SAFETY: the caller's contract: `f(data)` may be called once from any thread.
+        unsafe { f(data) };
+        Ok(())
     }
 }
 

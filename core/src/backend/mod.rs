@@ -26,7 +26,9 @@ use crate::error::{BackendError, ErrorCode};
 /// Result of a backend call.
 pub type BackendResult<T> = core::result::Result<T, BackendError>;
 
-/// Names of the `Backend` methods that talk to a driver, for fault injection and call counting.
+/// Names of the `Backend` methods that talk to a driver, for fault injection and call counting:
+/// every method but `kind`, `name`, `capabilities`, `launch_limits`, `forget_after_fork` and
+/// `take_load_log`, which answer from the backend's own state.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[allow(missing_docs)] // Each variant is the `Backend` method of the same name.
@@ -54,11 +56,21 @@ pub enum BackendOp {
     ProgramUnload,
     KernelGet,
     Launch,
+    HostRegister,
+    QueueCreateIndependent,
+    LaunchCluster,
+    KernelParamCount,
+    KernelParamLayout,
+    KernelOptimalBlockSize,
+    ProgramGlobal,
+    ProgramCheck,
+    FillPattern,
+    QueueHostFunction,
 }
 
 impl BackendOp {
     /// Every op.
-    pub const ALL: [BackendOp; 23] = [
+    pub const ALL: [BackendOp; 33] = [
         Self::Init,
         Self::Deinit,
         Self::DeviceRelease,
@@ -82,6 +94,16 @@ impl BackendOp {
         Self::ProgramUnload,
         Self::KernelGet,
         Self::Launch,
+        Self::HostRegister,
+        Self::QueueCreateIndependent,
+        Self::LaunchCluster,
+        Self::KernelParamCount,
+        Self::KernelParamLayout,
+        Self::KernelOptimalBlockSize,
+        Self::ProgramGlobal,
+        Self::ProgramCheck,
+        Self::FillPattern,
+        Self::QueueHostFunction,
     ];
 }
 
