@@ -180,6 +180,59 @@ pub enum Op {
         /// The kernel.
         kernel: Ref,
     },
+    /// `queue_create_independent(device)`.
+    QueueCreateIndependent(Ref),
+    /// `default_queue(device)`: the device's one default queue (made by the first call).
+    DefaultQueue(Ref),
+    /// `host_register(device, fresh host memory of size bytes)`.
+    HostRegister {
+        /// The device.
+        device: Ref,
+        /// Bytes (the harness's buffer has at least one).
+        size: usize,
+    },
+    /// `fill_pattern(base + offset, pattern of pattern_len bytes, len, None)`.
+    FillPattern {
+        /// The allocation.
+        alloc: Ref,
+        /// Offset from its base (below 256).
+        offset: usize,
+        /// Bytes.
+        len: usize,
+        /// The pattern's length (0 is refused).
+        pattern_len: usize,
+    },
+    /// `launch_cluster(queue, kernel, grid 2 x block 1, cluster [cluster, 1, 1], no args)`.
+    LaunchCluster {
+        /// The queue.
+        queue: Ref,
+        /// The kernel.
+        kernel: Ref,
+        /// The cluster's x dimension (0 and values not dividing 2 are refused).
+        cluster: u32,
+    },
+    /// `kernel_param_count(kernel)`.
+    KernelParamCount(Ref),
+    /// `kernel_param_layout(kernel)`.
+    KernelParamLayout(Ref),
+    /// `kernel_optimal_block_size(kernel, 0)`.
+    KernelOptimalBlockSize(Ref),
+    /// `program_global(program, name)`: the global variable's address.
+    ProgramGlobal {
+        /// The program.
+        program: Ref,
+        /// Which of the harness's names (0 and 1 exist; 2 does not).
+        name: u8,
+    },
+    /// `program_check(device, image)`, with a valid or an invalid image: `Count(1)` or `Count(0)`.
+    ProgramCheck {
+        /// The device.
+        device: Ref,
+        /// Whether the image is one the backend accepts.
+        valid: bool,
+    },
+    /// `queue_host_function(queue, f, data)`.
+    QueueHostFunction(Ref),
 }
 
 /// What the runtime must answer.
@@ -262,8 +315,12 @@ pub struct ObjInfo {
     /// For a kernel, its program; for a device, its platform.
     pub parent: Option<ObjId>,
     /// For an allocation, its size; for a kernel, its name index; for a platform, its index in
-    /// registration order; for a device, its index on its platform.
+    /// registration order; for a device, its index on its platform; for a queue, 1 when it is
+    /// its device's default queue (`default_queue`), else 0.
     pub size: usize,
+    /// For a program's global variable (an allocation whose `parent` is the program), its name
+    /// index; `None` for everything else.
+    pub global: Option<u8>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -462,7 +519,14 @@ impl<const N: usize> Model<N> {
             let fault = self.backend_call(index, BackendOp::Init);
             self.up[index] = fault.is_ok() && config.present;
             let platform = ObjId(self.objects.len() as u32);
-            let info = ObjInfo { kind: ObjectKind::Platform, device: platform, live: true, parent: None, size: index };
+            let info = ObjInfo {
+                kind: ObjectKind::Platform,
+                device: platform,
+                live: true,
+                parent: None,
+                size: index,
+                global: None,
+            };
             if self.objects.push(info).is_err() || self.platforms.push(platform).is_err() {
                 return Outcome::ModelFull;
             }
@@ -475,6 +539,7 @@ impl<const N: usize> Model<N> {
                     live: true,
                     parent: Some(platform),
                     size: i as usize,
+                    global: None,
                 };
                 if self.objects.push(info).is_err() {
                     return Outcome::ModelFull;
@@ -497,7 +562,12 @@ impl<const N: usize> Model<N> {
         self.refs = 0;
         let (mut failures, mut released_by_driver) = (0, 0);
         for p in 0..self.platform_configs().len() {
-            let any = |kind| self.objects.iter().any(|o| o.live && o.kind == kind && self.platform_of_info(o) == p);
+            // Globals leave with their program (the teardown frees no global).
+            let any = |kind| {
+                self.objects
+                    .iter()
+                    .any(|o| o.live && o.kind == kind && o.global.is_none() && self.platform_of_info(o) == p)
+            };
             let fires = match self.faults[p] {
                 Some(f) => match f.op {
                     BackendOp::QueueSynchronize | BackendOp::QueueDestroy => any(ObjectKind::Queue),
@@ -524,7 +594,7 @@ impl<const N: usize> Model<N> {
 
     fn object_op(&mut self, op: Op) -> Check<Outcome> {
         use ObjectKind as K;
-        let obj = |kind, device: ObjId| ObjInfo { kind, device, live: true, parent: None, size: 0 };
+        let obj = |kind, device: ObjId| ObjInfo { kind, device, live: true, parent: None, size: 0, global: None };
         Ok(match op {
             Op::PlatformCount => Outcome::Count(self.platforms.len() as u32),
             Op::PlatformAt(index) => match self.platforms.get(index as usize) {
@@ -568,6 +638,10 @@ impl<const N: usize> Model<N> {
             }
             Op::MemFree(a) => {
                 let a = self.resolve_address(a)?;
+                if self.info(a).global.is_some() {
+                    // A program's global variable leaves with its program.
+                    return Err(ErrorCode::InvalidArgument);
+                }
                 self.kill(a);
                 self.call_on(a, BackendOp::MemFree)?;
                 Outcome::Ok
@@ -696,7 +770,8 @@ impl<const N: usize> Model<N> {
                 if name >= 2 {
                     return Err(ErrorCode::NotFound);
                 }
-                let same = |o: &ObjInfo| o.live && o.parent == Some(p) && o.size == usize::from(name);
+                let same =
+                    |o: &ObjInfo| o.live && o.kind == K::Kernel && o.parent == Some(p) && o.size == usize::from(name);
                 if let Some(i) = self.objects.iter().position(same) {
                     return Ok(Outcome::Existing(ObjId(i as u32)));
                 }
@@ -711,6 +786,91 @@ impl<const N: usize> Model<N> {
                     return Err(ErrorCode::InvalidArgument);
                 }
                 self.call_on(q, BackendOp::Launch)?;
+                Outcome::Ok
+            }
+            Op::QueueCreateIndependent(d) => {
+                let d = self.resolve(d, K::Device)?;
+                self.full(K::Queue, MAX_QUEUES)?;
+                self.call_on(d, BackendOp::QueueCreateIndependent)?;
+                self.create(obj(K::Queue, d))
+            }
+            Op::DefaultQueue(d) => {
+                let d = self.resolve(d, K::Device)?;
+                let default = |o: &ObjInfo| o.live && o.kind == K::Queue && o.device == d && o.size == 1;
+                if let Some(i) = self.objects.iter().position(default) {
+                    return Ok(Outcome::Existing(ObjId(i as u32)));
+                }
+                self.full(K::Queue, MAX_QUEUES)?;
+                self.call_on(d, BackendOp::QueueCreateIndependent)?;
+                self.create(ObjInfo { size: 1, ..obj(K::Queue, d) })
+            }
+            Op::HostRegister { device, size } => {
+                if size == 0 || size > isize::MAX as usize {
+                    return Err(ErrorCode::InvalidSize);
+                }
+                let d = self.resolve(device, K::Device)?;
+                self.full(K::Allocation, MAX_ALLOCATIONS)?;
+                self.call_on(d, BackendOp::HostRegister)?;
+                self.create(ObjInfo { size, ..obj(K::Allocation, d) })
+            }
+            Op::FillPattern { alloc, offset, len, pattern_len } => {
+                if pattern_len == 0 || len % pattern_len != 0 {
+                    return Err(ErrorCode::InvalidSize);
+                }
+                if len == 0 {
+                    return Ok(Outcome::Ok);
+                }
+                if alloc == Ref::Null {
+                    return Err(ErrorCode::NullPointer);
+                }
+                let a = self.range(alloc, offset, len)?;
+                self.call_on(a, BackendOp::FillPattern)?;
+                Outcome::Ok
+            }
+            Op::LaunchCluster { queue, kernel, cluster } => {
+                let q = self.resolve(queue, K::Queue)?;
+                let k = self.resolve(kernel, K::Kernel)?;
+                if self.info(q).device != self.info(k).device {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                if cluster == 0 || 2 % cluster != 0 {
+                    return Err(ErrorCode::InvalidValue);
+                }
+                self.call_on(q, BackendOp::LaunchCluster)?;
+                Outcome::Ok
+            }
+            Op::KernelParamCount(k) | Op::KernelParamLayout(k) | Op::KernelOptimalBlockSize(k) => {
+                let k = self.resolve(k, K::Kernel)?;
+                let call = match op {
+                    Op::KernelParamCount(_) => BackendOp::KernelParamCount,
+                    Op::KernelParamLayout(_) => BackendOp::KernelParamLayout,
+                    _ => BackendOp::KernelOptimalBlockSize,
+                };
+                self.call_on(k, call)?;
+                Outcome::Ok
+            }
+            Op::ProgramGlobal { program, name } => {
+                let p = self.resolve(program, K::Program)?;
+                self.call_on(p, BackendOp::ProgramGlobal)?;
+                if name >= 2 {
+                    return Err(ErrorCode::NotFound);
+                }
+                let same = |o: &ObjInfo| o.live && o.parent == Some(p) && o.global == Some(name);
+                if let Some(i) = self.objects.iter().position(same) {
+                    return Ok(Outcome::Existing(ObjId(i as u32)));
+                }
+                self.full(K::Allocation, MAX_ALLOCATIONS)?;
+                let device = self.info(p).device;
+                self.create(ObjInfo { parent: Some(p), size: 64, global: Some(name), ..obj(K::Allocation, device) })
+            }
+            Op::ProgramCheck { device, valid } => {
+                let d = self.resolve(device, K::Device)?;
+                self.call_on(d, BackendOp::ProgramCheck)?;
+                Outcome::Count(u32::from(valid))
+            }
+            Op::QueueHostFunction(q) => {
+                let q = self.resolve(q, K::Queue)?;
+                self.call_on(q, BackendOp::QueueHostFunction)?;
                 Outcome::Ok
             }
             Op::Init | Op::Shutdown | Op::ArmFault { .. } => Outcome::Ok,
