@@ -47,6 +47,7 @@ fn grant(state: &State, gpu: &Gpu, ptr: *mut c_void) -> BackendResult<()> {
 /// # Safety
 /// `addr` is a live allocation from `alloc`.
 pub(crate) unsafe fn free(state: &State, addr: u64) -> BackendResult<()> {
+    debug_assert!(addr != 0, "free: a null address");
     // SAFETY: the caller's contract.
     check_release("hsa_amd_memory_pool_free", unsafe {
         (state.hsa.hsa_amd_memory_pool_free)(addr as usize as *mut c_void)
@@ -114,6 +115,7 @@ pub(crate) unsafe fn memcpy(
     size: usize,
     queue: Option<u64>,
 ) -> BackendResult<()> {
+    debug_assert!(size > 0 && dst != 0 && src != 0, "memcpy: an empty range or a null side");
     order_before(state, gpu, queue)?;
     let (dst, src) = (dst as usize as *mut c_void, src as usize as *const c_void);
     match kind {
@@ -145,6 +147,7 @@ pub(crate) unsafe fn fill(
     count: usize,
     queue: Option<u64>,
 ) -> BackendResult<()> {
+    debug_assert!(count > 0 && dst % value.width() as u64 == 0, "fill: an empty or misaligned range");
     order_before(state, gpu, queue)?;
     if let FillValue::U32(v) = value {
         // SAFETY: a 4-byte-aligned range of `count` words in one allocation (the runtime's

@@ -477,6 +477,10 @@ unsafe fn kernargs(kernel: &Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) ->
 /// # Safety
 /// `kernel` is a live value from `kernel` (its program is loaded).
 pub(crate) unsafe fn from_value<'a>(kernel: u64) -> &'a Kernel {
+    debug_assert!(
+        kernel != 0 && kernel % core::mem::align_of::<Kernel>() as u64 == 0,
+        "from_value: not a kernel this backend made"
+    );
     // SAFETY: the caller's contract.
     unsafe { &*(kernel as usize as *const Kernel) }
 }

@@ -54,6 +54,10 @@ unsafe impl Sync for Queue {}
 /// # Safety
 /// `queue` is a live value from `create`.
 pub(crate) unsafe fn from_value<'a>(queue: u64) -> &'a Queue {
+    debug_assert!(
+        queue != 0 && queue % core::mem::align_of::<Queue>() as u64 == 0,
+        "from_value: not a queue this backend made"
+    );
     // SAFETY: the caller's contract.
     unsafe { &*(queue as usize as *const Queue) }
 }
@@ -355,6 +359,10 @@ impl Event {
 /// # Safety
 /// `event` is a live value from `event_create`.
 unsafe fn event<'a>(event: u64) -> &'a Event {
+    debug_assert!(
+        event != 0 && event % core::mem::align_of::<Event>() as u64 == 0,
+        "event: not an event this backend made"
+    );
     // SAFETY: the caller's contract.
     unsafe { &*(event as usize as *const Event) }
 }

@@ -44,6 +44,7 @@ pub(crate) fn alloc(kind: MemKind, size: usize) -> BackendResult<u64> {
 /// # Safety
 /// `[addr, addr + size)` is host memory that stays valid until `free(Registered, addr)`.
 pub(crate) unsafe fn register(addr: u64, size: usize) -> BackendResult<()> {
+    debug_assert!(addr != 0 && size > 0, "register: a null or empty range");
     let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
     // SAFETY: the caller's contract; the caller made the device's context current.
     check("cuMemHostRegister_v2", unsafe { sys::cuMemHostRegister_v2(addr as *mut c_void, size, flags) })?;
@@ -68,6 +69,7 @@ pub(crate) unsafe fn register(addr: u64, size: usize) -> BackendResult<()> {
 /// # Safety
 /// `addr` is a live allocation of `kind` in the current context.
 pub(crate) unsafe fn free(kind: MemKind, addr: u64) -> BackendResult<()> {
+    debug_assert!(addr != 0, "free: a null address");
     match kind {
         // SAFETY: `addr` is a live allocation of this kind (validated by the runtime).
         MemKind::Device | MemKind::Managed => check_release("cuMemFree_v2", unsafe { sys::cuMemFree_v2(addr) }),
@@ -96,6 +98,7 @@ pub(crate) unsafe fn copy(
     size: usize,
     stream: Option<CUstream>,
 ) -> BackendResult<()> {
+    debug_assert!(size > 0 && dst != 0 && src != 0, "copy: an empty range or a null side");
     // SAFETY: the caller's contract.
     let r = unsafe {
         match (kind, stream) {
@@ -134,6 +137,7 @@ fn finish_if_synchronous(stream: Option<CUstream>) -> BackendResult<()> {
 /// # Safety
 /// `count` elements from the aligned `dst` lie in one live allocation of the current context.
 pub(crate) unsafe fn fill(dst: u64, value: FillValue, count: usize, stream: Option<CUstream>) -> BackendResult<()> {
+    debug_assert!(count > 0 && dst % value.width() as u64 == 0, "fill: an empty or misaligned range");
     // SAFETY: the caller's contract.
     let r = unsafe {
         match (value, stream) {
@@ -165,6 +169,7 @@ pub(crate) unsafe fn fill_pattern(
     count: usize,
     stream: Option<CUstream>,
 ) -> BackendResult<()> {
+    debug_assert!(!pattern.is_empty() && count > 0 && dst != 0, "fill_pattern: an empty pattern or range");
     let len = pattern.len();
     let width = [4usize, 2, 1].into_iter().find(|&w| len % w == 0 && dst % w as u64 == 0).unwrap_or(1);
     if len == width {

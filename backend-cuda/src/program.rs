@@ -79,6 +79,7 @@ pub(crate) fn load(image: &[u8]) -> BackendResult<u64> {
 /// # Safety
 /// A live module of the current context.
 pub(crate) unsafe fn unload(raw: u64) -> BackendResult<()> {
+    debug_assert!(raw != 0, "unload: a null module");
     // SAFETY: a live module (validated by the runtime).
     check_release("cuModuleUnload", unsafe { sys::cuModuleUnload(raw as usize as CUmodule) })
 }
@@ -86,6 +87,7 @@ pub(crate) unsafe fn unload(raw: u64) -> BackendResult<()> {
 /// # Safety
 /// A live module of the current context.
 pub(crate) unsafe fn kernel(program: u64, kernel_name: &str) -> BackendResult<u64> {
+    debug_assert!(program != 0, "kernel: a null module");
     let c_name = CString::new(kernel_name)
         .map_err(|_| BackendError::new(ErrorCode::InvalidArgument, 0, "kernel name contains NUL"))?;
     let mut f: CUfunction = std::ptr::null_mut();
@@ -168,6 +170,8 @@ pub(crate) unsafe fn launch(
     dims: &LaunchDims,
     args: &KernelArgs<'_>,
 ) -> BackendResult<()> {
+    debug_assert!(kernel != 0, "launch: a null function");
+    debug_assert!(dims.grid.iter().chain(&dims.block).all(|&d| d >= 1), "launch: a zero dimension");
     if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
         kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
     }
@@ -214,6 +218,11 @@ pub(crate) unsafe fn launch_cluster(
     cluster: [u32; 3],
     args: &KernelArgs<'_>,
 ) -> BackendResult<()> {
+    debug_assert!(kernel != 0, "launch_cluster: a null function");
+    debug_assert!(
+        cluster.iter().zip(dims.grid).all(|(&c, g)| c >= 1 && g % c == 0),
+        "launch_cluster: a cluster that does not divide the grid"
+    );
     if !driver_has("cuLaunchKernelEx") {
         return Err(old_driver("the CUDA driver is too old for cluster launches (cuLaunchKernelEx)"));
     }
@@ -254,6 +263,7 @@ pub(crate) unsafe fn launch_cluster(
 /// # Safety
 /// `kernel` is a live function of the current context.
 unsafe fn each_param(kernel: u64, mut each: impl FnMut(usize, usize) -> BackendResult<()>) -> BackendResult<usize> {
+    debug_assert!(kernel != 0, "each_param: a null function");
     if !driver_has("cuFuncGetParamInfo") {
         return Err(old_driver("the CUDA driver is too old to describe kernel parameters (cuFuncGetParamInfo)"));
     }
@@ -312,6 +322,7 @@ pub(crate) unsafe fn param_layout(kernel: u64, out: &mut ordo_core::ParamLayout)
 /// # Safety
 /// `kernel` is a live function of the current context.
 pub(crate) unsafe fn optimal_block_size(kernel: u64, dynamic_shared: usize) -> BackendResult<u32> {
+    debug_assert!(kernel != 0, "optimal_block_size: a null function");
     let (mut min_grid, mut block) = (0, 0);
     // SAFETY: a live function, valid out-pointers, no size callback.
     check("cuOccupancyMaxPotentialBlockSize", unsafe {
@@ -332,6 +343,7 @@ pub(crate) unsafe fn optimal_block_size(kernel: u64, dynamic_shared: usize) -> B
 /// # Safety
 /// `program` is a live module of the current context.
 pub(crate) unsafe fn global(program: u64, global_name: &str) -> BackendResult<(u64, usize)> {
+    debug_assert!(program != 0 && !global_name.is_empty(), "global: a null module or an empty name");
     let c_name = CString::new(global_name)
         .map_err(|_| BackendError::new(ErrorCode::InvalidArgument, 0, "global variable name contains NUL"))?;
     let (mut addr, mut size) = (0u64, 0usize);

@@ -56,6 +56,7 @@ pub(crate) unsafe fn queue_query(raw: u64) -> BackendResult<bool> {
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn queue_wait_event(queue: u64, ev: u64) -> BackendResult<()> {
+    debug_assert!(queue != 0 && ev != 0, "queue_wait_event: a null stream or event");
     // SAFETY: a live stream and a live event.
     check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(stream(queue), event(ev), 0) })
 }
@@ -70,6 +71,7 @@ pub(crate) fn event_create() -> BackendResult<u64> {
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn event_destroy(raw: u64) -> BackendResult<()> {
+    debug_assert!(raw != 0, "event_destroy: a null event");
     // SAFETY: a live event.
     check_release("cuEventDestroy_v2", unsafe { sys::cuEventDestroy_v2(event(raw)) })
 }
@@ -77,6 +79,7 @@ pub(crate) unsafe fn event_destroy(raw: u64) -> BackendResult<()> {
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn event_record(ev: u64, queue: u64) -> BackendResult<()> {
+    debug_assert!(queue != 0 && ev != 0, "event_record: a null stream or event");
     // SAFETY: a live event and stream of the same device.
     check("cuEventRecord", unsafe { sys::cuEventRecord(event(ev), stream(queue)) })
 }
@@ -84,6 +87,7 @@ pub(crate) unsafe fn event_record(ev: u64, queue: u64) -> BackendResult<()> {
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn event_synchronize(raw: u64) -> BackendResult<()> {
+    debug_assert!(raw != 0, "event_synchronize: a null event");
     // SAFETY: a live event.
     check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(event(raw)) })
 }
@@ -91,6 +95,7 @@ pub(crate) unsafe fn event_synchronize(raw: u64) -> BackendResult<()> {
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn event_query(raw: u64) -> BackendResult<bool> {
+    debug_assert!(raw != 0, "event_query: a null event");
     // SAFETY: a live event.
     ready("cuEventQuery", unsafe { sys::cuEventQuery(event(raw)) })
 }
@@ -98,6 +103,7 @@ pub(crate) unsafe fn event_query(raw: u64) -> BackendResult<bool> {
 /// # Safety
 /// Live stream/event values of the current context.
 pub(crate) unsafe fn event_elapsed_ms(start: u64, end: u64) -> BackendResult<f32> {
+    debug_assert!(start != 0 && end != 0, "event_elapsed_ms: a null event");
     let mut ms = 0f32;
     // SAFETY: valid out-pointer and live events.
     check("cuEventElapsedTime_v2", unsafe { sys::cuEventElapsedTime_v2(&mut ms, event(start), event(end)) })?;

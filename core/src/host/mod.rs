@@ -53,6 +53,11 @@ pub struct HostBackend {
 /// # Safety
 /// Both ranges are valid for `size` bytes (reads at `src`, writes at `dst`).
 pub(crate) unsafe fn copy_addresses(dst: u64, src: u64, size: usize) {
+    debug_assert!(size == 0 || (dst != 0 && src != 0), "copy_addresses: a null side");
+    debug_assert!(
+        dst.checked_add(size as u64).is_some() && src.checked_add(size as u64).is_some(),
+        "copy_addresses: a range past the address space"
+    );
     // SAFETY: the caller's contract; `copy` allows overlap.
     unsafe {
         core::ptr::copy(
@@ -241,6 +246,7 @@ impl Backend for HostBackend {
     }
 
     unsafe fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
+        debug_assert!(size > 0 && addr % HOST_ALIGN as u64 == 0, "mem_free: not an allocation this backend made");
         let mut s = self.bookkeeping().lock();
         // A live allocation of this arena (the contract): its block offset and length fit in u32.
         let offset = ((addr - s.base as u64) as usize / HOST_ALIGN) as u32;
@@ -264,6 +270,7 @@ impl Backend for HostBackend {
     }
 
     unsafe fn memcpy(&self, _: u32, _: CopyKind, dst: u64, src: u64, size: usize, _: Option<u64>) -> BackendResult<()> {
+        debug_assert!(size > 0 && dst != 0 && src != 0, "memcpy: an empty range or a null side");
         debug_assert!(dst != 0 && src != 0);
         self.execute(|| {
             // SAFETY: the runtime validated the arena side; the caller guarantees the host side.
@@ -275,6 +282,7 @@ impl Backend for HostBackend {
     }
 
     unsafe fn fill(&self, _: u32, dst: u64, value: FillValue, count: usize, _: Option<u64>) -> BackendResult<()> {
+        debug_assert!(count > 0 && dst % value.width() as u64 == 0, "fill: an empty or misaligned range");
         let p = core::ptr::with_exposed_provenance_mut::<u8>(dst as usize);
         debug_assert!(p.align_offset(value.width()) == 0);
         self.execute(|| {
@@ -436,6 +444,7 @@ impl Backend for HostBackend {
     }
 
     unsafe fn fill_pattern(&self, _: u32, dst: u64, pattern: &[u8], count: usize, _: Option<u64>) -> BackendResult<()> {
+        debug_assert!(!pattern.is_empty() && count > 0 && dst != 0, "fill_pattern: an empty pattern or range");
         let p = core::ptr::with_exposed_provenance_mut::<u8>(dst as usize);
         self.execute(|| {
             for i in 0..count {
