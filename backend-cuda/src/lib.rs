@@ -67,6 +67,15 @@ impl Backend for CudaBackend {
         BackendKind::Cuda
     }
 
+    fn tensor_map_encode_tiled(
+        &self,
+        _device: u32,
+        tensor: &ordo_core::TensorMapTiled<'_>,
+    ) -> BackendResult<ordo_core::TensorMap> {
+        // An encoding only (no context, no memory): the device's capability is the driver's check.
+        tensor_map::encode_tiled(tensor)
+    }
+
     fn take_load_log(&self, sink: &mut dyn FnMut(&str)) {
         let log = program::take_detail();
         if !log.is_empty() {

@@ -1,6 +1,6 @@
-//! Tensor maps for the Hopper tensor memory accelerator (`cuTensorMapEncodeTiled`): a CUDA-only
-//! host-side encoding with no runtime object of its own, so it is the CUDA backend's own API
-//! rather than a `Backend` method. The MLIR ABI (`mgpuTensorMapEncodeTiled*`) uses it.
+//! Tensor maps for the Hopper tensor memory accelerator (`cuTensorMapEncodeTiled`): a host-side
+//! encoding with no runtime object of its own, reached through `Backend::tensor_map_encode_tiled`
+//! (`Runtime::tensor_map_encode_tiled`; the MLIR ABI's `mgpuTensorMapEncodeTiled*` use it).
 
 use cudarc::driver::sys::{
     self, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion,
@@ -10,33 +10,8 @@ use ordo_core::{BackendError, ErrorCode};
 
 use crate::conv::check;
 
-/// An encoded tensor map: the driver's 128-byte `CUtensorMap`, to copy where a kernel reads it.
-pub type TensorMap = [u64; 16];
-
-/// What a tiled tensor map describes; the enumeration values are the driver's.
-#[derive(Clone, Copy, Debug)]
-pub struct TiledTensor<'a> {
-    /// `CUtensorMapDataType` (0 = `UINT8` … 12 = `TFLOAT32_FTZ`).
-    pub data_type: u32,
-    /// The tensor's address in device memory (16-byte aligned).
-    pub global_address: u64,
-    /// Elements per dimension, innermost first (1 to 5 dimensions).
-    pub global_dim: &'a [u64],
-    /// Bytes between consecutive elements of each dimension but the innermost (one fewer).
-    pub global_strides: &'a [u64],
-    /// The box copied per access, in elements per dimension.
-    pub box_dim: &'a [u32],
-    /// Traversal stride per dimension.
-    pub element_strides: &'a [u32],
-    /// `CUtensorMapInterleave` (0 none, 1 16 B, 2 32 B).
-    pub interleave: u32,
-    /// `CUtensorMapSwizzle` (0 none, 1 32 B, 2 64 B, 3 128 B).
-    pub swizzle: u32,
-    /// `CUtensorMapL2promotion` (0 none, 1 64 B, 2 128 B, 3 256 B).
-    pub l2_promotion: u32,
-    /// `CUtensorMapFloatOOBfill` (0 none, 1 NaN).
-    pub oob_fill: u32,
-}
+/// The tensor map's description and its encoding (the types of `ordo_core`, named as before).
+pub use ordo_core::{TensorMap, TensorMapTiled as TiledTensor};
 
 fn unknown(what: &'static str) -> BackendError {
     BackendError::new(ErrorCode::InvalidEnumeration, 0, what)
@@ -44,13 +19,7 @@ fn unknown(what: &'static str) -> BackendError {
 
 /// Bytes per element of a `CUtensorMapDataType`, or `None` for a value ordo does not know.
 pub fn element_bytes(data_type: u32) -> Option<u64> {
-    Some(match data_type {
-        0 => 1,
-        1 | 6 | 9 => 2,
-        2 | 3 | 7 | 10..=12 => 4,
-        4 | 5 | 8 => 8,
-        _ => return None,
-    })
+    TiledTensor::element_bytes(data_type)
 }
 
 fn data_type(v: u32) -> Result<CUtensorMapDataType, BackendError> {
@@ -79,11 +48,7 @@ fn data_type(v: u32) -> Result<CUtensorMapDataType, BackendError> {
 /// for a map it refuses (misaligned address or strides, a box too large).
 pub fn encode_tiled(t: &TiledTensor<'_>) -> Result<TensorMap, BackendError> {
     let rank = t.global_dim.len();
-    if !(1..=5).contains(&rank)
-        || t.global_strides.len() != rank - 1
-        || t.box_dim.len() != rank
-        || t.element_strides.len() != rank
-    {
+    if !t.shape_is_valid() {
         return Err(BackendError::new(ErrorCode::InvalidValue, 0, "tensor-map rank or dimension lists are wrong"));
     }
     let dtype = data_type(t.data_type)?;

@@ -42,7 +42,8 @@ mod table;
 
 pub use backend::{
     Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue,
-    KernelArgs, LaunchDims, LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, c_layout, text_prefix,
+    KernelArgs, LaunchDims, LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, TensorMap,
+    TensorMapTiled, c_layout, text_prefix,
 };
 pub use error::{BackendError, Error, ErrorCode, ErrorDetail, Result};
 pub use guard::InitGuard;

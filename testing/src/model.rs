@@ -233,6 +233,8 @@ pub enum Op {
     },
     /// `queue_host_function(queue, f, data)`.
     QueueHostFunction(Ref),
+    /// `tensor_map_encode_tiled(device, a one-dimensional map)`.
+    TensorMapEncode(Ref),
 }
 
 /// What the runtime must answer.
@@ -871,6 +873,11 @@ impl<const N: usize> Model<N> {
             Op::QueueHostFunction(q) => {
                 let q = self.resolve(q, K::Queue)?;
                 self.call_on(q, BackendOp::QueueHostFunction)?;
+                Outcome::Ok
+            }
+            Op::TensorMapEncode(d) => {
+                let d = self.resolve(d, K::Device)?;
+                self.call_on(d, BackendOp::TensorMapEncodeTiled)?;
                 Outcome::Ok
             }
             Op::Init | Op::Shutdown | Op::ArmFault { .. } => Outcome::Ok,

@@ -13,7 +13,7 @@
 
 use ordo_core::{
     Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue,
-    KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, ParamSlot,
+    KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, ParamSlot, TensorMap, TensorMapTiled,
 };
 use ordo_core::{BackendError, ErrorCode};
 
@@ -498,6 +498,18 @@ impl Backend for ScriptedBackend {
             Some(q) => self.use_object(BackendOp::FillPattern, &[(ScriptedObject::Queue, q)]),
             None => self.use_object(BackendOp::FillPattern, &[]),
         }
+    }
+
+    fn tensor_map_encode_tiled(&self, device: u32, tensor: &TensorMapTiled<'_>) -> BackendResult<TensorMap> {
+        self.use_object(BackendOp::TensorMapEncodeTiled, &[(ScriptedObject::Device, u64::from(device))])?;
+        if TensorMapTiled::element_bytes(tensor.data_type).is_none() {
+            return Err(BackendError::new(ErrorCode::InvalidEnumeration, 0, "unknown tensor-map data type"));
+        }
+        // The words a driver would write: a recognisable stand-in.
+        let mut map = [0u64; 16];
+        map[0] = tensor.global_address;
+        map[1] = u64::from(tensor.data_type);
+        Ok(map)
     }
 
     unsafe fn queue_host_function(

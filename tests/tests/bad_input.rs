@@ -540,3 +540,42 @@ fn native_values_are_the_backends_own_and_die_with_their_objects() {
     rejects(&w, ErrorCode::InvalidHandle, || rt.queue_native(q));
     rejects(&w, ErrorCode::InvalidHandle, || rt.kernel_native(k));
 }
+
+/// Tensor maps: a shape that does not fit its rank is `InvalidValue` before any backend call, an
+/// unknown data type is the backend's `InvalidEnumeration`, a stale device `InvalidHandle`, and
+/// the host backend has none (`Unsupported`); nothing is created either way.
+#[test]
+fn tensor_maps_refuse_bad_shapes_types_and_devices() {
+    let map = |global_dim: &'static [u64], data_type| ordo_core::TensorMapTiled {
+        data_type,
+        global_address: 0x1000,
+        global_dim,
+        global_strides: &[],
+        box_dim: &[16],
+        element_strides: &[1],
+        interleave: 0,
+        swizzle: 0,
+        l2_promotion: 0,
+        oob_fill: 0,
+    };
+    let (b, rt) = scripted_runtime(1);
+    rt.init().unwrap();
+    let d = device(rt, 0).unwrap();
+    let calls = b.calls();
+    let code = |r: Result<ordo_core::TensorMap>| r.unwrap_err().code;
+    assert_eq!(code(rt.tensor_map_encode_tiled(d, &map(&[], 0))), ErrorCode::InvalidValue);
+    assert_eq!(code(rt.tensor_map_encode_tiled(d, &map(&[64, 64], 0))), ErrorCode::InvalidValue);
+    assert_eq!(b.calls(), calls, "refused before the backend");
+    assert_eq!(code(rt.tensor_map_encode_tiled(d, &map(&[64], 99))), ErrorCode::InvalidEnumeration);
+    assert!(rt.tensor_map_encode_tiled(d, &map(&[64], 7)).is_ok());
+    rt.shutdown().unwrap();
+    rt.init().unwrap();
+    assert_eq!(code(rt.tensor_map_encode_tiled(d, &map(&[64], 7))), ErrorCode::InvalidHandle);
+    rt.shutdown().unwrap();
+    let (_, host) = host_runtime();
+    host.init().unwrap();
+    let hd = device(host, 0).unwrap();
+    assert_eq!(code(host.tensor_map_encode_tiled(hd, &map(&[64], 7))), ErrorCode::Unsupported);
+    assert_eq!(host.live_objects().unwrap(), LiveObjects { platforms: 1, devices: 1, ..LiveObjects::default() });
+    host.shutdown().unwrap();
+}

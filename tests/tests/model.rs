@@ -239,6 +239,7 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
             (3, (program(), 0u8..3).prop_map(|(program, name)| Op::ProgramGlobal { program, name }).boxed()),
             (1, (dev(), prop::bool::ANY).prop_map(|(device, valid)| Op::ProgramCheck { device, valid }).boxed()),
             (1, queue().prop_map(Op::QueueHostFunction).boxed()),
+            (1, dev().prop_map(Op::TensorMapEncode).boxed()),
         ];
         ops.extend(extra);
     }
@@ -510,6 +511,22 @@ impl Sut {
                 let image: &[u8] = if valid { b"some image" } else { b"bad image" };
                 rt.program_check(Device::from_raw(self.raw(device)), image)
                     .map_or_else(err, |ok| (Outcome::Count(u32::from(ok)), None))
+            }
+            Op::TensorMapEncode(d) => {
+                let tensor = ordo_core::TensorMapTiled {
+                    data_type: 0,
+                    global_address: 0x1000,
+                    global_dim: &[256],
+                    global_strides: &[],
+                    box_dim: &[16],
+                    element_strides: &[1],
+                    interleave: 0,
+                    swizzle: 0,
+                    l2_promotion: 0,
+                    oob_fill: 0,
+                };
+                rt.tensor_map_encode_tiled(Device::from_raw(self.raw(d)), &tensor)
+                    .map_or_else(err, |_| (Outcome::Ok, None))
             }
             Op::QueueHostFunction(q) => {
                 extern "C" fn nothing(_: *mut core::ffi::c_void) {}

@@ -66,11 +66,12 @@ pub enum BackendOp {
     ProgramCheck,
     FillPattern,
     QueueHostFunction,
+    TensorMapEncodeTiled,
 }
 
 impl BackendOp {
     /// Every op.
-    pub const ALL: [BackendOp; 33] = [
+    pub const ALL: [BackendOp; 34] = [
         Self::Init,
         Self::Deinit,
         Self::DeviceRelease,
@@ -104,6 +105,7 @@ impl BackendOp {
         Self::ProgramCheck,
         Self::FillPattern,
         Self::QueueHostFunction,
+        Self::TensorMapEncodeTiled,
     ];
 }
 
@@ -403,6 +405,14 @@ pub trait Backend: Sync {
         };
         // SAFETY: the same range, now as aligned elements of the width `fill` writes.
         unsafe { self.fill(device, dst, value, count, queue) }
+    }
+    /// Encodes a tiled tensor map for kernels of `device` to read (CUDA: `cuTensorMapEncodeTiled`,
+    /// devices of compute capability 9.0 and up): the backend checks every field (the shape, the
+    /// enumerations: `InvalidValue`, `InvalidEnumeration`), and the driver the rest (alignment,
+    /// box sizes). It touches no memory. Default: `Unsupported`.
+    fn tensor_map_encode_tiled(&self, device: u32, tensor: &TensorMapTiled<'_>) -> BackendResult<TensorMap> {
+        let _ = (device, tensor);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend has no tensor maps"))
     }
     /// Enqueues `f(data)` on the queue: it runs on the host after all work submitted to the queue
     /// before it, and work submitted after it waits until it returns (CUDA: `cuLaunchHostFunc`).

@@ -429,6 +429,58 @@ impl<'a> KernelArgs<'a> {
     }
 }
 
+/// A tiled tensor map to encode (`Backend::tensor_map_encode_tiled`; CUDA:
+/// `cuTensorMapEncodeTiled`, the Hopper tensor memory accelerator's descriptor). The enumeration
+/// values are CUDA's.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorMapTiled<'a> {
+    /// `CUtensorMapDataType` (0 = `UINT8` … 12 = `TFLOAT32_FTZ`).
+    pub data_type: u32,
+    /// The tensor's address in device memory (16-byte aligned).
+    pub global_address: u64,
+    /// Elements per dimension, innermost first (1 to 5 dimensions).
+    pub global_dim: &'a [u64],
+    /// Bytes between consecutive elements of each dimension but the innermost (one fewer).
+    pub global_strides: &'a [u64],
+    /// The box copied per access, in elements per dimension.
+    pub box_dim: &'a [u32],
+    /// Traversal stride per dimension.
+    pub element_strides: &'a [u32],
+    /// `CUtensorMapInterleave` (0 none, 1 16 B, 2 32 B).
+    pub interleave: u32,
+    /// `CUtensorMapSwizzle` (0 none, 1 32 B, 2 64 B, 3 128 B).
+    pub swizzle: u32,
+    /// `CUtensorMapL2promotion` (0 none, 1 64 B, 2 128 B, 3 256 B).
+    pub l2_promotion: u32,
+    /// `CUtensorMapFloatOOBfill` (0 none, 1 NaN).
+    pub oob_fill: u32,
+}
+
+impl TensorMapTiled<'_> {
+    /// Bytes per element of a `CUtensorMapDataType`, or `None` for a value ordo does not know.
+    pub const fn element_bytes(data_type: u32) -> Option<u64> {
+        Some(match data_type {
+            0 => 1,
+            1 | 6 | 9 => 2,
+            2 | 3 | 7 | 10..=12 => 4,
+            4 | 5 | 8 => 8,
+            _ => return None,
+        })
+    }
+
+    /// Whether the dimension lists fit the rank (1 to 5 dimensions; one stride fewer).
+    pub fn shape_is_valid(&self) -> bool {
+        let rank = self.global_dim.len();
+        (1..=5).contains(&rank)
+            && self.global_strides.len() == rank - 1
+            && self.box_dim.len() == rank
+            && self.element_strides.len() == rank
+    }
+}
+
+/// An encoded tensor map: the driver's 128-byte `CUtensorMap`, to copy where a kernel reads it.
+pub type TensorMap = [u64; 16];
+
 bitflags::bitflags! {
     /// What a platform's devices can do beyond the operations every backend has.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

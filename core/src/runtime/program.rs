@@ -9,7 +9,7 @@
 //! `alloc_table`, `backend`, `handle` and `error`.
 
 use crate::alloc_table::{AllocEntry, NO_OWNER};
-use crate::backend::{KernelArgs, LaunchDims, MemKind, ParamLayout};
+use crate::backend::{KernelArgs, LaunchDims, MemKind, ParamLayout, TensorMap, TensorMapTiled};
 use crate::error::{Error, ErrorCode, Result, fail};
 use crate::handle::{Device, DevicePtr, Global, Kernel, Program, Queue};
 
@@ -216,6 +216,21 @@ impl Runtime {
             }
             let d = self.dev(t, device)?;
             Ok(d.backend.program_check(d.ordinal, image)?)
+        })
+    }
+
+    /// Encodes a tiled tensor map for kernels of `device` (CUDA: `cuTensorMapEncodeTiled`): the
+    /// 128 bytes to copy where a kernel reads them. `InvalidValue` for a shape that does not fit
+    /// its rank (1 to 5), `InvalidEnumeration` for an unknown data type, interleave, swizzle, L2
+    /// promotion or fill, the device's handle errors, `Unsupported` from backends without tensor
+    /// maps, the driver's error for a map it refuses.
+    pub fn tensor_map_encode_tiled(&self, device: Device, tensor: &TensorMapTiled<'_>) -> Result<TensorMap> {
+        self.with_shared(|t| {
+            let d = self.dev(t, device)?;
+            if !tensor.shape_is_valid() {
+                return fail(ErrorCode::InvalidValue, "tensor-map rank or dimension lists are wrong");
+            }
+            Ok(d.backend.tensor_map_encode_tiled(d.ordinal, tensor)?)
         })
     }
 

@@ -38,7 +38,7 @@ pub unsafe extern "C" fn mgpuTensorMapEncodeTiled(
         }
         // SAFETY: the caller's contract (lengths from the rank, checked non-null above).
         let tensor = unsafe {
-            ordo_cuda::tensor_map::TiledTensor {
+            ordo_core::TensorMapTiled {
                 data_type,
                 global_address: from_ptr(address),
                 global_dim: core::slice::from_raw_parts(global_dim, r),
@@ -51,10 +51,11 @@ pub unsafe extern "C" fn mgpuTensorMapEncodeTiled(
                 oob_fill,
             }
         };
-        match ordo_cuda::tensor_map::encode_tiled(&tensor) {
+        let Some(d) = device() else { return };
+        match runtime().tensor_map_encode_tiled(d, &tensor) {
             // SAFETY: the caller's contract (128 writable bytes).
             Ok(encoded) => unsafe { core::ptr::copy_nonoverlapping(encoded.as_ptr(), map.cast::<u64>(), 16) },
-            Err(e) => report("cuTensorMapEncodeTiled", &e.into()),
+            Err(e) => report("cuTensorMapEncodeTiled", &e),
         }
     })
 }
@@ -94,7 +95,7 @@ pub unsafe extern "C" fn mgpuTensorMapEncodeTiledMemref(
         else {
             return fail("a tensor-map enumeration is out of range");
         };
-        let Some(elem) = ordo_cuda::tensor_map::element_bytes(dt) else {
+        let Some(elem) = ordo_core::TensorMapTiled::element_bytes(dt) else {
             return fail("unknown tensor-map data type");
         };
         let words = descriptor.cast::<i64>();
@@ -125,7 +126,7 @@ pub unsafe extern "C" fn mgpuTensorMapEncodeTiledMemref(
         let Some(start) = u64::try_from(offset).ok().and_then(|o| o.checked_mul(elem)) else {
             return fail("a negative offset");
         };
-        let tensor = ordo_cuda::tensor_map::TiledTensor {
+        let tensor = ordo_core::TensorMapTiled {
             data_type: dt,
             global_address: (aligned as u64).wrapping_add(start),
             global_dim: &dims[..r],
@@ -137,15 +138,15 @@ pub unsafe extern "C" fn mgpuTensorMapEncodeTiledMemref(
             l2_promotion: l2,
             oob_fill: oob,
         };
-        let encoded = match ordo_cuda::tensor_map::encode_tiled(&tensor) {
+        let Some(d) = device() else { return core::ptr::null_mut() };
+        let rt = runtime();
+        let encoded = match rt.tensor_map_encode_tiled(d, &tensor) {
             Ok(m) => m,
             Err(e) => {
-                report("cuTensorMapEncodeTiled", &e.into());
+                report("cuTensorMapEncodeTiled", &e);
                 return core::ptr::null_mut();
             }
         };
-        let Some(d) = device() else { return core::ptr::null_mut() };
-        let rt = runtime();
         let bytes: [u8; 128] = map_bytes(encoded);
         let placed = rt.mem_alloc(d, MemKind::Device, bytes.len()).and_then(|p| {
             // A copy that fails frees the memory it was for.
