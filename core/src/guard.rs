@@ -3,6 +3,7 @@
 //! `Runtime::init_guard` takes a reference and returns a guard; `InitGuard::shutdown` releases it
 //! and returns what happened (with the teardown report if it was the last). Dropping a guard
 //! releases its reference too, and logs a failed teardown rather than hiding it.
+//! Depends on `runtime` and `error`; nothing in the core depends on it (users hold it).
 
 use crate::error::Result;
 use crate::runtime::{Runtime, Shutdown};

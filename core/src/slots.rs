@@ -23,6 +23,7 @@
 //! loom, both sides use a `SeqCst` fence instead: the fence form of the same handshake, which
 //! loom checks exactly (`core/loom.sh`). The mode is decided once per process, before any thread
 //! relies on it, and never changes.
+//! Depends on `sync`; `lifecycle` depends on it.
 
 use crate::sync::{Ordering, fence};
 

@@ -2,6 +2,7 @@
 //! model-checked: under `cfg(loom)` these become loom's types (as tokio's `loom` module does).
 //!
 //! Waiting uses a relax strategy: spin on bare metal, yield to the scheduler with feature `std`.
+//! Depends on nothing in the core; `lifecycle`, `slots` and the runtime depend on it.
 
 #[cfg(all(not(loom), feature = "std"))]
 pub(crate) use core::sync::atomic::fence;

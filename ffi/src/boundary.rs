@@ -174,7 +174,7 @@ pub(crate) fn ptr_to_handle<T>(p: *const T) -> u64 {
 /// out-parameters, then this, then every other argument (the runtime checks the lifecycle
 /// again on entry, so a shutdown racing this check still gets `Uninitialized`).
 pub(crate) fn ready() -> ordo_core::Result<()> {
-    match crate::runtime().state() {
+    match ordo::runtime().state() {
         ordo_core::State::Ready(_) => Ok(()),
         _ => Err(Error::UNINITIALIZED),
     }

@@ -46,5 +46,3 @@ pub use c::queue::{
     ordo_queue_query, ordo_queue_synchronize, ordo_queue_wait_event,
 };
 pub use c::types::*;
-
-use ordo::{builtin_program_image, provide_host_arena, runtime};

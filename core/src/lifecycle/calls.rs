@@ -1,5 +1,7 @@
 //! Calls in flight: entering a shared or an exclusive call and the guards whose drop leaves it,
 //! and the gate's side of a fork. Part of the gate (`lifecycle/mod.rs`), whose handshake it uses.
+//! Depends on `lifecycle/mod.rs` (the word and the gate) only; the runtime's shared and
+//! exclusive sections depend on it.
 
 use super::*;
 

@@ -1,6 +1,8 @@
 //! Init references held apart from the lifecycle word: each thread's reference section, and the
 //! fast paths of a nested init (`try_add_reference`) and a nested shutdown
 //! (`try_drop_reference`). Part of the gate (`lifecycle/mod.rs`), whose handshake it uses.
+//! Depends on `lifecycle/mod.rs` (the word and the gate) and `slots`; init and shutdown
+//! (`lifecycle/mod.rs`) depend on it.
 
 use super::*;
 

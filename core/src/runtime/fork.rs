@@ -12,6 +12,8 @@
 //! lifecycle is `Uninit` with no call in flight. The parent's handles are stale in the child;
 //! the child may `init` again (CUDA does not support use in a forked child and is then reported
 //! unavailable with the driver's error).
+//! Depends on the runtime (`super`), its gate and tables; nothing depends on it but the
+//! runtime's `fork_*` hooks.
 
 use super::Runtime;
 

@@ -1,5 +1,6 @@
 //! A runtime created and dropped at will (std builds): for tests that want a fresh runtime per
 //! case, and for programs whose backends are not `static`.
+//! Depends on the runtime (`super`) and `backend`; nothing in the core depends on it.
 
 extern crate alloc;
 

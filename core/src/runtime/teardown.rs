@@ -12,6 +12,8 @@
 //! generation advances and old handles go stale) whatever its backend call returned. A backend
 //! call or an observer that panics (std builds) is recorded as a failure of its step (`Internal`)
 //! and the teardown goes on; an observer that panicked is not called again.
+//! Depends on the runtime's tables (`super`), `backend`, `error`, `handle`, `reentry` and
+//! `report`; the final shutdown (`runtime/mod.rs`) and unloads (`program.rs`) depend on it.
 
 use crate::backend::Backend;
 use crate::error::{BackendError, ErrorCode};

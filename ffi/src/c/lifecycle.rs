@@ -15,7 +15,7 @@ use ordo_core::{Shutdown, State};
 
 use crate::boundary::{copy_c_display, fail, guard, non_null, output, produce};
 use crate::c::types::*;
-use crate::runtime;
+use ordo::runtime;
 
 #[cfg(feature = "std")]
 static AT_EXIT_REQUESTED: AtomicBool = AtomicBool::new(false);
@@ -147,7 +147,7 @@ pub extern "C" fn ordo_shutdown_at_exit() -> ordo_status_t {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_set_host_arena(base: *mut core::ffi::c_void, len: usize) -> ordo_status_t {
     // SAFETY: forwarded contract.
-    guard(|| crate::boundary::status(unsafe { crate::provide_host_arena(base.cast(), len) }))
+    guard(|| crate::boundary::status(unsafe { ordo::provide_host_arena(base.cast(), len) }))
 }
 
 /// Sets the step every wait inside ordo takes (a thread waiting for another's `ordo_init` or

@@ -6,7 +6,7 @@ use ordo_core::{Allocation, CopyKind, Device, DevicePtr, Error, ErrorCode, FillV
 
 use crate::boundary::{fail, guard, non_null, output, ready, status};
 use crate::c::types::*;
-use crate::runtime;
+use ordo::runtime;
 
 fn queue_or_none(q: ordo_queue_t) -> Option<Queue> {
     (q.raw != 0).then_some(Queue::from_raw(q.raw))

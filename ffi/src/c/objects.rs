@@ -4,7 +4,7 @@ use ordo_core::{Device, DeviceInfo, InfoValue, Platform};
 
 use crate::boundary::{copy_c_display, copy_c_string, fail, guard, non_null, output, produce, ready};
 use crate::c::types::*;
-use crate::runtime;
+use ordo::runtime;
 
 /// Number of platforms (one per registered backend, present or absent).
 ///

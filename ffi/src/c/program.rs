@@ -10,7 +10,7 @@ use crate::boundary::produce;
 use crate::boundary::fail_with;
 use crate::boundary::{fail, guard, non_null, output, ready, status};
 use crate::c::types::*;
-use crate::runtime;
+use ordo::runtime;
 
 /// Loads a program image on a device: for the host platform the name of a built-in program
 /// ("ordo.builtin"); for CUDA, PTX (NUL-terminated or not), cubin or fatbin; for AMDGPU, a code
@@ -157,7 +157,7 @@ pub unsafe extern "C" fn ordo_builtin_program_image(
         }
         let rt = runtime();
         let kind = rt.device_platform(Device::from_raw(device.raw)).and_then(|p| rt.platform_info(p)).map(|i| i.kind);
-        let bytes = match kind.map(crate::builtin_program_image) {
+        let bytes = match kind.map(ordo::builtin_program_image) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return fail(Error::new(ErrorCode::NotFound, "no built-in program for this platform")),
             Err(err) => return fail(err),

@@ -4,7 +4,7 @@ use ordo_core::{Device, Event, Queue};
 
 use crate::boundary::{guard, produce, status};
 use crate::c::types::*;
-use crate::runtime;
+use ordo::runtime;
 
 fn q(h: ordo_queue_t) -> Queue {
     Queue::from_raw(h.raw)

@@ -39,7 +39,7 @@ use ordo_core::{
     Program, Queue,
 };
 
-use crate::runtime;
+use ordo::runtime;
 
 mod memory;
 mod module;

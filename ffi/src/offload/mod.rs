@@ -40,7 +40,7 @@ use ordo_core::{
 };
 
 use crate::boundary::{catch, detail_pointer, handle_to_ptr, ptr_to_handle, set_detail, set_detail_of};
-use crate::runtime;
+use ordo::runtime;
 
 /// Defines an entry point and its `…WithCodeLoc` variant (which ignores the location).
 macro_rules! ol_api {
