@@ -45,6 +45,7 @@ step gpu_tests env ORDO_REQUIRE_GPU=1 "${images[@]}" gpu-bin/gpu_tests --test-th
 
 echo "== the per-device default queue: racing first ol* and mgpu* calls make one queue per device"
 step default_queue env ORDO_REQUIRE_GPU=1 gpu-bin/default_queue_tests --nocapture
+step hostile env ORDO_REQUIRE_GPU=1 gpu-bin/hostile_tests --nocapture
 
 echo "== the typed Rust API (crate ordo) on the GPU: its tests and its six examples"
 step ordo_gpu_tests env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --test-threads=1 --nocapture

@@ -216,6 +216,9 @@ impl Runtime {
         if size == 0 {
             return Ok(());
         }
+        if size > MAX_SIZE {
+            return fail(ErrorCode::InvalidSize, "size is larger than isize::MAX");
+        }
         if dst == 0 || src == 0 {
             return fail(ErrorCode::NullPointer, "copy source or destination is null");
         }
@@ -265,6 +268,11 @@ impl Runtime {
             (None, None) => None,
         };
         self.with_shared(|t| {
+            // No range may be larger than isize::MAX bytes (a host-to-host copy of such a size
+            // would run past both buffers before any driver could refuse it).
+            if size > MAX_SIZE {
+                return fail(ErrorCode::InvalidSize, "size is larger than isize::MAX");
+            }
             // A zero-byte copy checks no address.
             for (addr, named) in [(dst, dst_device), (src, src_device)].into_iter().filter(|_| size != 0) {
                 let found = t.allocations.find_range(addr, 1).map(|slot| t.allocations.slots.at(slot));

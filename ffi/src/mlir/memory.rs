@@ -35,7 +35,9 @@ pub extern "C" fn mgpuMemFree(ptr: *mut c_void, _stream: *mut c_void) {
 }
 
 /// `mgpuMemcpy(ptr dst, ptr src, i64 size, ptr stream)`: the direction is found from ordo's
-/// allocation table (as the driver finds it from unified addressing).
+/// allocation table (as the driver finds it from unified addressing). A null side, or two sides
+/// neither of which is memory ordo knows (a freed device pointer looks like host memory), print
+/// one line and copy nothing; after the at-exit teardown the call does nothing.
 ///
 /// # Safety
 /// Host-side ranges are valid for `size` bytes until the stream has passed the copy.
@@ -47,19 +49,27 @@ pub unsafe extern "C" fn mgpuMemcpy(dst: *mut c_void, src: *mut c_void, size: i6
             return;
         }
         let rt = runtime();
+        if !matches!(rt.state(), ordo_core::State::Ready(_)) {
+            return; // after the at-exit teardown: silence, and no memory touched
+        }
+        if dst.is_null() || src.is_null() {
+            let e = ordo_core::Error::new(ErrorCode::InvalidValue, "a null copy source or destination");
+            return report("cuMemcpyAsync", &e);
+        }
         let on_device = |p: *mut c_void| rt.mem_info(DevicePtr(from_ptr(p))).is_ok();
         let kind = match (on_device(dst), on_device(src)) {
             (true, true) => CopyKind::DeviceToDevice,
             (true, false) => CopyKind::HostToDevice,
             (false, true) => CopyKind::DeviceToHost,
             (false, false) => {
-                // Host to host: after the stream's earlier work, as the driver would order it.
-                if let Some(q) = stream_or_null(stream) {
-                    let _ = rt.queue_synchronize(q);
-                }
-                // SAFETY: the caller's contract; MLIR never passes overlapping buffers here.
-                unsafe { core::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), size) };
-                return;
+                // Neither side is memory ordo knows: a freed or foreign device pointer looks
+                // exactly like host memory here, so nothing is copied (a host-to-host copy is
+                // the program's own to make).
+                let e = ordo_core::Error::new(
+                    ErrorCode::InvalidValue,
+                    "neither side is device memory ordo knows (freed, or not from mgpuMemAlloc)",
+                );
+                return report("cuMemcpyAsync", &e);
             }
         };
         let Some(q) = stream_or_null(stream) else { return };
@@ -109,10 +119,21 @@ pub(super) fn unregister(ptr: *mut c_void) {
     if ptr.is_null() {
         return;
     }
-    match runtime().mem_free(DevicePtr(from_ptr(ptr))) {
-        Ok(()) => {}
-        Err(e) if matches!(e.code, ErrorCode::NotFound | ErrorCode::Uninitialized) => {}
-        Err(e) => report("cuMemHostUnregister", &e),
+    let rt = runtime();
+    // Only a range `mgpuMemHostRegister*` registered, named by its start, is released here: never
+    // device memory, never a range another call made.
+    match rt.mem_info(DevicePtr(from_ptr(ptr))) {
+        Ok((base, _, MemKind::Registered, _)) if base.0 == from_ptr(ptr) => {
+            if let Err(e) = rt.mem_free(base) {
+                report("cuMemHostUnregister", &e);
+            }
+        }
+        // Released by the at-exit teardown (or never registered after it): silence.
+        Err(e) if e.code == ErrorCode::Uninitialized => {}
+        _ => report(
+            "cuMemHostUnregister",
+            &ordo_core::Error::new(ErrorCode::InvalidValue, "the address is not the start of registered host memory"),
+        ),
     }
 }
 

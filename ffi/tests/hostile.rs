@@ -1,0 +1,82 @@
+//! Regression tests for hostile callers of the foreign ABIs: each case once crashed, corrupted
+//! memory or freed what it should not. The `ol*` cases run everywhere (ordo's host device); the
+//! `mgpu*` cases need a CUDA device (without one they are skipped with a printed reason, and
+//! `ORDO_REQUIRE_GPU=1` makes that a failure), because the first `mgpu*` call of a process
+//! without one exits, as an MLIR program must.
+
+use core::ffi::c_void;
+use core::ptr::null_mut;
+
+use ordo_core::{BackendKind, DevicePtr};
+use ordo_ffi::offload::*;
+
+/// The error code of an `ol_result_t` (`OL_ERRC_SUCCESS` for NULL).
+fn code(r: ol_result_t) -> ol_errc_t {
+    // SAFETY: a non-NULL result points to the thread's error struct.
+    if r.is_null() { OL_ERRC_SUCCESS } else { unsafe { (*r).Code } }
+}
+
+fn host_device() -> ol_device_handle_t {
+    let mut found: ol_device_handle_t = null_mut();
+    unsafe extern "C" fn last(device: ol_device_handle_t, data: *mut c_void) -> bool {
+        // SAFETY: `data` is `found` below, alive for the iteration.
+        unsafe { *data.cast::<ol_device_handle_t>() = device };
+        true
+    }
+    // SAFETY: a valid callback and its data; the last device iterated is liboffload's host device.
+    assert_eq!(code(unsafe { olIterateDevices(Some(last), (&raw mut found).cast()) }), OL_ERRC_SUCCESS);
+    found
+}
+
+#[test]
+fn hostile_calls_are_refused_and_touch_nothing() {
+    // SAFETY: every pointer passed is valid for what the header documents, or is the bad
+    // argument under test (which must be refused before it is used).
+    unsafe {
+        assert!(olInit().is_null());
+        // olMemcpy host to host with a size beyond isize::MAX: INVALID_SIZE, and neither buffer
+        // is touched (it once ran past both and returned success).
+        let host = host_device();
+        let (mut dst, src) = ([1u8; 16], [2u8; 16]);
+        let r = olMemcpy(null_mut(), dst.as_mut_ptr().cast(), host, src.as_ptr().cast(), host, isize::MAX as usize + 1);
+        assert_eq!(code(r), OL_ERRC_INVALID_SIZE);
+        assert_eq!(dst, [1u8; 16]);
+        let r = olMemcpy(null_mut(), dst.as_mut_ptr().cast(), host, src.as_ptr().cast(), host, usize::MAX);
+        assert_eq!(code(r), OL_ERRC_INVALID_SIZE);
+        assert!(olMemcpy(null_mut(), dst.as_mut_ptr().cast(), host, src.as_ptr().cast(), host, 16).is_null());
+        assert_eq!(dst, [2u8; 16], "a sane host copy still works");
+
+        let rt = ordo::runtime();
+        let cuda = (0..rt.platform_count().unwrap())
+            .filter_map(|i| rt.platform(i).ok())
+            .any(|p| rt.platform_info(p).is_ok_and(|i| i.kind == BackendKind::Cuda && i.device_count > 0));
+        if cuda {
+            use ordo_ffi::mlir::*;
+            // mgpuMemHostUnregister of device memory frees nothing.
+            let device = mgpuMemAlloc(256, null_mut(), 0);
+            assert!(!device.is_null());
+            mgpuMemHostUnregister(device);
+            assert!(rt.mem_info(DevicePtr(device as u64)).is_ok(), "device memory survives a host unregister");
+            // mgpuMemcpy with a null side, or with a freed device pointer (which looks like host
+            // memory), copies nothing and does not crash.
+            let mut back = [7u8; 256];
+            mgpuMemcpy(null_mut(), device, 256, null_mut());
+            mgpuMemcpy(back.as_mut_ptr().cast(), null_mut(), 256, null_mut());
+            mgpuMemFree(device, null_mut());
+            let other = [9u8; 256];
+            mgpuMemcpy(back.as_mut_ptr().cast(), other.as_ptr().cast_mut().cast(), 256, null_mut());
+            mgpuMemcpy(device, other.as_ptr().cast_mut().cast(), 256, null_mut());
+            mgpuStreamSynchronize(null_mut());
+            assert_eq!(back, [7u8; 256], "nothing was copied");
+            println!("mgpu*: host unregister of device memory and copies with unknown sides refused");
+        } else {
+            assert_ne!(
+                std::env::var("ORDO_REQUIRE_GPU").as_deref(),
+                Ok("1"),
+                "ORDO_REQUIRE_GPU=1 but there is no CUDA device"
+            );
+            println!("skipped the mgpu* part: no CUDA device");
+        }
+        assert!(olShutDown().is_null());
+    }
+}
