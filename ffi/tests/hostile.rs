@@ -1,5 +1,5 @@
 //! Regression tests for hostile callers of the foreign ABIs: each case once crashed, corrupted
-//! memory or freed what it should not. The `ol*` cases run everywhere (ordo's host device); the
+//! memory, dangled or freed what it should not. The `ol*` cases run everywhere (ordo's host device); the
 //! `mgpu*` cases need a CUDA device (without one they are skipped with a printed reason, and
 //! `ORDO_REQUIRE_GPU=1` makes that a failure), because the first `mgpu*` call of a process
 //! without one exits, as an MLIR program must.
@@ -45,6 +45,20 @@ fn hostile_calls_are_refused_and_touch_nothing() {
         assert_eq!(code(r), OL_ERRC_INVALID_SIZE);
         assert!(olMemcpy(null_mut(), dst.as_mut_ptr().cast(), host, src.as_ptr().cast(), host, 16).is_null());
         assert_eq!(dst, [2u8; 16], "a sane host copy still works");
+
+        // An ol_result_t outlives the thread that got it (it pointed into that thread's
+        // thread-local storage and dangled after the thread exited).
+        let (host_at, dst_at) = (host as usize, dst.as_mut_ptr() as usize);
+        let result = std::thread::spawn(move || {
+            let host = host_at as ol_device_handle_t;
+            let r = olMemcpy(null_mut(), dst_at as *mut c_void, host, dst_at as *const c_void, host, usize::MAX);
+            r as usize
+        })
+        .join()
+        .unwrap() as ol_result_t;
+        assert_eq!(code(result), OL_ERRC_INVALID_SIZE);
+        let details = core::ffi::CStr::from_ptr((*result).Details).to_str().unwrap();
+        assert!(details.contains("isize::MAX"), "{details}");
 
         let rt = ordo::runtime();
         let cuda = (0..rt.platform_count().unwrap())

@@ -72,26 +72,48 @@ pub(super) fn on<T>(arg: Arg, r: ordo_core::Result<T>) -> OlResult<T> {
     r.map_err(|e| OlError::from_ordo(code_of(&e, arg), e))
 }
 
-thread_local! {
-    /// The calling thread's error struct; its `Details` point at the thread's detail text, kept
-    /// by the shared boundary (`crate::boundary`).
-    static LAST_ERROR: UnsafeCell<ol_error_struct_t> =
-        const { UnsafeCell::new(ol_error_struct_t { Code: OL_ERRC_SUCCESS, Details: core::ptr::null() }) };
+/// A thread's error struct and its detail text, allocated at the thread's first failing `ol*`
+/// call and never freed, so that an `ol_result_t` stays valid for the life of the process, even
+/// after its thread exited (one per thread that ever failed a call: 1 KiB each).
+struct ErrorSlot {
+    error: UnsafeCell<ol_error_struct_t>,
+    text: UnsafeCell<[u8; 1024]>,
 }
 
-/// Stores `e` in the calling thread's error struct and returns a pointer to it.
+thread_local! {
+    /// The calling thread's slot, once it has one.
+    static SLOT: core::cell::Cell<Option<&'static ErrorSlot>> = const { core::cell::Cell::new(None) };
+}
+
+/// Stores `e` in the calling thread's error struct and returns a pointer to it. The detail is
+/// also the thread's `ordo_last_error_detail`.
 pub(super) fn fail(e: OlError) -> ol_result_t {
     match e.detail {
         Detail::Text(text) => set_detail(&[text]),
         Detail::Ordo(error) => set_detail_of(error),
     }
-    LAST_ERROR.with(|slot| {
-        let slot = slot.get();
-        // SAFETY: the slot belongs to this thread; no reference to it is held (callers only keep
-        // the raw pointer returned, and read it between calls).
-        unsafe { *slot = ol_error_struct_t { Code: e.code, Details: detail_pointer() } };
-        slot.cast_const()
-    })
+    let slot: &'static ErrorSlot = SLOT.with(|cell| {
+        cell.get().unwrap_or_else(|| {
+            let fresh: &'static ErrorSlot = Box::leak(Box::new(ErrorSlot {
+                error: UnsafeCell::new(ol_error_struct_t { Code: OL_ERRC_SUCCESS, Details: core::ptr::null() }),
+                text: UnsafeCell::new([0; 1024]),
+            }));
+            cell.set(Some(fresh));
+            fresh
+        })
+    });
+    // SAFETY: the slot is written by its own thread only, and no reference into it is held
+    // (callers keep the raw pointer returned and read it between their calls); the detail
+    // pointer is the thread's NUL-terminated detail text.
+    unsafe {
+        let detail = core::ffi::CStr::from_ptr(detail_pointer()).to_bytes();
+        let text = &mut *slot.text.get();
+        let n = detail.len().min(text.len() - 1);
+        text[..n].copy_from_slice(&detail[..n]);
+        text[n] = 0;
+        *slot.error.get() = ol_error_struct_t { Code: e.code, Details: text.as_ptr().cast() };
+        slot.error.get().cast_const()
+    }
 }
 
 /// Runs an entry point's body; a panic becomes `OL_ERRC_UNKNOWN` (it never crosses into C).

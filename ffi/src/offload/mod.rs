@@ -4,8 +4,9 @@
 //!
 //! - `ol_result_t` is NULL on success, else a pointer to the calling thread's error struct: the
 //!   liboffload code and ordo's detail text (the thread's one detail buffer, shared with the
-//!   `ordo_*` functions). It stays valid, unchanged, until the thread's next failing call into
-//!   ordo (`ol*` or `ordo_*`).
+//!   `ordo_*` functions, copied into the struct's own text). It stays valid, unchanged, until the
+//!   thread's next failing `ol*` call, and valid for the life of the process, after its thread
+//!   exits too.
 //! - Handles are ordo handles cast to the opaque pointer types (platforms, devices, queues,
 //!   events, programs; a kernel symbol is a kernel handle, a global-variable symbol a
 //!   `Global` handle). Nothing is ever dereferenced: a stale, released or forged handle is
