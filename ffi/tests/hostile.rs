@@ -16,6 +16,9 @@ fn code(r: ol_result_t) -> ol_errc_t {
     if r.is_null() { OL_ERRC_SUCCESS } else { unsafe { (*r).Code } }
 }
 
+/// The tests share the process's one runtime and count init references: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn host_device() -> ol_device_handle_t {
     let mut found: ol_device_handle_t = null_mut();
     unsafe extern "C" fn last(device: ol_device_handle_t, data: *mut c_void) -> bool {
@@ -30,6 +33,7 @@ fn host_device() -> ol_device_handle_t {
 
 #[test]
 fn hostile_calls_are_refused_and_touch_nothing() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     // SAFETY: every pointer passed is valid for what the header documents, or is the bad
     // argument under test (which must be refused before it is used).
     unsafe {
@@ -92,5 +96,52 @@ fn hostile_calls_are_refused_and_touch_nothing() {
             println!("skipped the mgpu* part: no CUDA device");
         }
         assert!(olShutDown().is_null());
+    }
+}
+
+/// `olGetEventInfo(QUEUE)` racing a final `olShutDown` and re-inits: a success always names the
+/// event's queue (it once returned success with NULL when the teardown came between its checks),
+/// and a shutdown never forgets the events of a later init.
+#[test]
+fn event_queue_reads_race_shutdown_and_never_answer_null() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let host = ordo::runtime();
+    // SAFETY: valid pointers throughout; handles cross threads as integers.
+    unsafe {
+        assert!(olInit().is_null());
+        let device = host.device(host.platform(0).unwrap(), 0).unwrap().to_raw() as usize;
+        assert!(olShutDown().is_null());
+        let churn = std::thread::spawn(|| {
+            for _ in 0..300 {
+                assert!(olInit().is_null());
+                let _ = olShutDown();
+            }
+            STOP.store(true, Ordering::SeqCst);
+        });
+        let mut answered = 0u32;
+        while !STOP.load(Ordering::SeqCst) {
+            if !olInit().is_null() {
+                continue;
+            }
+            // The host device's handle changes with each init: find it again.
+            let Ok(p) = host.platform(0) else {
+                let _ = olShutDown();
+                continue;
+            };
+            let dev = host.device(p, 0).map_or(device, |d| d.to_raw() as usize) as ol_device_handle_t;
+            let (mut q, mut e): (ol_queue_handle_t, ol_event_handle_t) = (null_mut(), null_mut());
+            if olCreateQueue(dev, &mut q).is_null() && olCreateEvent(q, &mut e).is_null() {
+                let mut read: *mut c_void = null_mut();
+                let r = olGetEventInfo(e, OL_EVENT_INFO_QUEUE, size_of::<*mut c_void>(), (&raw mut read).cast());
+                assert_eq!(code(r), OL_ERRC_SUCCESS, "our own reference keeps the event live");
+                assert_eq!(read, q, "the event's queue");
+                answered += 1;
+            }
+            let _ = olShutDown();
+        }
+        churn.join().unwrap();
+        assert!(answered > 0);
     }
 }

@@ -226,7 +226,12 @@ pub(super) fn event_info(e: ol_event_handle_t, prop: u32) -> OlResult<Info> {
     on(Arg::Event, rt.event_device(event(e)))?;
     Ok(match prop {
         OL_EVENT_INFO_QUEUE => {
-            Info::Ptr(handle_to_ptr(side(|s| s.event_queue.get(&ptr_to_handle(e)).copied()).unwrap_or(0)))
+            let queue = side(|s| s.event_queue.get(&ptr_to_handle(e)).copied());
+            // The map is read outside the runtime's calls: check the event again after reading
+            // it, so that a teardown in between is this call's error, never a NULL queue.
+            on(Arg::Event, rt.event_device(event(e)))?;
+            // (An event made through `ordo_event_create` has no entry: its queue reads NULL.)
+            Info::Ptr(handle_to_ptr(queue.unwrap_or(0)))
         }
         _ => Info::Bool(on(Arg::Event, rt.event_query(event(e)))?),
     })

@@ -137,7 +137,8 @@ fn event(h: ol_event_handle_t) -> Event {
 // ---- state the API keeps beside the runtime ---------------------------------------------------
 
 /// The queue each event was created on (`OL_EVENT_INFO_QUEUE`). Handles are never reused, so a
-/// stale entry is harmless; the map is emptied when a final `olShutDown` tears the runtime down.
+/// stale entry is harmless; a final `olShutDown` removes the entries of the events it released
+/// (and keeps those a racing init made).
 struct Side {
     event_queue: HashMap<u64, u64>,
 }

@@ -13,7 +13,10 @@ ol_api! {
         ready()?;
         match on(Arg::Other, runtime().shutdown())? {
             Shutdown::TornDown(summary) => {
-                *SIDE.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                // Forget the events the teardown released, and only those: an init racing this
+                // shutdown may have made events whose entries must stay.
+                let rt = runtime();
+                side(|s| s.event_queue.retain(|&e, _| rt.event_device(Event::from_raw(e)).is_ok()));
                 if summary.is_clean() {
                     Ok(())
                 } else {
