@@ -145,3 +145,80 @@ fn event_queue_reads_race_shutdown_and_never_answer_null() {
         assert!(answered > 0);
     }
 }
+
+/// `fork` while other threads are inside `ol*` create/destroy calls: the child starts
+/// uninitialised and can init and shut down (`olInit` installed no fork handling, and such a
+/// child hung in `olShutDown`).
+#[test]
+fn a_child_forked_during_ol_calls_can_init_and_shut_down() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: valid pointers throughout; handles cross threads as integers; the child only
+    // makes ol* calls on its one thread and `_exit`s.
+    unsafe {
+        assert!(olInit().is_null());
+        let rt = ordo::runtime();
+        let dev = rt.device(rt.platform(0).unwrap(), 0).unwrap().to_raw() as usize;
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    while !STOP.load(Ordering::Relaxed) {
+                        let mut q: ol_queue_handle_t = null_mut();
+                        assert!(olCreateQueue(dev as ol_device_handle_t, &mut q).is_null());
+                        assert!(olDestroyQueue(q).is_null());
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut failures = Vec::new();
+        for round in 0..10 {
+            let pid = libc::fork();
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                // The child ends ordo for good: its shutdowns go on until ordo says it is not
+                // initialised (one with the fork handling: the child starts uninitialised).
+                let mut status = if olInit().is_null() { 3 } else { 1 };
+                for _ in 0..8 {
+                    match code(olShutDown()) {
+                        OL_ERRC_SUCCESS => {}
+                        OL_ERRC_UNINITIALIZED => {
+                            status = if status == 3 { 0 } else { status };
+                            break;
+                        }
+                        _ => {
+                            status = 2;
+                            break;
+                        }
+                    }
+                }
+                libc::_exit(status);
+            }
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let mut status = 0;
+            loop {
+                if libc::waitpid(pid, &mut status, libc::WNOHANG) == pid {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    libc::kill(pid, libc::SIGKILL);
+                    failures.push(format!("round {round}: the child hung"));
+                    libc::waitpid(pid, &mut status, 0);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
+                failures.push(format!("round {round}: the child failed check {}", libc::WEXITSTATUS(status)));
+            }
+        }
+        STOP.store(true, Ordering::Relaxed);
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert!(failures.is_empty(), "{failures:#?}");
+        assert!(olShutDown().is_null());
+    }
+}
