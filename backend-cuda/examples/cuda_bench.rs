@@ -296,7 +296,7 @@ fn main() {
     let name = RUNTIME.device_info(d, ordo_core::DeviceInfo::Name).unwrap();
     RUNTIME.shutdown().unwrap();
     let mut pairs = bench_launch(9);
-    pairs.push(bench_teardown(4));
+    pairs.push(bench_teardown(12));
     pairs.extend(bench_copies(5));
     println!("device: {name}");
     println!("| benchmark | unit | bare driver | ordo | ordo / bare | per-round ratio: median [p25, p75] |");
