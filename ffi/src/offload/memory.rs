@@ -53,8 +53,10 @@ ol_api! {
     }
 
     /// Registers (page-locks and maps) host memory with a device; `*PinnedPtr` = `Ptr` (ordo
-    /// maps it at the same address). Overlapping an earlier registration is
-    /// `OL_ERRC_INVALID_ARGUMENT` (ordo keeps no per-range user count).
+    /// maps it at the same address). Registering the same range on the same device again
+    /// succeeds and counts (each registration needs its `olMemUnregister`, as liboffload's tests
+    /// expect); a range that overlaps another registration or allocation otherwise is
+    /// `OL_ERRC_INVALID_ARGUMENT`.
     fn olMemRegister / olMemRegisterWithCodeLoc(
         device_h: ol_device_handle_t, Ptr: *mut c_void, Size: usize, Flags: u32, PinnedPtr: *mut *mut c_void,
     ) {
@@ -69,31 +71,60 @@ ol_api! {
             return Err(err(OL_ERRC_INVALID_VALUE, "Flags are reserved and must be 0"));
         }
         let d = ordo_device(device_h, "the host device registers nothing")?;
-        // SAFETY: the caller's contract: `Size` bytes of host memory at `Ptr` that stay valid
-        // until unregistered.
-        let p = on(Arg::Device, unsafe { runtime().host_register(d, Ptr.cast(), Size) })?;
-        // SAFETY: non-NULL, writable by the caller's contract.
-        unsafe { PinnedPtr.write(p.as_ptr()) };
-        Ok(())
+        let rt = runtime();
+        side(|s| {
+            // SAFETY: the caller's contract: `Size` bytes of host memory at `Ptr` that stay
+            // valid until unregistered.
+            match unsafe { rt.host_register(d, Ptr.cast(), Size) } {
+                Ok(_) => {}
+                Err(e) if e.code == ErrorCode::InvalidArgument => {
+                    // The same range registered on the same device before: one more user.
+                    match rt.mem_info(DevicePtr(Ptr as u64)) {
+                        Ok((base, size, MemKind::Registered, owner))
+                            if base.0 == Ptr as u64 && size == Size && owner == d =>
+                        {
+                            *s.registered.entry(base.0).or_insert(0) += 1;
+                        }
+                        _ => return Err(OlError::from_ordo(OL_ERRC_INVALID_ARGUMENT, e)),
+                    }
+                }
+                Err(e) => return on(Arg::Device, Err(e)),
+            }
+            // SAFETY: non-NULL, writable by the caller's contract.
+            unsafe { PinnedPtr.write(Ptr) };
+            Ok(())
+        })
     }
 
-    /// Unregisters host memory registered with `olMemRegister` on this device.
+    /// Unregisters host memory registered with `olMemRegister` on this device (once per
+    /// registration). A pointer that is not the start of such a range is
+    /// `OL_ERRC_INVALID_ARGUMENT`, as liboffload's tests expect.
     fn olMemUnregister / olMemUnregisterWithCodeLoc(device_h: ol_device_handle_t, Ptr: *mut c_void) {
         ready()?;
         handle(device_h, "NULL == Device")?;
         pointer(Ptr, "NULL == Ptr")?;
         let d = ordo_device(device_h, "the host device registers nothing")?;
         let rt = runtime();
-        let (base, _, kind, owner) = match rt.mem_info(DevicePtr(Ptr as u64)) {
-            Err(e) if e.code == ErrorCode::NotFound => {
-                return Err(err(OL_ERRC_NOT_FOUND, "the pointer is not registered"));
+        let not_registered = || err(OL_ERRC_INVALID_ARGUMENT, "the pointer is not the start of a range registered with Device");
+        side(|s| {
+            let (base, _, kind, owner) = match rt.mem_info(DevicePtr(Ptr as u64)) {
+                Err(e) if e.code == ErrorCode::NotFound => return Err(not_registered()),
+                r => on(Arg::Other, r)?,
+            };
+            if kind != MemKind::Registered || base.0 != Ptr as u64 || owner != d {
+                return Err(not_registered());
             }
-            r => on(Arg::Other, r)?,
-        };
-        if kind != MemKind::Registered || base.0 != Ptr as u64 || owner != d {
-            return Err(err(OL_ERRC_INVALID_ARGUMENT, "the pointer is not the start of a range registered with Device"));
-        }
-        on(Arg::Other, rt.mem_free(base))
+            match s.registered.get_mut(&base.0) {
+                Some(extra) if *extra > 0 => {
+                    *extra -= 1;
+                    if *extra == 0 {
+                        s.registered.remove(&base.0);
+                    }
+                    Ok(())
+                }
+                _ => on(Arg::Other, rt.mem_free(base)),
+            }
+        })
     }
 
     /// Copies between host memory (liboffload's host device) and device memory, or within a

@@ -141,13 +141,16 @@ fn event(h: ol_event_handle_t) -> Event {
 /// (and keeps those a racing init made).
 struct Side {
     event_queue: HashMap<u64, u64>,
+    /// Registered host ranges (by base address) registered again: the extra registrations,
+    /// each released by one `olMemUnregister` before the range itself is.
+    registered: HashMap<u64, u32>,
 }
 
 static SIDE: Mutex<Option<Side>> = Mutex::new(None);
 
 fn side<R>(f: impl FnOnce(&mut Side) -> R) -> R {
     let mut guard = SIDE.lock().unwrap_or_else(|p| p.into_inner());
-    f(guard.get_or_insert_with(|| Side { event_queue: HashMap::new() }))
+    f(guard.get_or_insert_with(|| Side { event_queue: HashMap::new(), registered: HashMap::new() }))
 }
 
 /// The device's queue for work submitted without one: the runtime's default queue of the device

@@ -16,7 +16,13 @@ ol_api! {
                 // Forget the events the teardown released, and only those: an init racing this
                 // shutdown may have made events whose entries must stay.
                 let rt = runtime();
-                side(|s| s.event_queue.retain(|&e, _| rt.event_device(Event::from_raw(e)).is_ok()));
+                side(|s| {
+                    s.event_queue.retain(|&e, _| rt.event_device(Event::from_raw(e)).is_ok());
+                    // Registrations the teardown released (a racing init's stay).
+                    s.registered.retain(|&base, _| {
+                        rt.mem_info(DevicePtr(base)).is_ok_and(|(b, _, kind, _)| b.0 == base && kind == MemKind::Registered)
+                    });
+                });
                 if summary.is_clean() {
                     Ok(())
                 } else {
