@@ -17,11 +17,6 @@ fn unknown(what: &'static str) -> BackendError {
     BackendError::new(ErrorCode::InvalidEnumeration, 0, what)
 }
 
-/// Bytes per element of a `CUtensorMapDataType`, or `None` for a value ordo does not know.
-pub fn element_bytes(data_type: u32) -> Option<u64> {
-    TiledTensor::element_bytes(data_type)
-}
-
 fn data_type(v: u32) -> Result<CUtensorMapDataType, BackendError> {
     use CUtensorMapDataType::*;
     Ok(match v {
@@ -139,7 +134,7 @@ mod tests {
         assert_eq!(code(&TiledTensor { swizzle: 9, ..good }), ErrorCode::InvalidEnumeration);
         assert_eq!(code(&TiledTensor { l2_promotion: 4, ..good }), ErrorCode::InvalidEnumeration);
         assert_eq!(code(&TiledTensor { oob_fill: 2, ..good }), ErrorCode::InvalidEnumeration);
-        assert_eq!(element_bytes(7), Some(4));
-        assert_eq!(element_bytes(13), None);
+        assert_eq!(TiledTensor::element_bytes(7), Some(4));
+        assert_eq!(TiledTensor::element_bytes(13), None);
     }
 }

@@ -1,5 +1,6 @@
 //! The one C boundary, shared by the three ABIs (`ordo_*` in `c/`, `mgpu*` in `mlir/`, `ol*` in
-//! `offload/`): catching panics (with std) so none crosses into C, the calling thread's detail
+//! `offload/`): the first call's init (with the fork handling), catching panics (with std) so none
+//! crosses into C, the calling thread's detail
 //! text (truncated on a character boundary), C string copies, handle casts, and for `ordo_*` the
 //! mapping of results to statuses and the status strings (written once, in `ordo_core`'s
 //! `ErrorCode::description_c`). Depends on `ordo_core` and `c::types`; the ABI folders depend on
@@ -168,6 +169,17 @@ pub(crate) fn handle_to_ptr<T>(raw: u64) -> *mut T {
 #[inline]
 pub(crate) fn ptr_to_handle<T>(p: *const T) -> u64 {
     p as usize as u64
+}
+
+/// What the first call of every ABI (`ordo_init`, `olInit`, MLIR's first `mgpu*` call) does:
+/// takes an init reference of the default runtime and, with std, installs the fork handling (in
+/// the child of a fork, ordo starts uninitialised with the parent's handles stale, and a fork
+/// waits for a create/destroy call in flight instead of copying it half done).
+pub(crate) fn init_default() -> ordo_core::Result<()> {
+    ordo::runtime().init()?;
+    #[cfg(feature = "std")]
+    let _ = ordo::runtime().handle_fork();
+    Ok(())
 }
 
 /// `Uninitialized` unless the runtime is ready: the documented check order is NULL

@@ -77,24 +77,13 @@ mod at_exit {
     }
 }
 
-/// What the first call of every ABI (`ordo_init`, `olInit`, MLIR's first `mgpu*` call) does:
-/// takes an init reference of the default runtime and, with std, installs the fork handling (in
-/// the child of a fork, ordo starts uninitialised with the parent's handles stale, and a fork
-/// waits for a create/destroy call in flight instead of copying it half done).
-pub(crate) fn init_default() -> ordo_core::Result<()> {
-    runtime().init()?;
-    #[cfg(feature = "std")]
-    let _ = runtime().handle_fork();
-    Ok(())
-}
-
 /// Takes an init reference. The first initialises every backend (an absent driver, or one that
 /// fails to initialise, is not an error: its platform is listed as absent or unavailable). Nests:
 /// each call needs one `ordo_shutdown`. On failure no reference is held.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_init() -> ordo_status_t {
     guard(|| {
-        if let Err(e) = init_default() {
+        if let Err(e) = crate::boundary::init_default() {
             return fail(e);
         }
         #[cfg(feature = "std")]

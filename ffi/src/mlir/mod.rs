@@ -90,7 +90,7 @@ fn ensure_init() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
         let rt = runtime();
-        if let Err(e) = crate::c::lifecycle::init_default() {
+        if let Err(e) = crate::boundary::init_default() {
             eprintln!("ordo: mgpu: initialisation failed: {e}");
             std::process::exit(1);
         }

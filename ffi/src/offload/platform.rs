@@ -5,7 +5,7 @@ use super::*;
 ol_api! {
     /// Initialises ordo (reference-counted with `olShutDown`, and with `ordo_init`).
     fn olInit / olInitWithCodeLoc() {
-        on(Arg::Other, crate::c::lifecycle::init_default())
+        on(Arg::Other, crate::boundary::init_default())
     }
 
     /// Drops one reference; the last tears everything down in ordo's documented order.
