@@ -1,10 +1,9 @@
 //! The one C boundary, shared by the three ABIs (`ordo_*` in `c/`, `mgpu*` in `mlir/`, `ol*` in
-//! `offload/`): the first call's init (with the fork handling), catching panics (with std) so none
-//! crosses into C, the calling thread's detail
-//! text (truncated on a character boundary), C string copies, handle casts, and for `ordo_*` the
-//! mapping of results to statuses and the status strings (written once, in `ordo_core`'s
-//! `ErrorCode::description_c`). Depends on `ordo_core` and `c::types`; the ABI folders depend on
-//! it, and it on none of them.
+//! `offload/`): the first call's init (with the fork handling), catching panics (with std) so
+//! none crosses into C, the calling thread's detail text (truncated on a character boundary), C
+//! string copies, handle casts, and for `ordo_*` the mapping of results to statuses and the
+//! status strings (written once, in `ordo_core`'s `ErrorCode::description_c`). Depends on
+//! `ordo_core` and `c::types`; the ABI folders depend on it, and it on none of them.
 
 use core::ffi::c_char;
 use core::fmt;

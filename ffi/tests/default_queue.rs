@@ -5,11 +5,12 @@
 //! with a printed reason; `ORDO_REQUIRE_GPU=1` makes it a failure). Both ABIs use the runtime's
 //! `default_queue`, so the two parts check the same queue's creation from two callers.
 
+mod common;
+
 use core::ffi::c_void;
 use core::ptr::null_mut;
 use std::sync::Barrier;
 
-use ordo_core::BackendKind;
 use ordo_ffi::offload::*;
 
 const THREADS: usize = 16;
@@ -75,22 +76,11 @@ fn racing_first_calls_of_ol_and_mgpu_make_one_default_queue_per_device() {
 
         // MLIR's null stream on the CUDA device (the first mgpu* call of a process without one
         // exits, as an MLIR program must, so it is made only where there is a device).
-        let count = rt.platform_count().unwrap();
-        let cuda = (0..count)
-            .filter_map(|i| rt.platform(i).ok())
-            .any(|p| rt.platform_info(p).is_ok_and(|i| i.kind == BackendKind::Cuda && i.device_count > 0));
-        if cuda {
+        if common::cuda_device_for_mgpu() {
             let before = live_queues();
             at_once(|| ordo_ffi::mlir::mgpuStreamSynchronize(null_mut()));
             assert_eq!(live_queues(), before + 1, "one default queue for the CUDA device");
             println!("mgpu*: {THREADS} racing first null-stream calls made one queue");
-        } else {
-            assert_ne!(
-                std::env::var("ORDO_REQUIRE_GPU").as_deref(),
-                Ok("1"),
-                "ORDO_REQUIRE_GPU=1 but there is no CUDA device"
-            );
-            println!("skipped the mgpu* part: no CUDA device");
         }
         assert!(olMemFree(buf).is_null());
         assert!(olShutDown().is_null());

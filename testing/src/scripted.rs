@@ -485,7 +485,7 @@ impl Backend for ScriptedBackend {
         // below the next backend's range when bases are 2^40 apart), one 64 KiB window per
         // program with 64 names' slots in it: the same (program, name) gives the same range.
         let hash = name.bytes().fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))) % 64;
-        Ok((s.base + (1 << 39) + (program << 16) + hash * 256, 64))
+        Ok((s.base.wrapping_add(1 << 39).wrapping_add(program << 16).wrapping_add(hash * 256), 64))
     }
 
     fn program_check(&self, _device: u32, image: &[u8]) -> BackendResult<bool> {

@@ -57,6 +57,23 @@ pub fn device(rt: &Runtime, index: u32) -> Result<Device> {
     rt.device(rt.platform(0)?, index)
 }
 
+/// A tensor map over `global_dim` elements of `data_type` at `address`, copied in boxes of 16 with
+/// unit strides and no interleave, swizzle, promotion or fill (one dimension for a valid shape).
+pub fn tensor_map(address: u64, data_type: u32, global_dim: &[u64]) -> ordo_core::TensorMapTiled<'_> {
+    ordo_core::TensorMapTiled {
+        data_type,
+        global_address: address,
+        global_dim,
+        global_strides: &[],
+        box_dim: &[16],
+        element_strides: &[1],
+        interleave: 0,
+        swizzle: 0,
+        l2_promotion: 0,
+        oob_fill: 0,
+    }
+}
+
 /// The error code of a result (panics on success: for tests).
 #[track_caller]
 pub fn code<T: std::fmt::Debug>(r: Result<T>) -> ErrorCode {

@@ -546,18 +546,7 @@ fn native_values_are_the_backends_own_and_die_with_their_objects() {
 /// the host backend has none (`Unsupported`); nothing is created either way.
 #[test]
 fn tensor_maps_refuse_bad_shapes_types_and_devices() {
-    let map = |global_dim: &'static [u64], data_type| ordo_core::TensorMapTiled {
-        data_type,
-        global_address: 0x1000,
-        global_dim,
-        global_strides: &[],
-        box_dim: &[16],
-        element_strides: &[1],
-        interleave: 0,
-        swizzle: 0,
-        l2_promotion: 0,
-        oob_fill: 0,
-    };
+    let map = |global_dim: &'static [u64], data_type| ordo_tests::tensor_map(0x1000, data_type, global_dim);
     let (b, rt) = scripted_runtime(1);
     rt.init().unwrap();
     let d = device(rt, 0).unwrap();

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use ordo_core::{
     Backend, BackendError, BackendOp, DeviceInfo, ErrorCode, FillValue, KernelArgs, LaunchDims, MemKind, Result,
-    Runtime, Shutdown, State, TeardownReport, TensorMapTiled,
+    Runtime, Shutdown, State, TeardownReport,
 };
 use ordo_testing::scripted::ScriptedBackend;
 use ordo_tests::runtime;
@@ -93,18 +93,7 @@ fn work(rt: &Runtime, host: &mut [u8]) -> Result<()> {
     rt.event_query(ev)?;
     rt.event_elapsed_ms(ev, ev2)?;
     rt.device_info(e0, DeviceInfo::Name)?;
-    let tensor = TensorMapTiled {
-        data_type: 7,
-        global_address: a.0,
-        global_dim: &[64],
-        global_strides: &[],
-        box_dim: &[16],
-        element_strides: &[1],
-        interleave: 0,
-        swizzle: 0,
-        l2_promotion: 0,
-        oob_fill: 0,
-    };
+    let tensor = ordo_tests::tensor_map(a.0, 7, &[64]);
     assert_eq!(rt.tensor_map_encode_tiled(d0, &tensor)?[0], a.0);
     assert_eq!(calls, 1);
     let spare = rt.mem_alloc(d0, MemKind::Host, 64)?;

@@ -513,18 +513,7 @@ impl Sut {
                     .map_or_else(err, |ok| (Outcome::Count(u32::from(ok)), None))
             }
             Op::TensorMapEncode(d) => {
-                let tensor = ordo_core::TensorMapTiled {
-                    data_type: 0,
-                    global_address: 0x1000,
-                    global_dim: &[256],
-                    global_strides: &[],
-                    box_dim: &[16],
-                    element_strides: &[1],
-                    interleave: 0,
-                    swizzle: 0,
-                    l2_promotion: 0,
-                    oob_fill: 0,
-                };
+                let tensor = ordo_tests::tensor_map(0x1000, 0, &[256]);
                 rt.tensor_map_encode_tiled(Device::from_raw(self.raw(d)), &tensor)
                     .map_or_else(err, |_| (Outcome::Ok, None))
             }
