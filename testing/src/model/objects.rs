@@ -1,0 +1,300 @@
+//! The model's rules for every operation on platforms, devices and objects (everything but
+//! init, shutdown and fault arming, which `model/mod.rs` keeps with the lifecycle). Part of the
+//! model: it uses its lookups and records.
+
+use ordo_core::capacity::{MAX_ALLOCATIONS, MAX_EVENTS, MAX_KERNELS, MAX_PROGRAMS, MAX_QUEUES};
+use ordo_core::{BackendOp, ErrorCode, ObjectKind};
+
+use super::{Check, Model, ObjId, ObjInfo, Op, Outcome, Ref};
+
+impl<const N: usize> Model<N> {
+    pub(super) fn object_op(&mut self, op: Op) -> Check<Outcome> {
+        use ObjectKind as K;
+        let obj = |kind, device: ObjId| ObjInfo { kind, device, live: true, parent: None, size: 0, global: None };
+        Ok(match op {
+            Op::PlatformCount => Outcome::Count(self.platforms.len() as u32),
+            Op::PlatformAt(index) => match self.platforms.get(index as usize) {
+                Some(&p) => Outcome::Existing(p),
+                None => return Err(ErrorCode::InvalidValue),
+            },
+            Op::PlatformInfo(p) => {
+                let p = self.resolve(p, K::Platform)?;
+                let index = self.info(p).size;
+                let devices = if self.up[index] { self.platform_configs()[index].devices } else { 0 };
+                Outcome::PlatformInfo { devices, available: self.up[index] }
+            }
+            Op::DeviceAt { platform, index } => {
+                let p = self.resolve(platform, K::Platform)?;
+                let device = |o: &ObjInfo| o.kind == K::Device && o.parent == Some(p) && o.size == index as usize;
+                match self.objects.iter().position(device) {
+                    Some(i) => Outcome::Existing(ObjId(i as u32)),
+                    None => return Err(ErrorCode::InvalidValue),
+                }
+            }
+            Op::DevicePlatform(d) => {
+                let d = self.resolve(d, K::Device)?;
+                Outcome::Existing(self.info(d).parent.expect("a device has a platform"))
+            }
+            Op::DeviceInfo(d) => {
+                let d = self.resolve(d, K::Device)?;
+                self.call_on(d, BackendOp::DeviceInfo)?;
+                Outcome::Ok
+            }
+            Op::MemAlloc { device, size } => {
+                if size == 0 || size > isize::MAX as usize {
+                    return Err(ErrorCode::InvalidSize);
+                }
+                let d = self.resolve(device, K::Device)?;
+                self.full(K::Allocation, MAX_ALLOCATIONS)?;
+                self.call_on(d, BackendOp::MemAlloc)?;
+                if size > self.config.alloc_limit {
+                    return Err(ErrorCode::OutOfResources);
+                }
+                self.create(ObjInfo { size, ..obj(K::Allocation, d) })
+            }
+            Op::MemFree(a) => {
+                let a = self.resolve_address(a)?;
+                if self.info(a).global.is_some() {
+                    // A program's global variable leaves with its program.
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                self.kill(a);
+                self.call_on(a, BackendOp::MemFree)?;
+                Outcome::Ok
+            }
+            Op::CopyToDevice { alloc, offset, len }
+            | Op::CopyFromDevice { alloc, offset, len }
+            | Op::Fill { alloc, offset, count: len } => {
+                if len == 0 {
+                    // A zero-byte copy or fill succeeds and does nothing, whatever its address.
+                    return Ok(Outcome::Ok);
+                }
+                if alloc == Ref::Null {
+                    return Err(ErrorCode::NullPointer);
+                }
+                let a = self.range(alloc, offset, len)?;
+                let call = if matches!(op, Op::Fill { .. }) { BackendOp::Fill } else { BackendOp::Memcpy };
+                self.call_on(a, call)?;
+                Outcome::Ok
+            }
+            Op::CopyDevice { dst, src, len } => {
+                if len == 0 {
+                    return Ok(Outcome::Ok);
+                }
+                if dst == Ref::Null || src == Ref::Null {
+                    return Err(ErrorCode::NullPointer);
+                }
+                let s = self.range(src, 0, len)?;
+                let d = self.range(dst, 0, len)?;
+                if self.platform_of(s) != self.platform_of(d) {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                if self.info(s).device != self.info(d).device {
+                    return Err(ErrorCode::Unsupported);
+                }
+                self.call_on(d, BackendOp::Memcpy)?;
+                Outcome::Ok
+            }
+            Op::MemInfo(a) => {
+                self.resolve_address(a)?;
+                Outcome::Ok
+            }
+            Op::QueueQuery(q) => {
+                let q = self.resolve(q, K::Queue)?;
+                self.call_on(q, BackendOp::QueueQuery)?;
+                Outcome::Ok
+            }
+            Op::QueueWaitEvent { queue, event } => {
+                let q = self.resolve(queue, K::Queue)?;
+                let e = self.resolve(event, K::Event)?;
+                if self.platform_of(q) != self.platform_of(e) {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                self.call_on(q, BackendOp::QueueWaitEvent)?;
+                Outcome::Ok
+            }
+            Op::EventSynchronize(e) | Op::EventQuery(e) => {
+                let e = self.resolve(e, K::Event)?;
+                let call =
+                    if matches!(op, Op::EventQuery(_)) { BackendOp::EventQuery } else { BackendOp::EventSynchronize };
+                self.call_on(e, call)?;
+                Outcome::Ok
+            }
+            Op::EventElapsed { start, end } => {
+                let s = self.resolve(start, K::Event)?;
+                let e = self.resolve(end, K::Event)?;
+                if self.info(s).device != self.info(e).device {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                self.call_on(s, BackendOp::EventElapsed)?;
+                if !self.config.event_timing {
+                    return Err(ErrorCode::Unsupported);
+                }
+                Outcome::Ok
+            }
+            Op::KernelProgram(k) => {
+                self.resolve(k, K::Kernel)?;
+                Outcome::Ok
+            }
+            Op::QueueCreate(d) | Op::EventCreate(d) => {
+                let (kind, cap, call) = match op {
+                    Op::QueueCreate(_) => (K::Queue, MAX_QUEUES, BackendOp::QueueCreate),
+                    _ => (K::Event, MAX_EVENTS, BackendOp::EventCreate),
+                };
+                let d = self.resolve(d, K::Device)?;
+                self.full(kind, cap)?;
+                self.call_on(d, call)?;
+                self.create(obj(kind, d))
+            }
+            Op::QueueDestroy(x) | Op::EventDestroy(x) | Op::ProgramUnload(x) => {
+                let (kind, call) = match op {
+                    Op::QueueDestroy(_) => (K::Queue, BackendOp::QueueDestroy),
+                    Op::EventDestroy(_) => (K::Event, BackendOp::EventDestroy),
+                    _ => (K::Program, BackendOp::ProgramUnload),
+                };
+                let x = self.resolve(x, kind)?;
+                self.kill(x);
+                self.call_on(x, call)?;
+                Outcome::Ok
+            }
+            Op::QueueSynchronize(q) => {
+                let q = self.resolve(q, K::Queue)?;
+                self.call_on(q, BackendOp::QueueSynchronize)?;
+                Outcome::Ok
+            }
+            Op::EventRecord { event, queue } => {
+                let e = self.resolve(event, K::Event)?;
+                let q = self.resolve(queue, K::Queue)?;
+                if self.info(e).device != self.info(q).device {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                self.call_on(e, BackendOp::EventRecord)?;
+                Outcome::Ok
+            }
+            Op::ProgramLoad { device, valid } => {
+                let d = self.resolve(device, K::Device)?;
+                self.full(K::Program, MAX_PROGRAMS)?;
+                self.call_on(d, BackendOp::ProgramLoad)?;
+                if !valid {
+                    return Err(ErrorCode::InvalidBinary);
+                }
+                self.create(obj(K::Program, d))
+            }
+            Op::KernelGet { program, name } => {
+                let p = self.resolve(program, K::Program)?;
+                self.call_on(p, BackendOp::KernelGet)?;
+                if name >= 2 {
+                    return Err(ErrorCode::NotFound);
+                }
+                let same =
+                    |o: &ObjInfo| o.live && o.kind == K::Kernel && o.parent == Some(p) && o.size == usize::from(name);
+                if let Some(i) = self.objects.iter().position(same) {
+                    return Ok(Outcome::Existing(ObjId(i as u32)));
+                }
+                self.full(K::Kernel, MAX_KERNELS)?;
+                let device = self.info(p).device;
+                self.create(ObjInfo { parent: Some(p), size: usize::from(name), ..obj(K::Kernel, device) })
+            }
+            Op::Launch { queue, kernel } => {
+                let q = self.resolve(queue, K::Queue)?;
+                let k = self.resolve(kernel, K::Kernel)?;
+                if self.info(q).device != self.info(k).device {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                self.call_on(q, BackendOp::Launch)?;
+                Outcome::Ok
+            }
+            Op::QueueCreateIndependent(d) => {
+                let d = self.resolve(d, K::Device)?;
+                self.full(K::Queue, MAX_QUEUES)?;
+                self.call_on(d, BackendOp::QueueCreateIndependent)?;
+                self.create(obj(K::Queue, d))
+            }
+            Op::DefaultQueue(d) => {
+                let d = self.resolve(d, K::Device)?;
+                let default = |o: &ObjInfo| o.live && o.kind == K::Queue && o.device == d && o.size == 1;
+                if let Some(i) = self.objects.iter().position(default) {
+                    return Ok(Outcome::Existing(ObjId(i as u32)));
+                }
+                self.full(K::Queue, MAX_QUEUES)?;
+                self.call_on(d, BackendOp::QueueCreateIndependent)?;
+                self.create(ObjInfo { size: 1, ..obj(K::Queue, d) })
+            }
+            Op::HostRegister { device, size } => {
+                if size == 0 || size > isize::MAX as usize {
+                    return Err(ErrorCode::InvalidSize);
+                }
+                let d = self.resolve(device, K::Device)?;
+                self.full(K::Allocation, MAX_ALLOCATIONS)?;
+                self.call_on(d, BackendOp::HostRegister)?;
+                self.create(ObjInfo { size, ..obj(K::Allocation, d) })
+            }
+            Op::FillPattern { alloc, offset, len, pattern_len } => {
+                if pattern_len == 0 || len % pattern_len != 0 {
+                    return Err(ErrorCode::InvalidSize);
+                }
+                if len == 0 {
+                    return Ok(Outcome::Ok);
+                }
+                if alloc == Ref::Null {
+                    return Err(ErrorCode::NullPointer);
+                }
+                let a = self.range(alloc, offset, len)?;
+                self.call_on(a, BackendOp::FillPattern)?;
+                Outcome::Ok
+            }
+            Op::LaunchCluster { queue, kernel, cluster } => {
+                let q = self.resolve(queue, K::Queue)?;
+                let k = self.resolve(kernel, K::Kernel)?;
+                if self.info(q).device != self.info(k).device {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                if cluster == 0 || 2 % cluster != 0 {
+                    return Err(ErrorCode::InvalidValue);
+                }
+                self.call_on(q, BackendOp::LaunchCluster)?;
+                Outcome::Ok
+            }
+            Op::KernelParamCount(k) | Op::KernelParamLayout(k) | Op::KernelOptimalBlockSize(k) => {
+                let k = self.resolve(k, K::Kernel)?;
+                let call = match op {
+                    Op::KernelParamCount(_) => BackendOp::KernelParamCount,
+                    Op::KernelParamLayout(_) => BackendOp::KernelParamLayout,
+                    _ => BackendOp::KernelOptimalBlockSize,
+                };
+                self.call_on(k, call)?;
+                Outcome::Ok
+            }
+            Op::ProgramGlobal { program, name } => {
+                let p = self.resolve(program, K::Program)?;
+                self.call_on(p, BackendOp::ProgramGlobal)?;
+                if name >= 2 {
+                    return Err(ErrorCode::NotFound);
+                }
+                let same = |o: &ObjInfo| o.live && o.parent == Some(p) && o.global == Some(name);
+                if let Some(i) = self.objects.iter().position(same) {
+                    return Ok(Outcome::Existing(ObjId(i as u32)));
+                }
+                self.full(K::Allocation, MAX_ALLOCATIONS)?;
+                let device = self.info(p).device;
+                self.create(ObjInfo { parent: Some(p), size: 64, global: Some(name), ..obj(K::Allocation, device) })
+            }
+            Op::ProgramCheck { device, valid } => {
+                let d = self.resolve(device, K::Device)?;
+                self.call_on(d, BackendOp::ProgramCheck)?;
+                Outcome::Count(u32::from(valid))
+            }
+            Op::QueueHostFunction(q) => {
+                let q = self.resolve(q, K::Queue)?;
+                self.call_on(q, BackendOp::QueueHostFunction)?;
+                Outcome::Ok
+            }
+            Op::TensorMapEncode(d) => {
+                let d = self.resolve(d, K::Device)?;
+                self.call_on(d, BackendOp::TensorMapEncodeTiled)?;
+                Outcome::Ok
+            }
+            Op::Init | Op::Shutdown | Op::ArmFault { .. } => Outcome::Ok,
+        })
+    }
+}
