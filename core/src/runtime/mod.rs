@@ -4,9 +4,12 @@
 //! live in a `static` and never needs a constructor or destructor. The tables sit in an
 //! `UnsafeCell` whose access is ruled by the gate: shared calls read them together, exclusive calls
 //! (and init/teardown, which hold the gate in `Initializing`/`ShuttingDown`) change them alone.
-//! Operations on objects are in `ops.rs`. Depends on every other module of the crate but `host`.
+//! Init and the final teardown are in `init.rs` (the teardown's walk in `teardown.rs`), operations
+//! on objects in `info.rs`, `memory.rs`, `queue.rs` and `program.rs`. Depends on every other
+//! module of the crate but `host`.
 
 mod info;
+mod init;
 mod memory;
 mod program;
 mod queue;
@@ -295,214 +298,6 @@ impl Runtime {
         f(unsafe { &mut *self.state.tables.get() })
     }
 
-    /// Takes an init reference. The first one initialises every backend in registration order:
-    /// a backend without driver or devices is recorded as an absent platform, and one whose
-    /// driver is present but fails to initialise as an unavailable platform with its error;
-    /// neither fails `init`. A backend that panics (std builds) makes `init` fail with
-    /// `Internal` after rolling back the backends already up; without std a panic unwinds
-    /// through a guard that does the same. Either way the runtime is `Uninit` afterwards.
-    #[inline]
-    pub fn init(&self) -> Result<()> {
-        if self.state.gate.try_add_reference() {
-            return Ok(());
-        }
-        self.init_slow()
-    }
-
-    #[inline(never)]
-    fn init_slow(&self) -> Result<()> {
-        match self.state.gate.begin_init()? {
-            InitStep::Referenced => Ok(()),
-            InitStep::MustInitialize => {
-                // Rolls back and reopens the gate if a panic unwinds out of `initialize`.
-                let unwind = InitUnwindGuard(self);
-                // SAFETY: the gate is `Initializing`, held by this thread alone; no call is in the
-                // tables (shared/exclusive entry requires `Ready`).
-                let tables = unsafe { &mut *self.state.tables.get() };
-                let result = self.initialize(tables);
-                core::mem::forget(unwind);
-                self.state.gate.finish_init(result.is_ok());
-                result
-            }
-        }
-    }
-
-    fn initialize(&self, t: &mut Tables) -> Result<()> {
-        if self.backends.len() > MAX_PLATFORMS {
-            return fail(ErrorCode::InvalidArgument, "more backends than ORDO_MAX_PLATFORMS");
-        }
-        let mut id = self.state.identity.load(core::sync::atomic::Ordering::Relaxed) as RuntimeId;
-        if id == 0 {
-            id = next_identity();
-            self.state.identity.store(u32::from(id), core::sync::atomic::Ordering::Relaxed);
-        }
-        t.set_owner(id);
-        for (index, backend) in self.backends.iter().enumerate() {
-            // The platform's entry goes in first, so that a roll-back sees whatever comes up; until
-            // the backend's init returns, the entry says it is not usable (a roll-back while it
-            // panics must not deinit it: its state is unknown, and a later init may find it `Busy`).
-            let unfinished = BackendError::new(ErrorCode::Internal, 0, "the backend's init did not finish");
-            let entry = PlatformEntry { backend: index as u8, absent: Some(unfinished), devices: heapless::Vec::new() };
-            // Cannot fail: at most MAX_PLATFORMS backends (checked above), one entry each, and a
-            // platform slot is retired only after 2^32 init cycles.
-            let Ok(handle) = t.platforms.insert(entry) else {
-                self.roll_back(t);
-                return fail(ErrorCode::OutOfResources, "platform table is exhausted");
-            };
-            let slot = handle.index() as u32;
-            let Ok(outcome) = reentry::contain(|| backend.init()) else {
-                log::error!("ordo: platform {} panicked while initialising; rolling back", backend.name());
-                self.roll_back(t);
-                return fail(ErrorCode::Internal, "a backend panicked while initialising; init was rolled back");
-            };
-            let absent = match outcome {
-                Ok(count) => self.add_devices(t, slot, index, count).err(),
-                Err(e) => Some(e),
-            };
-            match &absent {
-                Some(e) if e.code == ErrorCode::NotPresent => {
-                    log::info!("ordo: platform {} is absent: {}", backend.name(), e.message)
-                }
-                Some(e) => log::warn!("ordo: platform {} is unavailable: {e}", backend.name()),
-                None => {}
-            }
-            t.platforms.at_mut(slot).absent = absent;
-        }
-        Ok(())
-    }
-
-    /// Adds the `count` devices of the backend at `index` (an up backend) to its platform entry
-    /// in `slot`. If the device table cannot take them all, releases them, deinits the backend
-    /// and returns why.
-    fn add_devices(
-        &self,
-        t: &mut Tables,
-        slot: u32,
-        index: usize,
-        count: u32,
-    ) -> core::result::Result<(), BackendError> {
-        let backend = self.backends[index];
-        for ordinal in 0..count {
-            let limits = backend.launch_limits(ordinal);
-            let device = DeviceEntry {
-                driver: backend,
-                backend: index as u8,
-                platform: slot,
-                ordinal,
-                limits,
-                default_queue: None,
-            };
-            let Ok(d) = t.devices.insert(device) else { break };
-            // Cannot overflow: it holds at most as many entries as the device table.
-            let _ = t.platforms.at_mut(slot).devices.push(d.index() as u32);
-        }
-        if t.platforms.at(slot).devices.len() == count as usize {
-            log::info!("ordo: platform {} is up with {count} device(s)", backend.name());
-            return Ok(());
-        }
-        while let Some(d) = t.platforms.at_mut(slot).devices.pop() {
-            t.devices.remove_at(d);
-        }
-        for ordinal in (0..count).rev() {
-            // SAFETY: this runtime initialised the backend; no object of it exists yet.
-            let _ = unsafe { backend.device_release(ordinal) };
-        }
-        // SAFETY: as above; every device was released.
-        let _ = unsafe { backend.deinit() };
-        Err(BackendError::new(ErrorCode::OutOfResources, 0, "more devices than ORDO_MAX_DEVICES"))
-    }
-
-    fn roll_back(&self, t: &mut Tables) {
-        let report = teardown::tear_down(self.backends, t, None);
-        if !report.is_clean() {
-            log::warn!("ordo: roll-back after a failed init: {report}");
-        }
-    }
-
-    /// Drops an init reference. The last one waits until every call in flight has returned, then
-    /// releases every object in the documented order and deinitialises the backends; its full
-    /// report is kept for `last_teardown_report`.
-    #[inline]
-    pub fn shutdown(&self) -> Result<Shutdown> {
-        match self.state.gate.try_drop_reference() {
-            Some(remaining) => Ok(Shutdown::Released { remaining }),
-            None => self.shutdown_with(None, &mut || true, false),
-        }
-    }
-
-    /// `shutdown`, calling `observer` for each teardown step in the order it ran. An observer
-    /// that panics (std builds) is not called again, and the panic is recorded in the report
-    /// as a failure of the step it observed; the teardown completes either way.
-    pub fn shutdown_observed(&self, observer: &mut dyn FnMut(&TeardownEvent)) -> Result<Shutdown> {
-        self.shutdown_with(Some(observer), &mut || true, false)
-    }
-
-    /// Drops every init reference this process holds and tears down, waiting for calls in
-    /// flight only while `patience` returns `true` (asked before each wait). When patience runs
-    /// out, nothing changes (every reference is still held, nothing is torn down) and the result
-    /// is `Busy`. `Ok(None)` when the runtime was not initialised. Meant for exit paths (the C
-    /// library's at-exit hook), where a thread stuck inside a call must not keep the process from
-    /// exiting.
-    pub fn shutdown_all(&self, patience: &mut dyn FnMut() -> bool) -> Result<Option<TeardownSummary>> {
-        match self.shutdown_with(None, patience, true) {
-            Ok(Shutdown::TornDown(summary)) => Ok(Some(summary)),
-            Ok(Shutdown::Released { .. }) => fail(ErrorCode::Internal, "shutdown_all released a reference only"),
-            Err(e) if e.code == ErrorCode::Uninitialized => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    fn shutdown_with(
-        &self,
-        observer: Option<&mut dyn FnMut(&TeardownEvent)>,
-        patience: &mut dyn FnMut() -> bool,
-        all: bool,
-    ) -> Result<Shutdown> {
-        match self.state.gate.begin_shutdown(patience, all)? {
-            ShutdownStep::Released(remaining) => Ok(Shutdown::Released { remaining }),
-            ShutdownStep::MustTearDown => {
-                // Forgets what is left and reopens the gate if a panic unwinds out of the teardown.
-                let unwind = TeardownUnwindGuard(self);
-                // SAFETY: the gate is `ShuttingDown` with no call in flight and no writer; only this
-                // thread reaches the tables until `finish_shutdown`.
-                let tables = unsafe { &mut *self.state.tables.get() };
-                let mut report = teardown::tear_down(self.backends, tables, observer);
-                let mut last = self.state.last_report.lock();
-                report.sequence = last.sequence + 1;
-                let summary = report.summary();
-                *last = report;
-                if summary.is_clean() {
-                    log::debug!("ordo: teardown complete: {}", *last);
-                } else {
-                    log::warn!("ordo: teardown finished with failures: {}", *last);
-                }
-                drop(last);
-                core::mem::forget(unwind);
-                self.state.gate.finish_shutdown();
-                Ok(Shutdown::TornDown(summary))
-            }
-        }
-    }
-
-    /// The report of the last final teardown (`None` before the first): every failure, the
-    /// objects released per kind, and those the driver had already released.
-    pub fn last_teardown_report(&self) -> Option<TeardownReport> {
-        let report = self.state.last_report.lock();
-        (report.sequence > 0).then(|| report.clone())
-    }
-
-    /// Releases every object of `Tables` without calling a backend (their generations advance,
-    /// so every handle goes stale): after a panic in a teardown, and in a forked child.
-    fn forget_objects(t: &mut Tables) {
-        t.events.forget_all();
-        t.queues.forget_all();
-        t.kernels.forget_all();
-        t.programs.forget_all();
-        t.allocations.slots.forget_all();
-        t.devices.forget_all();
-        t.platforms.forget_all();
-    }
-
     /// Test hook (feature `testing`): raises the generation of every free slot of the table of
     /// `kind` to at least `generation`, so a test reaches the end of a slot's generations
     /// without 2^32 create/destroy cycles. Requires `Ready`.
@@ -543,33 +338,6 @@ impl Runtime {
                 allocations: t.allocations.slots.len(),
             })
         })
-    }
-}
-
-/// Unwinding out of `initialize` (a panic that was not contained: builds without std): roll back
-/// what was brought up and return to `Uninit`, so the next `init` works.
-struct InitUnwindGuard<'a>(&'a Runtime);
-
-impl Drop for InitUnwindGuard<'_> {
-    fn drop(&mut self) {
-        // SAFETY: only reached while unwinding out of `init_slow`, which holds the gate in
-        // `Initializing`: no other thread reaches the tables.
-        let tables = unsafe { &mut *self.0.state.tables.get() };
-        self.0.roll_back(tables);
-        self.0.state.gate.finish_init(false);
-    }
-}
-
-/// Unwinding out of the teardown (a panic that was not contained: builds without std): forget
-/// every object left (handles go stale), and return to `Uninit`, so the next `init` works.
-struct TeardownUnwindGuard<'a>(&'a Runtime);
-
-impl Drop for TeardownUnwindGuard<'_> {
-    fn drop(&mut self) {
-        // SAFETY: only reached while unwinding out of the teardown, which holds the gate in
-        // `ShuttingDown` with no call in flight.
-        Runtime::forget_objects(unsafe { &mut *self.0.state.tables.get() });
-        self.0.state.gate.finish_shutdown();
     }
 }
 
