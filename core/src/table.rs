@@ -10,10 +10,13 @@
 //! grows, and a slot whose generation reaches `MAX_GENERATION` is retired for good instead of
 //! wrapping. Each slot so names at most 2^32 objects over the life of its runtime, and a table of
 //! `N` slots `N`·2^32; past that, creation returns `OutOfResources`. Handles carry the table's
-//! owner (its runtime's identity), and a handle of another owner is rejected. Depends on `handle`
-//! and `error`.
+//! owner (its runtime's identity), and a handle of another owner is rejected. A live entry can
+//! also be renamed in place (`reissue`: its generation advances under shared access, so the old
+//! handle is stale and the entry keeps its slot and its place in the creation order); the
+//! generation is atomic for that alone. Depends on `handle` and `error`.
 
 use core::mem::MaybeUninit;
+use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{ObjectKind, RawHandle, RuntimeId};
@@ -34,7 +37,9 @@ const fn target(l: Link) -> Option<u32> {
 }
 
 struct Slot<T> {
-    generation: u32,
+    /// Written under exclusive access, except by `reissue` (shared access, compare-and-swap);
+    /// the entry's value never depends on it, so relaxed ordering suffices.
+    generation: AtomicU32,
     /// Older neighbour when live; next free slot when free.
     prev: Link,
     /// Newer neighbour when live.
@@ -67,8 +72,15 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
 
     pub(crate) const fn new() -> Self {
         Self {
-            slots: [const { Slot { generation: 0, prev: NONE, next: NONE, live: false, value: MaybeUninit::uninit() } };
-                N],
+            slots: [const {
+                Slot {
+                    generation: AtomicU32::new(0),
+                    prev: NONE,
+                    next: NONE,
+                    live: false,
+                    value: MaybeUninit::uninit(),
+                }
+            }; N],
             high_water: 0,
             free_head: NONE,
             free_tail: NONE,
@@ -95,7 +107,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
 
     #[inline]
     fn handle_of(&self, index: u32) -> RawHandle {
-        RawHandle::pack(Self::KIND, self.owner, self.slots[index as usize].generation, index)
+        RawHandle::pack(Self::KIND, self.owner, self.slots[index as usize].generation.load(Relaxed), index)
     }
 
     /// Inserts `value` as the newest entry; hands it back when the table is full.
@@ -136,7 +148,7 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
     pub(crate) fn resolve(&self, h: RawHandle) -> Result<u32> {
         h.expect_kind(Self::KIND)?;
         match self.slots.get(h.index()) {
-            Some(slot) if slot.live && slot.generation == h.generation() && h.runtime() == self.owner => {
+            Some(slot) if slot.live && slot.generation.load(Relaxed) == h.generation() && h.runtime() == self.owner => {
                 Ok(h.index() as u32)
             }
             _ if h.runtime() != self.owner => fail(ErrorCode::InvalidHandle, "handle belongs to another runtime"),
@@ -197,9 +209,9 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
         // SAFETY: the slot was live (asserted above), so its value is initialised; it is marked
         // free first, so the value is read out exactly once.
         let value = unsafe { slot.value.assume_init_read() };
-        match slot.generation.checked_add(1) {
+        match slot.generation.get_mut().checked_add(1) {
             Some(g) => {
-                slot.generation = g;
+                *slot.generation.get_mut() = g;
                 self.push_free(index);
             }
             // Every generation of this slot (to MAX_GENERATION) has named an object: retire it.
@@ -237,8 +249,26 @@ impl<T, const N: usize, const KIND: u8> Table<T, N, KIND> {
         let mut i = target(self.free_head);
         while let Some(index) = i {
             let slot = &mut self.slots[index as usize];
-            slot.generation = slot.generation.max(generation);
+            let g = slot.generation.get_mut();
+            *g = (*g).max(generation);
             i = target(slot.prev);
+        }
+    }
+
+    /// Renames the live entry `h` names: its slot's generation advances, so `h` is stale from
+    /// now on (as if the entry had been released) and the returned handle names the entry, which
+    /// keeps its slot, value and place in the creation order. Needs only shared access: of
+    /// callers racing to reissue one handle, one wins and the others find it stale.
+    /// `OutOfResources` when the slot is at `MAX_GENERATION` (nothing changes).
+    pub(crate) fn reissue(&self, h: RawHandle) -> Result<RawHandle> {
+        let index = self.resolve(h)?;
+        let Some(next) = h.generation().checked_add(1) else {
+            return fail(ErrorCode::OutOfResources, "the slot has used all its generations");
+        };
+        match self.slots[index as usize].generation.compare_exchange(h.generation(), next, Relaxed, Relaxed) {
+            Ok(_) => Ok(RawHandle::pack(Self::KIND, self.owner, next, index)),
+            // Another caller reissued it first: `h` is stale now.
+            Err(_) => fail(ErrorCode::InvalidHandle, "handle is stale (object released or from an earlier init)"),
         }
     }
 
@@ -342,8 +372,32 @@ mod tests {
         assert_eq!(indices, [0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3]);
         // Each slot has named exactly three objects: the generations are even.
         for i in 0..4 {
-            assert_eq!(t.slots[i].generation, 3);
+            assert_eq!(t.slots[i].generation.load(Relaxed), 3);
         }
+    }
+
+    #[test]
+    fn reissue_renames_in_place_and_the_old_handle_is_stale() {
+        let mut t: Table<u32, 3, Q> = Table::new();
+        let a = t.insert(10).unwrap();
+        let b = t.insert(20).unwrap();
+        let a2 = t.reissue(a).unwrap();
+        assert_ne!(a2, a);
+        assert_eq!(a2.index(), a.index(), "same slot");
+        assert_eq!(*t.get(a2).unwrap(), 10);
+        assert_eq!(t.get(a).unwrap_err().code, ErrorCode::InvalidHandle);
+        assert_eq!(t.reissue(a).unwrap_err().code, ErrorCode::InvalidHandle, "a second reissue of the old handle");
+        assert_eq!(t.remove(a).unwrap_err().code, ErrorCode::InvalidHandle);
+        assert_eq!(t.oldest(), Some(a.index() as u32), "its place in the creation order is kept");
+        assert_eq!(t.len(), 2);
+        assert_eq!(t.remove(a2).unwrap(), 10);
+        assert!(t.get(b).is_ok());
+        // At the last generation nothing changes.
+        let c = t.insert(30).unwrap();
+        t.slots[c.index()].generation.store(MAX_GENERATION, Relaxed);
+        let c = t.handle_at(c.index() as u32);
+        assert_eq!(t.reissue(c).unwrap_err().code, ErrorCode::OutOfResources);
+        assert_eq!(*t.get(c).unwrap(), 30);
     }
 
     #[test]

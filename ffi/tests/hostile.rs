@@ -86,6 +86,34 @@ fn hostile_calls_are_refused_and_touch_nothing() {
             mgpuStreamSynchronize(null_mut());
             assert_eq!(back, [7u8; 256], "nothing was copied");
             println!("mgpu*: host unregister of device memory and copies with unknown sides refused");
+
+            // A pooled stream destroyed twice with a create between: the second destroy names a
+            // stale handle, so the stream is never handed to two owners (the pool once handed
+            // the same stream to the next two creates). The same for events.
+            let first = mgpuStreamCreate();
+            mgpuStreamDestroy(first);
+            let second = mgpuStreamCreate();
+            assert_ne!(second, first, "a pooled stream comes back under a new handle");
+            assert!(
+                rt.queue_device(ordo_core::Queue::from_raw(first as u64)).is_err(),
+                "the destroyed handle is stale"
+            );
+            mgpuStreamDestroy(first);
+            let third = mgpuStreamCreate();
+            assert_ne!(third, second, "the second owner's stream is not handed out again");
+            assert!(rt.queue_synchronize(ordo_core::Queue::from_raw(second as u64)).is_ok());
+            mgpuStreamDestroy(third);
+            mgpuStreamDestroy(second);
+            let e1 = mgpuEventCreate();
+            mgpuEventDestroy(e1);
+            let e2 = mgpuEventCreate();
+            assert_ne!(e2, e1);
+            mgpuEventDestroy(e1);
+            let e3 = mgpuEventCreate();
+            assert_ne!(e3, e2, "the second owner's event is not handed out again");
+            mgpuEventDestroy(e3);
+            mgpuEventDestroy(e2);
+            println!("mgpu*: streams and events destroyed twice are never handed out twice");
         }
         assert!(olShutDown().is_null());
     }

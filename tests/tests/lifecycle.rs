@@ -160,6 +160,41 @@ fn waits_on_initializing_and_shutting_down_and_drains_calls_in_flight() {
     init_while_initializing_waits_and_then_references();
     final_shutdown_waits_for_calls_in_flight();
     init_racing_final_shutdown_reinitialises_afterwards();
+    reissue_waits_for_no_call_in_flight();
+}
+
+/// `queue_reissue`/`event_reissue` are shared calls: they rename a queue and an event while
+/// another thread's call is in flight (a pool such as MLIR's stream pool must not wait for it),
+/// and the old handles are stale at once; the backend's objects are the same.
+fn reissue_waits_for_no_call_in_flight() {
+    reset_blocking();
+    let (b, rt) = scripted_runtime(1);
+    rt.init().unwrap();
+    let d = device(rt, 0).unwrap();
+    let busy = rt.queue_create(d).unwrap();
+    let (q, e) = (rt.queue_create(d).unwrap(), rt.event_create(d).unwrap());
+    let native = rt.queue_native(q).unwrap();
+    b.set_hook(Some(|op| block_in(op, BackendOp::QueueSynchronize)));
+    let in_flight = thread::spawn(move || rt.queue_synchronize(busy));
+    wait_entered(1);
+    let renamed = thread::spawn(move || (rt.queue_reissue(q).unwrap(), rt.event_reissue(e).unwrap()));
+    thread::sleep(Duration::from_millis(50));
+    assert!(renamed.is_finished(), "a reissue waits for no call in flight");
+    let (q2, e2) = renamed.join().unwrap();
+    RELEASE.store(true, Ordering::SeqCst);
+    in_flight.join().unwrap().unwrap();
+    b.set_hook(None);
+    assert_eq!(code(rt.queue_destroy(q)), ErrorCode::InvalidHandle, "the old queue handle is stale");
+    assert_eq!(code(rt.event_record(e, q2)), ErrorCode::InvalidHandle, "the old event handle is stale");
+    assert_eq!(code(rt.queue_reissue(q)), ErrorCode::InvalidHandle);
+    assert_eq!(rt.queue_native(q2).unwrap(), native, "the same backend queue");
+    rt.event_record(e2, q2).unwrap();
+    rt.queue_synchronize(q2).unwrap();
+    assert_eq!(b.live(ScriptedObject::Queue), 2, "no backend queue was made or destroyed");
+    assert_eq!(b.live(ScriptedObject::Event), 1);
+    rt.queue_destroy(q2).unwrap();
+    assert!(matches!(rt.shutdown().unwrap(), Shutdown::TornDown(_)));
+    assert_eq!(b.live_total(), 0);
 }
 
 fn reset_blocking() {

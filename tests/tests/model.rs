@@ -188,6 +188,8 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
         (1, o().prop_map(Op::KernelProgram).boxed()),
         (1, o().prop_map(Op::QueueDestroy).boxed()),
         (1, o().prop_map(Op::QueueSynchronize).boxed()),
+        (1, o().prop_map(Op::QueueReissue).boxed()),
+        (1, o().prop_map(Op::EventReissue).boxed()),
         (2, dev().prop_map(Op::EventCreate).boxed()),
         (1, o().prop_map(Op::EventDestroy).boxed()),
         (2, (event(), queue()).prop_map(|(event, queue)| Op::EventRecord { event, queue }).boxed()),
@@ -444,6 +446,8 @@ impl Sut {
             }
             Op::QueueDestroy(q) => unit(rt.queue_destroy(Queue::from_raw(self.raw(q)))),
             Op::QueueSynchronize(q) => unit(rt.queue_synchronize(Queue::from_raw(self.raw(q)))),
+            Op::QueueReissue(q) => made(rt.queue_reissue(Queue::from_raw(self.raw(q))).map(Queue::to_raw)),
+            Op::EventReissue(e) => made(rt.event_reissue(Event::from_raw(self.raw(e))).map(Event::to_raw)),
             Op::EventCreate(d) => made(rt.event_create(Device::from_raw(self.raw(d))).map(Event::to_raw)),
             Op::EventDestroy(e) => unit(rt.event_destroy(Event::from_raw(self.raw(e)))),
             Op::EventRecord { event, queue } => {

@@ -115,6 +115,20 @@ impl Runtime {
         })
     }
 
+    /// Gives a live queue a new handle and makes the old one stale, exactly as after
+    /// `queue_destroy`, while the backend's queue and the work on it stay as they are: no backend
+    /// call, and a shared call (it waits for no other thread's call in flight). For pools that
+    /// hand one queue to successive owners (MLIR's `mgpuStreamCreate`/`mgpuStreamDestroy`): the
+    /// pool keeps the new handle, so a former owner's second destroy, or any use after its
+    /// destroy, finds a stale handle instead of the next owner's queue. Of threads racing to
+    /// reissue one handle one succeeds and the others get `InvalidHandle`. A default queue
+    /// reissued stops being its device's default (`default_queue` makes another when next
+    /// asked). `OutOfResources` (and nothing changes) once the queue's slot has named
+    /// `MAX_GENERATION` objects.
+    pub fn queue_reissue(&self, queue: Queue) -> Result<Queue> {
+        self.with_shared(|t| Ok(Queue(t.queues.reissue(queue.0)?)))
+    }
+
     /// Waits until all work on a queue has finished.
     pub fn queue_synchronize(&self, queue: Queue) -> Result<()> {
         self.with_shared(|t| {
@@ -191,6 +205,14 @@ impl Runtime {
             // SAFETY: a live event of this device, removed from the table so never passed again.
             Ok(unsafe { d.backend.event_destroy(d.ordinal, raw) }?)
         })
+    }
+
+    /// Gives a live event a new handle and makes the old one stale, exactly as after
+    /// `event_destroy`, while the backend's event and its last record stay as they are: the
+    /// event counterpart of `queue_reissue` (MLIR's `mgpuEventDestroy` pools events this way),
+    /// with the same guarantees.
+    pub fn event_reissue(&self, event: Event) -> Result<Event> {
+        self.with_shared(|t| Ok(Event(t.events.reissue(event.0)?)))
     }
 
     /// Records an event on a queue of the same device.

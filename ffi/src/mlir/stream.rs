@@ -6,7 +6,10 @@ use super::*;
 
 /// Idle objects by device handle (raw). Handles are never reused, so the entry of a live
 /// device holds only objects of the current runtime; entries of devices from before a teardown
-/// (whose objects went with it) are dropped when a new device's entry is added.
+/// (whose objects went with it) are dropped when a new device's entry is added. An object enters
+/// the pool under a new handle (`Runtime::queue_reissue`/`event_reissue`), so the handle its
+/// former owner holds is stale: a second destroy, or a use after the destroy, never reaches the
+/// object's next owner.
 pub(super) struct DevicePool<T>(Mutex<Vec<(u64, Vec<T>)>>);
 
 impl<T: Copy + PartialEq> DevicePool<T> {
@@ -50,10 +53,17 @@ impl<T: Copy + PartialEq> DevicePool<T> {
         }
     }
 
-    /// `mgpu*Destroy`: the object goes back to its device's pool; a stale one is ignored.
-    fn give_back(&self, item: T, device_of: impl FnOnce(T) -> ordo_core::Result<Device>) {
-        if let Ok(d) = device_of(item) {
-            self.give(d, item);
+    /// `mgpu*Destroy`: the object goes back to its device's pool under the new handle `reissue`
+    /// gives it; a stale one is ignored.
+    fn give_back(
+        &self,
+        item: T,
+        device_of: impl FnOnce(T) -> ordo_core::Result<Device>,
+        reissue: impl FnOnce(T) -> ordo_core::Result<T>,
+    ) {
+        let Ok(d) = device_of(item) else { return };
+        if let Ok(fresh) = reissue(item) {
+            self.give(d, fresh);
         }
     }
 }
@@ -91,11 +101,18 @@ pub extern "C" fn mgpuStreamCreate() -> *mut c_void {
     })
 }
 
-/// `mgpuStreamDestroy(ptr)`: the stream goes back to its device's pool (its queued work keeps
-/// running, as after `cuStreamDestroy`). A stale stream is ignored.
+/// `mgpuStreamDestroy(ptr)`: the stream goes back to its device's pool under a new handle (its
+/// queued work keeps running, as after `cuStreamDestroy`); the pointer the caller had is stale
+/// from then on. A stale stream (destroyed twice, say) is ignored.
 #[unsafe(no_mangle)]
 pub extern "C" fn mgpuStreamDestroy(stream: *mut c_void) {
-    contain_or((), || STREAMS.give_back(Queue::from_raw(from_ptr(stream)), |q| runtime().queue_device(q)))
+    contain_or((), || {
+        STREAMS.give_back(
+            Queue::from_raw(from_ptr(stream)),
+            |q| runtime().queue_device(q),
+            |q| runtime().queue_reissue(q),
+        )
+    })
 }
 
 /// `mgpuStreamSynchronize(ptr)`.
@@ -130,10 +147,17 @@ pub extern "C" fn mgpuEventCreate() -> *mut c_void {
     })
 }
 
-/// `mgpuEventDestroy(ptr)`: the event goes back to its device's pool. A stale event is ignored.
+/// `mgpuEventDestroy(ptr)`: the event goes back to its device's pool under a new handle; the
+/// pointer the caller had is stale from then on. A stale event is ignored.
 #[unsafe(no_mangle)]
 pub extern "C" fn mgpuEventDestroy(event: *mut c_void) {
-    contain_or((), || EVENTS.give_back(Event::from_raw(from_ptr(event)), |e| runtime().event_device(e)))
+    contain_or((), || {
+        EVENTS.give_back(
+            Event::from_raw(from_ptr(event)),
+            |e| runtime().event_device(e),
+            |e| runtime().event_reissue(e),
+        )
+    })
 }
 
 /// `mgpuEventSynchronize(ptr)`.

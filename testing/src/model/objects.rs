@@ -157,6 +157,13 @@ impl<const N: usize> Model<N> {
                 self.call_on(x, call)?;
                 Outcome::Ok
             }
+            Op::QueueReissue(x) | Op::EventReissue(x) => {
+                let kind = if matches!(op, Op::QueueReissue(_)) { K::Queue } else { K::Event };
+                let x = self.resolve(x, kind)?;
+                let info = self.info(x);
+                self.kill(x);
+                self.create(info)
+            }
             Op::QueueSynchronize(q) => {
                 let q = self.resolve(q, K::Queue)?;
                 self.call_on(q, BackendOp::QueueSynchronize)?;

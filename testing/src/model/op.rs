@@ -109,6 +109,10 @@ pub enum Op {
     QueueDestroy(Ref),
     /// `queue_synchronize(queue)`.
     QueueSynchronize(Ref),
+    /// `queue_reissue(queue)`: the queue under a new handle, the old one stale.
+    QueueReissue(Ref),
+    /// `event_reissue(event)`: the event under a new handle, the old one stale.
+    EventReissue(Ref),
     /// `queue_query(queue)`.
     QueueQuery(Ref),
     /// `queue_wait_event(queue, event)`.
