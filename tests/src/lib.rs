@@ -108,3 +108,14 @@ pub fn build_clib_with(feature: &str) -> std::path::PathBuf {
     );
     target.join("debug")
 }
+
+/// A command that runs `program` (or a script that runs programs) linked against a
+/// `libordo.so.0` the test chose through the program's run path: without cargo's
+/// `LD_LIBRARY_PATH`, which names `target/<profile>/`, where the build leaves a `libordo.so.0`
+/// (the link to that profile's `libordo.so`, of whatever features it was last built with) that
+/// would take precedence over the run path.
+pub fn program(program: impl AsRef<std::ffi::OsStr>) -> std::process::Command {
+    let mut cmd = std::process::Command::new(program);
+    cmd.env_remove("LD_LIBRARY_PATH");
+    cmd
+}

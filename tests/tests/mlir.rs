@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ordo_tests::{build_clib_with, workspace};
+use ordo_tests::{build_clib_with, program, workspace};
 
 const MLIR_BIN: &str = "/usr/lib/llvm-22/bin";
 
@@ -56,13 +56,13 @@ fn mlir_programs_link_against_libordo_and_fail_cleanly_without_a_device() {
         println!("a CUDA device is present: tests/gpu/run.sh runs these programs and checks their output");
         return;
     }
-    for program in &programs {
-        let run = Command::new(program).output().expect("the program starts");
+    for path in &programs {
+        let run = program(path).output().expect("the program starts");
         let stderr = String::from_utf8_lossy(&run.stderr);
-        assert_eq!(run.status.code(), Some(1), "{}: {:?}, stderr: {stderr}", program.display(), run.status);
-        assert!(stderr.starts_with("ordo: no CUDA device ("), "{}: {stderr}", program.display());
-        assert_eq!(stderr.lines().count(), 1, "{}: one line: {stderr}", program.display());
-        assert!(run.stdout.is_empty(), "{}: nothing computed without a device", program.display());
+        assert_eq!(run.status.code(), Some(1), "{}: {:?}, stderr: {stderr}", path.display(), run.status);
+        assert!(stderr.starts_with("ordo: no CUDA device ("), "{}: {stderr}", path.display());
+        assert_eq!(stderr.lines().count(), 1, "{}: one line: {stderr}", path.display());
+        assert!(run.stdout.is_empty(), "{}: nothing computed without a device", path.display());
     }
     // The same program through the JIT runner, with libordo.so in place of the CUDA wrappers.
     let lowered = Command::new(Path::new(MLIR_BIN).join("mlir-opt"))

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ordo_tests::{build_clib_with, workspace};
+use ordo_tests::{build_clib_with, program, workspace};
 
 const HEADER: &str = "/usr/lib/llvm-22/include/offload/OffloadAPI.h";
 const LLVM_LIB: &str = "/usr/lib/llvm-22/lib";
@@ -222,7 +222,7 @@ fn every_value_and_layout_matches_debians_header() {
     }
     let exe = scratch().join("layout");
     compile("tests/offload/layout.c", &exe, &[]);
-    let out = run(&mut Command::new(&exe));
+    let out = run(&mut program(&exe));
     let header: Vec<(String, i64)> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| {
@@ -286,8 +286,8 @@ fn conformance_suite_on_ordo_and_on_debians_liboffload() {
     // ordo's host platform: its program image is the built-in program's name.
     let image = dir.join("host-image");
     std::fs::write(&image, "ordo.builtin").unwrap();
-    let ordo = run(Command::new(&ordo_exe).env("OL_TEST_IMAGE", &image));
-    let llvm = run(&mut Command::new(&llvm_exe));
+    let ordo = run(program(&ordo_exe).env("OL_TEST_IMAGE", &image));
+    let llvm = run(&mut program(&llvm_exe));
     let (ordo_results, llvm_results) = (results(&ordo.stdout), results(&llvm.stdout));
     assert!(ordo_results.len() >= 80, "the suite has {} cases", ordo_results.len());
     assert_eq!(ordo_results.len(), llvm_results.len());
@@ -334,7 +334,7 @@ fn conformance_suite_on_ordo_under_valgrind() {
     compile("tests/offload/conformance.c", &exe, &[&format!("{}/libordo.so.0", lib.display()), &rpath, "-lpthread"]);
     let image = dir.join("host-image-valgrind");
     std::fs::write(&image, "ordo.builtin").unwrap();
-    let out = Command::new("valgrind")
+    let out = program("valgrind")
         .args(["-q", "--error-exitcode=9", "--leak-check=no"])
         .arg(&exe)
         .env("OL_TEST_IMAGE", &image)
@@ -359,4 +359,45 @@ fn gpu_kernels_build_with_clang() {
         assert!(ptx.contains(&format!(".entry {entry}")), "no {entry} in the PTX");
     }
     assert!(ptx.contains(".target sm_90") && ptx.contains("ol_test_global[16]"));
+}
+
+/// Upstream's own liboffload unit tests (LLVM 22.1.8 `offload/unittests/OffloadAPI`, 289 gtest
+/// cases, fetched from Debian's source package and built unmodified by
+/// `tests/offload/upstream/build.sh`) linked against ordo's `libordo.so` and run on ordo's CPU
+/// device: every failure must be in `tests/offload/upstream/expected-cpu.tsv` with its reason,
+/// and every test listed there must fail (`tests/offload/upstream/run.sh` checks both). Needs
+/// llvm-22-dev (LLVMSupport), libgtest-dev and liboffload-22-dev, and the archive the apt
+/// sources name, once (the tarball is cached).
+#[test]
+fn upstream_offload_api_unit_tests_on_the_cpu_device() {
+    if !present(HEADER, "liboffload-22-dev")
+        || !present("/usr/lib/llvm-22/lib/libLLVMSupport.a", "llvm-22-dev")
+        || !present("/usr/include/gtest/gtest.h", "libgtest-dev")
+    {
+        return;
+    }
+    let lib = build_clib_with("offload");
+    let out = scratch().join("upstream");
+    let build = program("bash")
+        .arg(workspace().join("tests/offload/upstream/build.sh"))
+        .arg(&out)
+        .arg(&lib)
+        .output()
+        .expect("bash runs");
+    assert!(
+        build.status.success(),
+        "building upstream's OffloadAPI tests failed:\n{}{}",
+        String::from_utf8_lossy(&build.stdout),
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let run = program("bash")
+        .arg(workspace().join("tests/offload/upstream/run.sh"))
+        .arg(&out)
+        .arg("ordo host")
+        .arg(workspace().join("tests/offload/upstream/expected-cpu.tsv"))
+        .output()
+        .expect("bash runs");
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    println!("{stdout}");
+    assert!(run.status.success(), "{stdout}{}", String::from_utf8_lossy(&run.stderr));
 }

@@ -6,9 +6,8 @@
 //! MLIR tools is skipped with the reason when they are missing, and fails with `CI=true`.
 
 use std::path::Path;
-use std::process::Command;
 
-use ordo_tests::workspace;
+use ordo_tests::{program, workspace};
 
 /// The README's C build blocks, in order.
 fn c_blocks() -> Vec<String> {
@@ -33,7 +32,7 @@ fn needs(block: &str, marker: &str, path: &str, package: &str) -> bool {
 }
 
 fn run_block(block: &str) -> String {
-    let out = Command::new("bash")
+    let out = program("bash")
         .args(["-euo", "pipefail", "-c", block])
         .current_dir(workspace())
         .env_remove("RUSTFLAGS")
@@ -51,8 +50,8 @@ fn run_block(block: &str) -> String {
 }
 
 /// The dynamic loader's view of `program`: every library it needs, and where it was found.
-fn loaded_libraries(program: &Path) -> String {
-    let out = Command::new(program).env("LD_TRACE_LOADED_OBJECTS", "1").output().expect("the loader runs");
+fn loaded_libraries(path: &Path) -> String {
+    let out = program(path).env("LD_TRACE_LOADED_OBJECTS", "1").output().expect("the loader runs");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -81,11 +80,11 @@ fn readme_c_build_blocks_run_as_written() {
     // MLIR's runtime ABI: the program is linked, and starts on libordo.so.0.
     if needs(&blocks[2], "mlir-opt-22", "/usr/bin/mlir-opt-22", "mlir-22-tools") {
         run_block(&blocks[2]);
-        let program = workspace().join("target/roundtrip");
-        let libs = loaded_libraries(&program);
+        let roundtrip = workspace().join("target/roundtrip");
+        let libs = loaded_libraries(&roundtrip);
         assert!(libs.contains(&format!("libordo.so.0 => {}", release.join("libordo.so.0").display())), "{libs}");
         if !Path::new("/dev/nvidiactl").exists() {
-            let run = Command::new(&program).output().expect("the program starts");
+            let run = program(&roundtrip).output().expect("the program starts");
             let stderr = String::from_utf8_lossy(&run.stderr);
             assert_eq!(run.status.code(), Some(1), "{stderr}");
             assert!(stderr.starts_with("ordo: no CUDA device ("), "{stderr}");
