@@ -268,6 +268,7 @@ pub(crate) fn info(gpu: &Gpu, key: DeviceInfo) -> BackendResult<InfoValue> {
         DeviceInfo::MaxSharedMemoryPerBlock | DeviceInfo::MaxSharedMemoryPerBlockOptin => InfoValue::Int(gpu.lds_bytes),
         DeviceInfo::WarpSize => InfoValue::Int(u64::from(gpu.wavefront)),
         DeviceInfo::Vendor => InfoValue::text("AMD"),
+        DeviceInfo::VendorId => InfoValue::Int(0x1002),
         _ => return Err(BackendError::new(ErrorCode::Unsupported, 0, "device property not available from HSA")),
     })
 }

@@ -382,6 +382,7 @@ impl Devices {
             // The driver reports kHz.
             DeviceInfo::ClockRateMhz => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000),
             DeviceInfo::MemoryClockRateMhz => InfoValue::Int(attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)? / 1000),
+            DeviceInfo::VendorId => InfoValue::Int(0x10de),
             // Answered from the launch limits above.
             _ => return Err(BackendError::new(ErrorCode::Internal, 0, "launch limit not answered")),
         })

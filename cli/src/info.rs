@@ -34,6 +34,7 @@ fn key_name(key: DeviceInfo) -> &'static str {
         DeviceInfo::Uuid => "uuid",
         DeviceInfo::ClockRateMhz => "clock_rate_mhz",
         DeviceInfo::MemoryClockRateMhz => "memory_clock_rate_mhz",
+        DeviceInfo::VendorId => "vendor_id",
     }
 }
 

@@ -341,6 +341,10 @@ typedef void (*ordo_host_fn_t)(void*);
 // Memory clock frequency in MHz (ORDO_ERROR_UNSUPPORTED where the driver does not tell).
 #define ORDO_DEVICE_INFO_MEMORY_CLOCK_RATE_MHZ 19
 
+// The PCI-SIG vendor ID of the device's maker (0x10de NVIDIA, 0x1002 AMD; the host device: the
+// CPU's maker, 0x8086 Intel, 0x1022 AMD, ...; `ORDO_ERROR_UNSUPPORTED` where unknown).
+#define ORDO_DEVICE_INFO_VENDOR_ID 20
+
 // `integer` holds it.
 #define ORDO_INFO_INTEGER 0
 

@@ -58,8 +58,9 @@ pub unsafe fn provide_host_arena(base: *mut u8, len: usize) -> ordo_core::Result
 static HOST_PROGRAMS: HostProgramRegistry = HostProgramRegistry::new();
 
 #[cfg(feature = "std")]
-static HOST: HostBackend =
-    HostBackend::new(&ARENA, builtin::PROGRAMS, Some(ordo_core::std_clock_ns)).with_registry(&HOST_PROGRAMS);
+static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, Some(ordo_core::std_clock_ns))
+    .with_registry(&HOST_PROGRAMS)
+    .with_info(ordo_core::host::std_host_device_info);
 #[cfg(not(feature = "std"))]
 static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None).with_registry(&HOST_PROGRAMS);
 

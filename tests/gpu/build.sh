@@ -65,4 +65,14 @@ if [ -f /usr/lib/llvm-22/include/offload/OffloadAPI.h ] && command -v clang-22 >
 else
   echo "liboffload-22-dev or clang-22 missing: gpu-bin/offload not built" >&2
 fi
+# Upstream's OffloadAPI unit tests (tests/offload/upstream), built here against the same
+# libordo.so, with their device code as PTX in gpu-bin/offload-upstream/device_code (the path
+# is compiled in relative to the repository root, where run.sh runs them).
+if [ -f /usr/lib/llvm-22/lib/libLLVMSupport.a ] && [ -f /usr/include/gtest/gtest.h ] && [ -x gpu-bin/offload/conformance ]; then
+  bash tests/offload/upstream/build.sh gpu-bin/offload-upstream target/offload/release gpu-bin/offload-upstream/device_code
+  rm -rf gpu-bin/offload-upstream/src gpu-bin/offload-upstream/*.o
+  strip gpu-bin/offload-upstream/*.unittests gpu-bin/offload-upstream/libordo.so.0
+else
+  echo "llvm-22-dev, libgtest-dev or gpu-bin/offload missing: gpu-bin/offload-upstream not built" >&2
+fi
 ls -la gpu-bin

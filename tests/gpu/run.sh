@@ -122,6 +122,15 @@ else
   echo "FAIL offload (gpu-bin/offload was not built: no liboffload-22-dev or clang-22 where build.sh ran)"; status=1
 fi
 
+echo "== upstream's OffloadAPI unit tests (LLVM 22.1.8) on CUDA, against tests/offload/upstream/expected-cuda.tsv"
+if [ -x gpu-bin/offload-upstream/device.unittests ]; then
+  # The CUDA platform's devices (the H100); ordo's CPU device runs them in CI.
+  step offload_upstream bash tests/offload/upstream/run.sh gpu-bin/offload-upstream CUDA tests/offload/upstream/expected-cuda.tsv
+  cp gpu-bin/offload-upstream/results-CUDA.tsv "$out/offload_upstream_results.tsv" 2>/dev/null || true
+else
+  echo "FAIL offload_upstream (gpu-bin/offload-upstream was not built where build.sh ran)"; status=1
+fi
+
 echo "== benchmarks"
 step bench gpu-bin/cuda_bench
 step ordo_bench gpu-bin/ordo bench

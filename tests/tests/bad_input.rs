@@ -366,7 +366,7 @@ fn copies_stay_within_one_device_of_one_platform() {
 #[test]
 fn unknown_enum_values_are_invalid_enumeration() {
     assert_eq!(MemKind::try_from(5).unwrap_err().code, ErrorCode::InvalidEnumeration);
-    assert_eq!(DeviceInfo::try_from(20).unwrap_err().code, ErrorCode::InvalidEnumeration);
+    assert_eq!(DeviceInfo::try_from(21).unwrap_err().code, ErrorCode::InvalidEnumeration);
     assert_eq!(CopyKind::try_from(99).unwrap_err().code, ErrorCode::InvalidEnumeration);
     assert_eq!(DeviceInfo::try_from(u32::MAX).unwrap_err().code, ErrorCode::InvalidEnumeration);
     for &k in MemKind::ALL {

@@ -134,6 +134,9 @@ c_enum!(
         ClockRateMhz = 18,
         /// Memory clock frequency in MHz (`Unsupported` where the driver does not tell).
         MemoryClockRateMhz = 19,
+        /// The PCI-SIG vendor ID of the device's maker (0x10de NVIDIA, 0x1002 AMD; a CPU's:
+        /// 0x8086 Intel, 0x1022 AMD, ...; `Unsupported` where unknown).
+        VendorId = 20,
     }
 );
 

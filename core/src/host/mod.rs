@@ -13,6 +13,7 @@ mod arena;
 pub mod builtin;
 mod kernels;
 mod state;
+mod sysinfo;
 
 pub use arena::{ArenaRegion, HOST_ALIGN, HostArena, ProvidedArena};
 pub use kernels::{
@@ -20,6 +21,9 @@ pub use kernels::{
 };
 pub use state::HostBookkeeping;
 use state::{EVENT_FREE, EVENT_RECORDED_BASE, EVENT_UNRECORDED, HostState};
+#[cfg(feature = "std")]
+pub use sysinfo::std_host_device_info;
+pub use sysinfo::{HostDeviceInfo, cpu_vendor_pci_id};
 
 use crate::backend::{
     Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue, KernelArgs,
@@ -44,6 +48,7 @@ pub struct HostBackend {
     programs: &'static [HostProgram],
     registry: Option<&'static HostProgramRegistry>,
     clock_ns: Option<fn() -> u64>,
+    info: fn() -> HostDeviceInfo,
     exec: spin::Mutex<()>,
 }
 
@@ -80,7 +85,14 @@ impl HostBackend {
         programs: &'static [HostProgram],
         clock_ns: Option<fn() -> u64>,
     ) -> Self {
-        Self { arena, programs, registry: None, clock_ns, exec: spin::Mutex::new(()) }
+        Self { arena, programs, registry: None, clock_ns, info: || HostDeviceInfo::UNKNOWN, exec: spin::Mutex::new(()) }
+    }
+
+    /// This backend, telling the CPU's clocks and maker from `info` (called on each query;
+    /// `std_host_device_info` with feature `std`, a constant on firmware). Without it they are
+    /// unknown (`Unsupported`).
+    pub const fn with_info(self, info: fn() -> HostDeviceInfo) -> Self {
+        Self { info, ..self }
     }
 
     /// This backend, also offering the programs of `registry` (after its own list).
@@ -218,8 +230,16 @@ impl Backend for HostBackend {
             DeviceInfo::Vendor => InfoValue::text("ordo"),
             DeviceInfo::DriverVersion => InfoValue::text(env!("CARGO_PKG_VERSION")),
             DeviceInfo::Uuid => InfoValue::text("ordo-host-0"),
-            DeviceInfo::ClockRateMhz | DeviceInfo::MemoryClockRateMhz => {
-                return Err(err(ErrorCode::Unsupported, "the host backend does not know its clocks"));
+            DeviceInfo::ClockRateMhz | DeviceInfo::MemoryClockRateMhz | DeviceInfo::VendorId => {
+                let info = (self.info)();
+                match key {
+                    DeviceInfo::ClockRateMhz if info.clock_mhz > 0 => InfoValue::Int(info.clock_mhz.into()),
+                    DeviceInfo::MemoryClockRateMhz if info.memory_clock_mhz > 0 => {
+                        InfoValue::Int(info.memory_clock_mhz.into())
+                    }
+                    DeviceInfo::VendorId if info.vendor_id > 0 => InfoValue::Int(info.vendor_id.into()),
+                    _ => return Err(err(ErrorCode::Unsupported, "the host does not tell this property")),
+                }
             }
             _ => InfoValue::Int(0), // shared memory: the host backend has none
         })

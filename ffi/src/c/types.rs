@@ -203,6 +203,9 @@ pub const ORDO_DEVICE_INFO_UUID: ordo_device_info_t = 17;
 pub const ORDO_DEVICE_INFO_CLOCK_RATE_MHZ: ordo_device_info_t = 18;
 /// Memory clock frequency in MHz (ORDO_ERROR_UNSUPPORTED where the driver does not tell).
 pub const ORDO_DEVICE_INFO_MEMORY_CLOCK_RATE_MHZ: ordo_device_info_t = 19;
+/// The PCI-SIG vendor ID of the device's maker (0x10de NVIDIA, 0x1002 AMD; the host device: the
+/// CPU's maker, 0x8086 Intel, 0x1022 AMD, ...; `ORDO_ERROR_UNSUPPORTED` where unknown).
+pub const ORDO_DEVICE_INFO_VENDOR_ID: ordo_device_info_t = 20;
 
 /// Which field of `ordo_info_value_t` holds the value.
 pub type ordo_info_type_t = u32;

@@ -160,13 +160,10 @@ pub(super) fn device_info(h: ol_device_handle_t, prop: u32) -> OlResult<Info> {
         OL_DEVICE_INFO_MAX_WORK_GROUP_SIZE_PER_DIMENSION => per_dim(BLOCK, None)?,
         OL_DEVICE_INFO_MAX_WORK_SIZE => u32_of(DeviceInfo::MaxThreadsPerLaunch)?,
         OL_DEVICE_INFO_MAX_WORK_SIZE_PER_DIMENSION => per_dim(BLOCK, Some(GRID))?,
-        OL_DEVICE_INFO_VENDOR_ID => Info::U32(match kind {
-            BackendKind::Cuda => 0x10de,
-            BackendKind::Amdgpu => 0x1002,
-            _ => 0,
-        }),
+        OL_DEVICE_INFO_VENDOR_ID => u32_of(DeviceInfo::VendorId).or_else(unknown_as_zero)?,
         OL_DEVICE_INFO_NUM_COMPUTE_UNITS => u32_of(DeviceInfo::MultiprocessorCount)?,
-        // 0 where the backend does not know its clocks (ordo's host backend).
+        // 0 where the backend does not know its clocks (ordo's host backend where the OS does
+        // not tell them).
         OL_DEVICE_INFO_MAX_CLOCK_FREQUENCY => u32_of(DeviceInfo::ClockRateMhz).or_else(unknown_as_zero)?,
         OL_DEVICE_INFO_MEMORY_CLOCK_RATE => u32_of(DeviceInfo::MemoryClockRateMhz).or_else(unknown_as_zero)?,
         OL_DEVICE_INFO_ADDRESS_BITS => Info::U32(64),
@@ -200,6 +197,10 @@ pub(super) fn host_device_info(prop: u32) -> Info {
             Info::Dims(ol_dimensions_t { x: u32::MAX, y: u32::MAX, z: u32::MAX })
         }
         OL_DEVICE_INFO_ADDRESS_BITS => Info::U32(64),
+        // The CPU's, as the host backend reports them (0 where the OS does not tell).
+        OL_DEVICE_INFO_VENDOR_ID => Info::U32(ordo::host::std_host_device_info().vendor_id),
+        OL_DEVICE_INFO_MAX_CLOCK_FREQUENCY => Info::U32(ordo::host::std_host_device_info().clock_mhz),
+        OL_DEVICE_INFO_MEMORY_CLOCK_RATE => Info::U32(ordo::host::std_host_device_info().memory_clock_mhz),
         OL_DEVICE_INFO_MAX_MEM_ALLOC_SIZE..=OL_DEVICE_INFO_WORK_GROUP_LOCAL_MEM_SIZE => Info::U64(0),
         OL_DEVICE_INFO_SINGLE_FP_CONFIG | OL_DEVICE_INFO_DOUBLE_FP_CONFIG => Info::U32(FP_IEEE),
         _ => Info::U32(0),

@@ -5,9 +5,11 @@
 # LIBDIR holds libordo.so; OUTDIR receives one gtest binary per upstream suite (device, event,
 # init, kernel, memory, platform, program, queue, symbol), libordo.so.0 beside them (they find
 # it through $ORIGIN, so OUTDIR can be carried to the GPU machine), and the sources under src/.
-# DEVICE_CODE_DIR is upstream's DEVICE_CODE_PATH: where the tests look for <name>.nvptx64.bin
-# and <name>.amdgpu.bin (default OUTDIR/device_code; tests/offload/upstream/device_code.sh makes
-# the NVPTX ones).
+# DEVICE_CODE_DIR is upstream's DEVICE_CODE_PATH, compiled in as given (a relative path is
+# relative to where the tests run): where they look for <name>.nvptx64.bin and <name>.amdgpu.bin.
+# When it is given, upstream's device code (device_code/*.cpp) is compiled there for NVPTX by
+# clang-22 as PTX for sm_90 (ordo loads PTX, cubin and fatbin alike; upstream's CMake links a
+# cubin with the CUDA toolkit, which the build machine does not have).
 #
 # The source is Debian's llvm-toolchain-22 1:22.1.8 orig tarball, fetched from the Debian
 # archive this machine's apt sources name (main pool, then the security pool), checked against
@@ -20,6 +22,7 @@ set -euo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 libdir=$(cd "$2" && pwd)
 device_code=${3:-$out/device_code}
+nvptx=${3:+yes}
 here=$(cd "$(dirname "$0")" && pwd)
 version=22.1.8
 tarball=llvm-toolchain-22_$version.orig.tar.xz
@@ -51,6 +54,13 @@ src=$out/src
 rm -rf "$src"
 mkdir -p "$src" "$device_code"
 tar -xJf "$cache/$tarball" -C "$src" --strip-components=4 "llvm-toolchain-22_$version/offload/unittests/OffloadAPI"
+
+if [ -n "$nvptx" ]; then
+  for code in "$src"/device_code/*.cpp; do
+    clang-22 --target=nvptx64-nvidia-cuda -march=sm_90 -nogpulib -ffreestanding -O3 \
+      -Xclang -target-feature -Xclang +ptx80 -S "$code" -o "$device_code/$(basename "$code" .cpp).nvptx64.bin"
+  done
+fi
 
 cp "$libdir/libordo.so" "$out/libordo.so.0"
 llvm_include=/usr/lib/llvm-22/include
