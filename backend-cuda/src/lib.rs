@@ -13,6 +13,7 @@
 //! translation).
 
 mod conv;
+mod ctors;
 mod device;
 mod image;
 mod memory;
@@ -96,6 +97,7 @@ impl Backend for CudaBackend {
 
     unsafe fn deinit(&self) -> BackendResult<()> {
         self.kernels.clear();
+        ctors::forget_all();
         self.devices.deinit();
         Ok(())
     }

@@ -73,6 +73,12 @@ pub(crate) fn load(image: &[u8]) -> BackendResult<u64> {
         let c = if code(r) == ErrorCode::InvalidValue { ErrorCode::InvalidBinary } else { code(r) };
         return Err(BackendError::new(c, r as i64, name(r)));
     }
+    // SAFETY: the module just loaded from `image`, in the current context.
+    if let Err(e) = unsafe { crate::ctors::at_load(module as u64, image) } {
+        // SAFETY: the module just loaded; never handed out.
+        let _ = unsafe { sys::cuModuleUnload(module) };
+        return Err(e);
+    }
     Ok(module as u64)
 }
 
@@ -80,8 +86,12 @@ pub(crate) fn load(image: &[u8]) -> BackendResult<u64> {
 /// A live module of the current context.
 pub(crate) unsafe fn unload(raw: u64) -> BackendResult<()> {
     debug_assert!(raw != 0, "unload: a null module");
+    // Its destructors first; a failure there still unloads the module (and is reported).
+    // SAFETY: a live module of the current context.
+    let destructors = unsafe { crate::ctors::at_unload(raw) };
     // SAFETY: a live module (validated by the runtime).
-    check_release("cuModuleUnload", unsafe { sys::cuModuleUnload(raw as usize as CUmodule) })
+    check_release("cuModuleUnload", unsafe { sys::cuModuleUnload(raw as usize as CUmodule) })?;
+    destructors
 }
 
 /// # Safety
