@@ -462,7 +462,8 @@ ordo_status_t ordo_mem_release(struct ordo_allocation_t allocation);
 // `ordo_mem_free(ptr)` unregisters it or the final `ordo_shutdown` does.
 // `ORDO_ERROR_NULL_POINTER` for a NULL `ptr`, `ORDO_ERROR_INVALID_SIZE` for 0,
 // `ORDO_ERROR_INVALID_ARGUMENT` when the range overlaps memory ordo knows, and
-// `ORDO_ERROR_UNSUPPORTED` on the host platform.
+// `ORDO_ERROR_UNSUPPORTED` on platforms that cannot register host memory (AMDGPU). On the host
+// platform the range is the device's memory as it is (nothing to pin or map).
 //
 // # Safety
 // `ptr` must be NULL or valid host memory of `size` bytes until it is unregistered or ordo

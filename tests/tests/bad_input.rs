@@ -464,22 +464,32 @@ fn host_backend_rejects_unknown_programs_kernels_and_exhaustion() {
 }
 
 /// Host registration's argument checks come first (null, size, handle), then the backend: the
-/// host backend cannot register memory (`Unsupported`), and nothing is recorded.
+/// host backend registers (the range is its memory as it is): copies reach the caller's bytes,
+/// an overlapping range is `InvalidArgument`, `mem_free` unregisters and the bytes stay the
+/// caller's.
 #[test]
-fn host_register_checks_its_arguments_and_the_host_backend_refuses_it() {
+fn host_register_checks_its_arguments_and_the_host_backend_registers() {
     let (_, rt) = ordo_tests::host_runtime();
     rt.init().unwrap();
     let d = device(rt, 0).unwrap();
     let mut bytes = vec![0u8; 256];
     let p = bytes.as_mut_ptr();
-    // SAFETY: `bytes` outlives every call (none of them registers anything).
+    // SAFETY: `bytes` outlives every call and the registration (unregistered below).
     unsafe {
         assert_eq!(rt.host_register(d, std::ptr::null_mut(), 256).unwrap_err().code, ErrorCode::NullPointer);
         assert_eq!(rt.host_register(d, p, 0).unwrap_err().code, ErrorCode::InvalidSize);
         assert_eq!(rt.host_register(d, p, usize::MAX).unwrap_err().code, ErrorCode::InvalidSize);
         assert_eq!(rt.host_register(Device::from_raw(0), p, 256).unwrap_err().code, ErrorCode::NullHandle);
-        assert_eq!(rt.host_register(d, p, 256).unwrap_err().code, ErrorCode::Unsupported);
+        assert_eq!(rt.host_register(d, p, 256).unwrap(), DevicePtr(p as u64));
+        assert_eq!(rt.host_register(d, p.add(16), 16).unwrap_err().code, ErrorCode::InvalidArgument);
     }
+    let (base, size, kind, dev) = rt.mem_info(DevicePtr(p as u64 + 10)).unwrap();
+    assert_eq!((base, size, kind, dev), (DevicePtr(p as u64), 256, MemKind::Registered, d));
+    rt.copy_to_device(DevicePtr(p as u64 + 8), &[7u8; 8]).unwrap();
+    rt.mem_free(DevicePtr(p as u64)).unwrap();
+    assert_eq!(rt.mem_free(DevicePtr(p as u64)).unwrap_err().code, ErrorCode::NotFound);
+    assert_eq!(&bytes[..16], &[0, 0, 0, 0, 0, 0, 0, 0, 7, 7, 7, 7, 7, 7, 7, 7], "the caller's bytes, written");
+    let p = bytes.as_mut_ptr();
     assert_eq!(rt.mem_alloc(d, MemKind::Registered, 256).unwrap_err().code, ErrorCode::InvalidEnumeration);
     assert_eq!(rt.live_objects().unwrap().allocations, 0);
     rt.shutdown().unwrap();

@@ -265,7 +265,17 @@ impl Backend for HostBackend {
         Ok(s.base.wrapping_add(offset as usize * HOST_ALIGN).expose_provenance() as u64)
     }
 
-    unsafe fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
+    unsafe fn host_register(&self, device: u32, _addr: u64, _size: usize) -> BackendResult<()> {
+        // The host device works on host memory as it is: registering only names the range
+        // (the runtime records it), so copies, fills and kernels may use it.
+        drop(self.checked_state(device)?);
+        Ok(())
+    }
+
+    unsafe fn mem_free(&self, _device: u32, kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
+        if kind == MemKind::Registered {
+            return Ok(()); // the caller's memory: nothing of the arena to give back
+        }
         debug_assert!(size > 0 && addr % HOST_ALIGN as u64 == 0, "mem_free: not an allocation this backend made");
         let mut s = self.bookkeeping().lock();
         // A live allocation of this arena (the contract): its block offset and length fit in u32.

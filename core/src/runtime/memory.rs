@@ -103,7 +103,8 @@ impl Runtime {
     /// `NullPointer`, `InvalidSize` (0 or above `isize::MAX`), the device's handle errors,
     /// `InvalidArgument` when the range overlaps an allocation or registered range,
     /// `OutOfResources` when the allocation table is full, `Unsupported` from backends that
-    /// cannot register host memory (the host backend), and the driver's errors.
+    /// cannot register host memory (AMDGPU), and the driver's errors. On the host backend the
+    /// range is the device's memory as it is (nothing is pinned).
     ///
     /// # Safety
     /// `[ptr, ptr + size)` is host memory that stays valid until it is unregistered or the

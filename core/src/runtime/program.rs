@@ -250,7 +250,7 @@ impl Runtime {
         args: &KernelArgs<'_>,
     ) -> Result<()> {
         self.with_shared(|t| {
-            let (d, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+            let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             if cluster.iter().zip(dims.grid).any(|(&c, g)| c == 0 || g % c != 0) {
                 return fail(ErrorCode::InvalidValue, "a cluster dimension is 0 or does not divide the grid's");
             }
@@ -268,7 +268,7 @@ impl Runtime {
     #[inline]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
         self.with_shared(|t| {
-            let (d, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+            let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
             // argument contract is the caller's.
             Ok(unsafe { d.driver.launch(d.ordinal, q, k, dims, args) }?)
@@ -290,24 +290,36 @@ impl Runtime {
         args: &KernelArgs<'_>,
     ) -> Result<()> {
         self.with_shared(|t| {
-            let (d, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-            if !core::ptr::eq(t.devices.get(device.0)?, d) {
-                return fail(ErrorCode::InvalidArgument, "the queue is not on the given device");
+            let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+            // The queue's device is live: a handle equal to its handle names it (one compare);
+            // anything else is a bad handle or another device, told apart off the fast path.
+            if t.devices.handle_at(slot) != device.0 {
+                return Self::other_device(t, device);
             }
             // SAFETY: as in `launch`.
             Ok(unsafe { d.driver.launch(d.ordinal, q, k, dims, args) }?)
         })
     }
 
+    /// `launch_on`'s error for a device other than the queue's: the device handle's own error,
+    /// else `InvalidArgument`.
+    #[cold]
+    #[inline(never)]
+    fn other_device(t: &Tables, device: Device) -> Result<()> {
+        t.devices.resolve(device.0)?;
+        fail(ErrorCode::InvalidArgument, "the queue is not on the given device")
+    }
+
     /// What every launch checks: a live queue and a live kernel of one device, and dimensions
-    /// within that device's limits. The device's entry and the backend's queue and kernel.
+    /// within that device's limits. The device's entry and slot, and the backend's queue and
+    /// kernel.
     #[inline(always)]
     fn launch_target<'t>(
         t: &'t Tables,
         queue: Queue,
         kernel: Kernel,
         dims: &LaunchDims,
-    ) -> Result<(&'t DeviceEntry, u64, u64)> {
+    ) -> Result<(&'t DeviceEntry, u32, u64, u64)> {
         let q = t.queues.get(queue.0)?;
         let k = t.kernels.get(kernel.0)?;
         if k.device != q.device {
@@ -315,6 +327,6 @@ impl Runtime {
         }
         let d = t.devices.at(q.device);
         dims.validate(&d.limits)?;
-        Ok((d, q.raw, k.raw))
+        Ok((d, q.device, q.raw, k.raw))
     }
 }

@@ -23,8 +23,12 @@ impl LayoutCache {
     const EMPTY: Self =
         Self { entries: [(0, 0, [ParamSlot { offset: 0, size: 0 }; CACHED_PARAMS]); LAYOUT_CACHE], next: 0 };
 
+    /// The layout of `kernel`: the last one inserted is looked at first (a loop launching one
+    /// kernel finds it there), then the others.
+    #[inline]
     fn find(&self, kernel: u64) -> Option<&[ParamSlot]> {
-        let (_, n, slots) = self.entries.iter().find(|(k, _, _)| *k == kernel)?;
+        let last = &self.entries[(self.next + LAYOUT_CACHE - 1) % LAYOUT_CACHE];
+        let (_, n, slots) = if last.0 == kernel { last } else { self.entries.iter().find(|(k, _, _)| *k == kernel)? };
         Some(&slots[..usize::from(*n)])
     }
 
@@ -51,35 +55,49 @@ pub(super) unsafe fn launch_packed(
     size: usize,
     dims: &LaunchDims,
 ) -> OlResult<()> {
+    let launch = |params: &[*mut c_void], sizes: &[usize]| -> OlResult<()> {
+        // SAFETY: as many sizes as pointers, and no pointer is null: each points into `data`,
+        // which is non-null whenever the layout has a parameter (`size >= end > 0`, and
+        // `olLaunchKernel` refuses a NULL buffer with a non-zero size).
+        let args = unsafe { KernelArgs::new_unchecked(params, sizes) };
+        // SAFETY: each pointer points at its parameter's bytes in the caller's buffer.
+        let r = unsafe { runtime().launch_on(device, q, kernel, dims, &args) };
+        r.map_err(|e| launch_error(e, device, q))
+    };
     let with_layout = |layout: &[ParamSlot]| -> OlResult<()> {
         let end = layout.last().map_or(0, |s| s.offset as usize + s.size as usize);
         if size < end {
             return Err(err(OL_ERRC_INVALID_SIZE, "ArgumentsSize is smaller than the kernel's parameters"));
         }
-        // Kernels with few parameters (nearly all) split into a small stack array; others into
-        // heap vectors (a launch of such a kernel costs an allocation).
-        const INLINE: usize = 16;
         let arg = |s: &ParamSlot| {
             // SAFETY: `offset + size <= end <= size` bytes of `data`.
             unsafe { data.cast::<u8>().add(s.offset as usize) }.cast_mut().cast::<c_void>()
         };
-        let (mut inline_params, mut inline_sizes) = ([core::ptr::null_mut(); INLINE], [0usize; INLINE]);
-        let (heap_params, heap_sizes): (Vec<*mut c_void>, Vec<usize>);
-        let (params, sizes): (&[*mut c_void], &[usize]) = if layout.len() <= INLINE {
+        // Kernels with few parameters (nearly all) split into small stack arrays, written only
+        // as far as used; others into heap vectors (a launch of such a kernel costs an
+        // allocation).
+        const INLINE: usize = 16;
+        let n = layout.len();
+        if n <= INLINE {
+            let mut params = [core::mem::MaybeUninit::<*mut c_void>::uninit(); INLINE];
+            let mut sizes = [core::mem::MaybeUninit::<usize>::uninit(); INLINE];
             for (i, s) in layout.iter().enumerate() {
-                inline_params[i] = arg(s);
-                inline_sizes[i] = s.size as usize;
+                params[i].write(arg(s));
+                sizes[i].write(s.size as usize);
             }
-            (&inline_params[..layout.len()], &inline_sizes[..layout.len()])
+            // SAFETY: the first `n` elements of both arrays were written just above.
+            let (params, sizes) = unsafe {
+                (
+                    core::slice::from_raw_parts(params.as_ptr().cast::<*mut c_void>(), n),
+                    core::slice::from_raw_parts(sizes.as_ptr().cast::<usize>(), n),
+                )
+            };
+            launch(params, sizes)
         } else {
-            heap_params = layout.iter().map(arg).collect();
-            heap_sizes = layout.iter().map(|s| s.size as usize).collect();
-            (&heap_params, &heap_sizes)
-        };
-        let args = KernelArgs::new(params, sizes).map_err(|e| OlError::from_ordo(code_of(&e, Arg::Other), e))?;
-        // SAFETY: each pointer points at its parameter's bytes in the caller's buffer.
-        let r = unsafe { runtime().launch_on(device, q, kernel, dims, &args) };
-        r.map_err(|e| launch_error(e, device, q))
+            let params: Vec<*mut c_void> = layout.iter().map(arg).collect();
+            let sizes: Vec<usize> = layout.iter().map(|s| s.size as usize).collect();
+            launch(&params, &sizes)
+        }
     };
     // (A launch from inside a host kernel finds the cache borrowed and takes the slow path.)
     let cached = LAYOUTS.with(|cache| Some(with_layout(cache.try_borrow().ok()?.find(kernel.to_raw())?)));

@@ -289,10 +289,14 @@ int main(void) {
   EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, SIZE_MAX, &ptr), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, (size_t)1 << 40, &ptr), ORDO_ERROR_OUT_OF_RESOURCES);
   char buf[2048];
-  /* Host registration: arguments first, then the host platform cannot register memory. */
+  /* Host registration: arguments first; the host platform registers (the range is its memory as
+   * it is), an overlapping range is refused, and ordo_mem_free unregisters. */
   EXPECT(ordo_host_register(d, NULL, 16), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_host_register(d, buf, 0), ORDO_ERROR_INVALID_SIZE);
-  EXPECT(ordo_host_register(d, buf, sizeof buf), ORDO_ERROR_UNSUPPORTED);
+  EXPECT(ordo_host_register(d, buf, sizeof buf), ORDO_SUCCESS);
+  EXPECT(ordo_host_register(d, buf + 16, 16), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_mem_free(buf), ORDO_SUCCESS);
+  EXPECT(ordo_mem_free(buf), ORDO_ERROR_NOT_FOUND);
   /* Zero bytes: success and nothing done, whatever the pointers (as CUDA and MLIR code expect);
    * the direction and a given queue are still checked. */
   EXPECT(ordo_memcpy(m, buf, 0, ORDO_COPY_HOST_TO_DEVICE), ORDO_SUCCESS);
