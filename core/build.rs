@@ -12,12 +12,6 @@ const CAPACITIES: &[(&str, &str, usize, &str)] = &[
     ("MAX_PROGRAMS", "ORDO_MAX_PROGRAMS", 1024, "loaded programs"),
     ("MAX_KERNELS", "ORDO_MAX_KERNELS", 4096, "kernels looked up in loaded programs"),
     ("MAX_ALLOCATIONS", "ORDO_MAX_ALLOCATIONS", 16384, "live memory allocations"),
-    (
-        "HOST_ARENA_BYTES",
-        "ORDO_HOST_ARENA_BYTES",
-        64 << 20,
-        "the host arena ordo-ffi allocates (std builds) when the program provides none, in bytes",
-    ),
     ("MAX_REPORT_FAILURES", "ORDO_MAX_REPORT_FAILURES", 32, "failures kept in a teardown report"),
 ];
 

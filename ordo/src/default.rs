@@ -3,37 +3,14 @@
 //! with the reason when there is no driver or device). The C library (`ordo-ffi`) and the `ordo`
 //! command act on it. Depends on `ordo-core` and the backend crates only.
 
-use ordo_core::host::{ArenaRegion, HostBackend, HostProgram, HostProgramRegistry, ProvidedArena, builtin};
+use ordo_core::host::{HostBackend, HostProgram, HostProgramRegistry, ProvidedArena, builtin};
 use ordo_core::{Backend, Runtime};
 
 /// The host backend's arena: what the program gives with `ordo_set_host_arena` (or
-/// `provide_host_arena`) before the first init; with std, when it gave none, the first init
-/// allocates `ORDO_HOST_ARENA_BYTES` (64 MiB by default) from the heap, zeroed (so untouched pages
-/// cost no memory). Without std and without an arena, the host platform is absent.
-struct DefaultArena(ProvidedArena);
-
-// SAFETY: `ProvidedArena` is a sound region; with std, the fallback is a leaked, zeroed heap
-// block given to it once, which lives (and is used by nothing else) for the rest of the program.
-unsafe impl ArenaRegion for DefaultArena {
-    fn region(&self) -> (*mut u8, usize) {
-        #[cfg(feature = "std")]
-        if !self.0.is_provided() {
-            let bytes = ordo_core::capacity::HOST_ARENA_BYTES;
-            let layout = std::alloc::Layout::from_size_align(bytes, ordo_core::host::HOST_ALIGN);
-            // SAFETY: a non-zero size (a build-time capacity, at least 1).
-            let block = layout.map_or(core::ptr::null_mut(), |l| unsafe { std::alloc::alloc_zeroed(l) });
-            // SAFETY: a fresh block of `bytes` bytes, never freed, used by nothing else. If the
-            // program provided an arena meanwhile, `provide` refuses this one (it is leaked).
-            let _ = unsafe { self.0.provide(block, bytes) };
-        }
-        self.0.region()
-    }
-    fn bookkeeping(&self) -> &ordo_core::host::HostBookkeeping {
-        self.0.bookkeeping()
-    }
-}
-
-static ARENA: DefaultArena = DefaultArena(ProvidedArena::new());
+/// `provide_host_arena`), used from the next init on. With std, while it gave none, the host
+/// device allocates from the process heap instead (`STD_HOST_HEAP`: one block per allocation,
+/// up to the machine's memory); without std and without an arena, the host platform is absent.
+static ARENA: ProvidedArena = ProvidedArena::new();
 
 /// Gives the host backend of the default runtime its arena: `len` bytes at `base` (zeroed here).
 /// Only before the first init, once.
@@ -52,7 +29,7 @@ static ARENA: DefaultArena = DefaultArena(ProvidedArena::new());
 /// ```
 pub unsafe fn provide_host_arena(base: *mut u8, len: usize) -> ordo_core::Result<()> {
     // SAFETY: forwarded contract.
-    unsafe { ARENA.0.provide(base, len) }
+    unsafe { ARENA.provide(base, len) }
 }
 
 static HOST_PROGRAMS: HostProgramRegistry = HostProgramRegistry::new();
@@ -60,7 +37,8 @@ static HOST_PROGRAMS: HostProgramRegistry = HostProgramRegistry::new();
 #[cfg(feature = "std")]
 static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, Some(ordo_core::std_clock_ns))
     .with_registry(&HOST_PROGRAMS)
-    .with_info(ordo_core::host::std_host_device_info);
+    .with_info(ordo_core::host::std_host_device_info)
+    .with_heap(ordo_core::host::STD_HOST_HEAP);
 #[cfg(not(feature = "std"))]
 static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None).with_registry(&HOST_PROGRAMS);
 

@@ -45,12 +45,42 @@ pub const HOST_LAUNCH_LIMITS: LaunchLimits = LaunchLimits { threads_per_launch: 
 /// of valid calls from any threads is free of data races on the arena.
 pub struct HostBackend {
     arena: &'static dyn ArenaRegion,
+    heap: Option<HostHeap>,
     programs: &'static [HostProgram],
     registry: Option<&'static HostProgramRegistry>,
     clock_ns: Option<fn() -> u64>,
     info: fn() -> HostDeviceInfo,
     exec: spin::Mutex<()>,
 }
+
+/// A system allocator for the host backend (`HostBackend::with_heap`); with feature `std`,
+/// `STD_HOST_HEAP`.
+#[derive(Clone, Copy)]
+pub struct HostHeap {
+    /// `size > 0` zeroed bytes aligned to `HOST_ALIGN`, or null when there are none.
+    pub alloc: fn(usize) -> *mut u8,
+    /// Gives back a block `alloc` returned.
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc(size)` and was not given back since.
+    pub free: unsafe fn(*mut u8, usize),
+}
+
+/// The process heap (`std::alloc`), as the host backend's `HostHeap`.
+#[cfg(feature = "std")]
+pub const STD_HOST_HEAP: HostHeap = HostHeap {
+    alloc: |size| match core::alloc::Layout::from_size_align(size, HOST_ALIGN) {
+        // SAFETY: a non-zero size (the backend's contract).
+        Ok(layout) => unsafe { std::alloc::alloc_zeroed(layout) },
+        Err(_) => core::ptr::null_mut(),
+    },
+    free: |ptr, size| {
+        if let Ok(layout) = core::alloc::Layout::from_size_align(size, HOST_ALIGN) {
+            // SAFETY: the caller's contract: `ptr` is a live block of this layout.
+            unsafe { std::alloc::dealloc(ptr, layout) }
+        }
+    },
+};
 
 /// Copies `size` bytes from address `src` to address `dst` (the ranges may overlap) through raw
 /// pointers of exposed provenance: no reference over bytes other code may reach.
@@ -85,7 +115,23 @@ impl HostBackend {
         programs: &'static [HostProgram],
         clock_ns: Option<fn() -> u64>,
     ) -> Self {
-        Self { arena, programs, registry: None, clock_ns, info: || HostDeviceInfo::UNKNOWN, exec: spin::Mutex::new(()) }
+        Self {
+            arena,
+            heap: None,
+            programs,
+            registry: None,
+            clock_ns,
+            info: || HostDeviceInfo::UNKNOWN,
+            exec: spin::Mutex::new(()),
+        }
+    }
+
+    /// This backend, allocating from `heap` whenever its arena is empty at `init` (no region
+    /// given): the host device's memory is then the machine's, one heap block per allocation, up
+    /// to `HostDeviceInfo::memory_bytes` in all (where `info` tells it). A non-empty arena is
+    /// still used as it is (firmware, or a program that provided one).
+    pub const fn with_heap(self, heap: HostHeap) -> Self {
+        Self { heap: Some(heap), ..self }
     }
 
     /// This backend, telling the CPU's clocks and maker from `info` (called on each query;
@@ -113,7 +159,28 @@ impl HostBackend {
         &self.arena.bookkeeping().0
     }
 
-    /// Bytes of the arena not allocated right now (0 when the backend is not initialised).
+    /// Heap mode's allocation: a block of the machine's memory, within its size where known.
+    fn heap_alloc(&self, s: &mut HostState, size: usize) -> BackendResult<u64> {
+        let exhausted = || err(ErrorCode::OutOfResources, "the machine's memory is exhausted");
+        let heap = self.heap.ok_or_else(exhausted)?;
+        let limit = match (self.info)().memory_bytes {
+            0 => u64::MAX,
+            bytes => bytes,
+        };
+        let size = size.max(1);
+        if s.heap_used.checked_add(size as u64).is_none_or(|total| total > limit) || size > isize::MAX as usize {
+            return Err(exhausted());
+        }
+        let block = (heap.alloc)(size);
+        if block.is_null() {
+            return Err(exhausted());
+        }
+        s.heap_used += size as u64;
+        Ok(block.expose_provenance() as u64)
+    }
+
+    /// Bytes of the arena not allocated right now (0 when the backend is not initialised or
+    /// allocates from its heap).
     pub fn free_bytes(&self) -> usize {
         self.bookkeeping().lock().free.iter().map(|&(_, blocks)| blocks as usize * HOST_ALIGN).sum()
     }
@@ -178,11 +245,18 @@ impl Backend for HostBackend {
         }
         let (start, len) = self.arena.region();
         let skip = start.align_offset(HOST_ALIGN).min(len);
+        s.free.clear();
+        (s.heap, s.heap_used) = (false, 0);
         if len - skip < HOST_ALIGN {
-            return Err(BackendError::not_present("no host arena was provided (or it is smaller than 256 bytes)"));
+            if self.heap.is_none() {
+                return Err(BackendError::not_present("no host arena was provided (or it is smaller than 256 bytes)"));
+            }
+            (s.base, s.len, s.heap) = (core::ptr::null_mut(), 0, true);
+            s.events = [EVENT_FREE; MAX_EVENTS];
+            s.up = true;
+            return Ok(1);
         }
         (s.base, s.len) = (start.wrapping_add(skip), len);
-        s.free.clear();
         let blocks = ((len - skip) / HOST_ALIGN).min(u32::MAX as usize) as u32;
         // Cannot fail: the list is empty.
         let _ = s.free.push((0, blocks));
@@ -225,7 +299,14 @@ impl Backend for HostBackend {
         Ok(match key {
             DeviceInfo::Name => InfoValue::text("host CPU (calling thread)"),
             DeviceInfo::ComputeCapability => InfoValue::Version(0, 0),
-            DeviceInfo::TotalMemory => InfoValue::Int(self.bookkeeping().lock().len as u64),
+            DeviceInfo::TotalMemory => {
+                let s = self.bookkeeping().lock();
+                match (self.info)().memory_bytes {
+                    _ if !s.heap => InfoValue::Int(s.len as u64),
+                    0 => InfoValue::Int(isize::MAX as u64),
+                    bytes => InfoValue::Int(bytes),
+                }
+            }
             DeviceInfo::MultiprocessorCount | DeviceInfo::WarpSize => InfoValue::Int(1),
             DeviceInfo::Vendor => InfoValue::text("ordo"),
             DeviceInfo::DriverVersion => InfoValue::text(env!("CARGO_PKG_VERSION")),
@@ -251,8 +332,11 @@ impl Backend for HostBackend {
 
     fn mem_alloc(&self, device: u32, _kind: MemKind, size: usize) -> BackendResult<u64> {
         let exhausted = || err(ErrorCode::OutOfResources, "host arena exhausted");
-        let need = u32::try_from(size.max(1).div_ceil(HOST_ALIGN)).map_err(|_| exhausted())?;
         let mut s = self.checked_state(device)?;
+        if s.heap {
+            return self.heap_alloc(&mut s, size);
+        }
+        let need = u32::try_from(size.max(1).div_ceil(HOST_ALIGN)).map_err(|_| exhausted())?;
         let i = s.free.iter().position(|&(_, len)| len >= need).ok_or_else(exhausted)?;
         let (offset, len) = s.free[i];
         if len == need {
@@ -278,6 +362,13 @@ impl Backend for HostBackend {
         }
         debug_assert!(size > 0 && addr % HOST_ALIGN as u64 == 0, "mem_free: not an allocation this backend made");
         let mut s = self.bookkeeping().lock();
+        if let (true, Some(heap)) = (s.heap, self.heap) {
+            s.heap_used -= size as u64;
+            drop(s);
+            // SAFETY: a live allocation of this backend (the contract), made by `heap.alloc(size)`.
+            unsafe { (heap.free)(core::ptr::with_exposed_provenance_mut(addr as usize), size) };
+            return Ok(());
+        }
         // A live allocation of this arena (the contract): its block offset and length fit in u32.
         let offset = ((addr - s.base as u64) as usize / HOST_ALIGN) as u32;
         let len = size.div_ceil(HOST_ALIGN) as u32;

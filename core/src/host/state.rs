@@ -18,6 +18,8 @@ impl HostBookkeeping {
             free: heapless::Vec::new(),
             events: [EVENT_FREE; MAX_EVENTS],
             next_queue: 0,
+            heap: false,
+            heap_used: 0,
         }))
     }
 }
@@ -46,6 +48,10 @@ pub(crate) struct HostState {
     pub(super) free: heapless::Vec<(u32, u32), { MAX_ALLOCATIONS + 1 }>,
     pub(super) events: [u64; MAX_EVENTS],
     pub(super) next_queue: u64,
+    /// Allocations come from the backend's `HostHeap` (no arena was given): `free` is unused.
+    pub(super) heap: bool,
+    /// Bytes the heap mode has handed out and not taken back.
+    pub(super) heap_used: u64,
 }
 
 // SAFETY: the arena pointer is only an address the state carries between calls; the bytes it

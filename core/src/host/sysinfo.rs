@@ -13,11 +13,14 @@ pub struct HostDeviceInfo {
     pub memory_clock_mhz: u32,
     /// The PCI-SIG vendor ID of the CPU's maker (0x8086 Intel, 0x1022 AMD, 0x13b5 Arm, ...).
     pub vendor_id: u32,
+    /// The machine's memory in bytes: the host device's total memory, and the most it hands
+    /// out, when it allocates from a heap (`HostBackend::with_heap`).
+    pub memory_bytes: u64,
 }
 
 impl HostDeviceInfo {
     /// Nothing known.
-    pub const UNKNOWN: Self = Self { clock_mhz: 0, memory_clock_mhz: 0, vendor_id: 0 };
+    pub const UNKNOWN: Self = Self { clock_mhz: 0, memory_clock_mhz: 0, vendor_id: 0, memory_bytes: 0 };
 }
 
 /// The PCI-SIG vendor ID for a CPU maker as Linux's `/proc/cpuinfo` names it: the x86
@@ -42,8 +45,9 @@ pub fn cpu_vendor_pci_id(cpuinfo_vendor: &str) -> u32 {
 /// The host's values as Linux reports them (read once, then cached): the clock from cpufreq's
 /// `cpuinfo_max_freq`, else the fastest `cpu MHz` of `/proc/cpuinfo`; the vendor from
 /// `/proc/cpuinfo`; the memory clock from the SMBIOS memory-device records under
-/// `/sys/firmware/dmi/entries/17-*` (configured speed, else speed, in MT/s, halved). A value the
-/// system does not give stays 0. On other systems, `UNKNOWN`.
+/// `/sys/firmware/dmi/entries/17-*` (configured speed, else speed, in MT/s, halved); the memory
+/// size from `/proc/meminfo`'s `MemTotal`. A value the system does not give stays 0. On other
+/// systems, `UNKNOWN`.
 #[cfg(feature = "std")]
 pub fn std_host_device_info() -> HostDeviceInfo {
     static INFO: std::sync::OnceLock<HostDeviceInfo> = std::sync::OnceLock::new();
@@ -69,7 +73,16 @@ fn read_host_device_info() -> HostDeviceInfo {
         .lines()
         .find_map(|l| field(l, "vendor_id").or_else(|| field(l, "CPU implementer")))
         .map_or(0, cpu_vendor_pci_id);
-    HostDeviceInfo { clock_mhz, memory_clock_mhz: smbios_memory_clock_mhz(), vendor_id }
+    // MemTotal, in kB.
+    let memory_bytes = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines().find_map(|l| {
+                l.strip_prefix("MemTotal:").map(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            })?
+        })
+        .map_or(0, |kb| kb.saturating_mul(1024));
+    HostDeviceInfo { clock_mhz, memory_clock_mhz: smbios_memory_clock_mhz(), vendor_id, memory_bytes }
 }
 
 /// The fastest memory device of the SMBIOS tables (type 17), in MHz.
@@ -118,7 +131,7 @@ mod tests {
         let info = std_host_device_info();
         // Every Linux this runs on (x86 with /proc/cpuinfo's MHz, or Arm with cpufreq) gives a
         // clock; the vendor is known for x86 and the Arm makers of the table.
-        assert!(info.clock_mhz > 0, "{info:?}");
+        assert!(info.clock_mhz > 0 && info.memory_bytes > 1 << 20, "{info:?}");
         assert_eq!(info, std_host_device_info(), "cached");
     }
 }

@@ -134,10 +134,10 @@ pub extern "C" fn ordo_shutdown_at_exit() -> ordo_status_t {
 /// Gives the host platform its arena: `len` bytes at `base`, which ordo zeroes and then uses
 /// for host-platform memory for the rest of the program. Call it once, before the first
 /// `ordo_init`. `ORDO_ERROR_NULL_POINTER` for a NULL `base`, `ORDO_ERROR_INVALID_SIZE` below 256
-/// bytes, `ORDO_ERROR_BUSY` when an arena was given already (or, with std, the first `ordo_init`
-/// allocated its default one). Without std the host platform has no memory until this is called
-/// (it is listed absent); with std the first `ordo_init` allocates `ORDO_HOST_ARENA_BYTES`
-/// (64 MiB unless set at build time) when none was given.
+/// bytes, `ORDO_ERROR_BUSY` when an arena was given already. The arena is used from the next
+/// `ordo_init` that initialises ordo on. Without std the host platform has no memory until this
+/// is called (it is listed absent); with std, while none was given, the host platform allocates
+/// from the process heap (one block per allocation, up to the machine's memory).
 ///
 /// # Safety
 /// `base` must be NULL or valid for reads and writes of `len` bytes for the rest of the program,
