@@ -65,13 +65,20 @@ static CUDA: ordo_cuda::CudaBackend = ordo_cuda::CudaBackend::new();
 #[cfg(feature = "amdgpu")]
 static AMDGPU: ordo_amdgpu::AmdgpuBackend = ordo_amdgpu::AmdgpuBackend::new();
 
+/// With std the host device's queues are asynchronous, each with its own thread
+/// (`QueuedHost`); without std its work runs in the call that submits it.
+#[cfg(feature = "std")]
+static HOST_DEVICE: crate::host_queues::QueuedHost = crate::host_queues::QueuedHost::new(&HOST);
+
 #[cfg(all(feature = "cuda", feature = "amdgpu"))]
-static BACKENDS: [&dyn Backend; 3] = [&HOST, &CUDA, &AMDGPU];
+static BACKENDS: [&dyn Backend; 3] = [&HOST_DEVICE, &CUDA, &AMDGPU];
 #[cfg(all(feature = "cuda", not(feature = "amdgpu")))]
-static BACKENDS: [&dyn Backend; 2] = [&HOST, &CUDA];
+static BACKENDS: [&dyn Backend; 2] = [&HOST_DEVICE, &CUDA];
 #[cfg(all(not(feature = "cuda"), feature = "amdgpu"))]
-static BACKENDS: [&dyn Backend; 2] = [&HOST, &AMDGPU];
-#[cfg(not(any(feature = "cuda", feature = "amdgpu")))]
+static BACKENDS: [&dyn Backend; 2] = [&HOST_DEVICE, &AMDGPU];
+#[cfg(all(feature = "std", not(any(feature = "cuda", feature = "amdgpu"))))]
+static BACKENDS: [&dyn Backend; 1] = [&HOST_DEVICE];
+#[cfg(not(feature = "std"))]
 static BACKENDS: [&dyn Backend; 1] = [&HOST];
 
 ordo_core::static_runtime!(static RUNTIME = &BACKENDS);

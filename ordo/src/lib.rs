@@ -38,6 +38,8 @@ mod context;
 mod default;
 mod error;
 mod host_kernel;
+#[cfg(feature = "std")]
+mod host_queues;
 mod module;
 mod queue;
 
@@ -67,6 +69,9 @@ pub use bytemuck;
 /// ```
 pub mod host {
     pub use crate::host_kernel::{HostFunction, In, LaunchArg, LaunchArgs, Out, Param, Params, TypedHostKernel};
+    #[cfg(feature = "std")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+    pub use crate::host_queues::QueuedHost;
     pub use ordo_core::Error as RuntimeError;
     pub use ordo_core::host::*;
 }

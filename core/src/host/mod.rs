@@ -53,6 +53,21 @@ pub struct HostBackend {
     exec: spin::Mutex<()>,
 }
 
+/// Runs `f` as a user callback of the host device (a host function or kernel run by a queue
+/// worker outside this backend): calls it makes into ordo that would wait for it fail with
+/// `Busy` instead of deadlocking (std builds; without std it just runs `f`).
+pub fn run_as_callback<T>(f: impl FnOnce() -> T) -> T {
+    let _callback = reentry::mark();
+    f()
+}
+
+/// Whether the calling thread is running a user callback of a runtime (a host kernel, a host
+/// function, a teardown observer): a call that would wait for other work must then fail with
+/// `Busy`. Always `false` without std.
+pub fn in_callback() -> bool {
+    reentry::in_callback()
+}
+
 /// A system allocator for the host backend (`HostBackend::with_heap`); with feature `std`,
 /// `STD_HOST_HEAP`.
 #[derive(Clone, Copy)]

@@ -1,0 +1,559 @@
+//! The host device's queues as device queues behave (feature `std`): `QueuedHost` wraps a
+//! `HostBackend` and gives each queue a worker thread that runs the queue's work — launches,
+//! copies, fills, host functions, event records and waits — asynchronously, in submission order.
+//! A call that enqueues returns at once; `queue_synchronize`, `event_synchronize` and the
+//! synchronous copies and fills (which start after everything submitted to the device's queues)
+//! wait for it, so a program that forgets a synchronise sees the same stale data it would on a
+//! GPU. A host function that blocks holds up only its own queue.
+//!
+//! The wrapped backend does the work itself (under its one execution lock, so work of several
+//! queues never races on the arena); this layer only decides when. Kernel arguments are copied
+//! when the launch is enqueued (their sizes from the kernel's declared parameters), as CUDA
+//! copies them; host pointers of copies must stay valid until the copy has run (the `Backend`
+//! contract). An error of enqueued work is reported by the next `queue_synchronize` of that
+//! queue. Destroying a queue returns at once; its worker finishes what was enqueued, then
+//! releases the queue, and `deinit` waits for such workers. Depends on `ordo-core`.
+
+use core::ffi::c_void;
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
+
+use ordo_core::host::{HostBackend, in_callback, run_as_callback};
+use ordo_core::{
+    Backend, BackendError, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, ErrorCode, FillValue,
+    HostFn, InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, TensorMap, TensorMapTiled,
+};
+
+type Job = Box<dyn FnOnce() -> BackendResult<()> + Send>;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn busy() -> BackendError {
+    BackendError::new(ErrorCode::Busy, 0, "a host function or kernel may not wait for host queues")
+}
+
+/// A value that crosses to a worker thread: raw pointers of the caller's, valid (by the
+/// `Backend` contract) until the work that uses them has run.
+struct Sendable<T>(T);
+// SAFETY: see the type's doc; the worker is the only user of the value.
+unsafe impl<T> Send for Sendable<T> {}
+
+impl<T> Sendable<T> {
+    /// The value (a method, so that a closure captures the whole wrapper, not its field).
+    fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+/// How far a queue's worker has come.
+#[derive(Default)]
+struct Progress {
+    submitted: u64,
+    done: u64,
+    /// The first error of enqueued work since the last `queue_synchronize`.
+    error: Option<BackendError>,
+}
+
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+    progress: Arc<(Mutex<Progress>, Condvar)>,
+    /// The queue's thread (`None` in the transient copies made to wait on it).
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Worker {
+    fn start() -> BackendResult<Self> {
+        let (jobs, inbox) = mpsc::channel::<Job>();
+        let progress = Arc::new((Mutex::new(Progress::default()), Condvar::new()));
+        let theirs = Arc::clone(&progress);
+        let thread = std::thread::Builder::new()
+            .name("ordo-host-queue".into())
+            .spawn(move || {
+                for job in inbox {
+                    let result = job();
+                    let mut p = lock(&theirs.0);
+                    p.done += 1;
+                    if let Err(e) = result {
+                        p.error.get_or_insert(e);
+                    }
+                    theirs.1.notify_all();
+                }
+            })
+            .map_err(|_| BackendError::new(ErrorCode::OutOfResources, 0, "could not start a host queue's thread"))?;
+        Ok(Self { jobs, progress, thread: Some(thread) })
+    }
+
+    /// Another handle on this worker, without its thread.
+    fn handle(&self) -> Self {
+        Self { jobs: self.jobs.clone(), progress: Arc::clone(&self.progress), thread: None }
+    }
+
+    fn submit(&self, job: Job) -> BackendResult<()> {
+        lock(&self.progress.0).submitted += 1;
+        self.jobs.send(job).map_err(|_| BackendError::new(ErrorCode::Internal, 0, "a host queue's thread has gone"))
+    }
+
+    /// Waits until everything submitted so far has run.
+    fn wait(&self) -> BackendResult<MutexGuard<'_, Progress>> {
+        let (m, cv) = &*self.progress;
+        let mut p = lock(m);
+        let target = p.submitted;
+        if p.done < target && in_callback() {
+            return Err(busy());
+        }
+        while p.done < target {
+            p = cv.wait(p).unwrap_or_else(|e| e.into_inner());
+        }
+        Ok(p)
+    }
+
+    /// Waits until everything submitted so far has run; returns (and clears) the first error.
+    fn drain(&self) -> BackendResult<()> {
+        self.wait()?.error.take().map_or(Ok(()), Err)
+    }
+
+    fn idle(&self) -> bool {
+        let p = lock(&self.progress.0);
+        p.done == p.submitted
+    }
+}
+
+/// An event's records: how many were enqueued and how many have run.
+#[derive(Default)]
+struct Track {
+    counts: Mutex<(u64, u64)>,
+    cv: Condvar,
+}
+
+impl Track {
+    /// Waits until the `target`-th record has run.
+    fn wait_for(&self, target: u64) -> BackendResult<()> {
+        let mut c = lock(&self.counts);
+        if c.1 < target && in_callback() {
+            return Err(busy());
+        }
+        while c.1 < target {
+            c = self.cv.wait(c).unwrap_or_else(|e| e.into_inner());
+        }
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct State {
+    queues: HashMap<u64, Worker>,
+    events: HashMap<u64, Arc<Track>>,
+    /// Workers of destroyed queues, finishing their work (joined by `deinit`).
+    retiring: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// The host backend with asynchronous, in-order queues (see the module documentation). Build
+/// it in a `static` over a `static` `HostBackend`.
+pub struct QueuedHost {
+    inner: &'static HostBackend,
+    /// A spin lock, so that a forked child can take it over (a parent thread may have held it).
+    state: spin::Mutex<Option<State>>,
+}
+
+impl QueuedHost {
+    /// Queues for `inner`.
+    pub const fn new(inner: &'static HostBackend) -> Self {
+        Self { inner, state: spin::Mutex::new(None) }
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        f(self.state.lock().get_or_insert_with(State::default))
+    }
+
+    /// A handle on `queue`'s worker (to submit to it or wait for it outside the state's lock).
+    fn worker(&self, queue: u64) -> BackendResult<Worker> {
+        self.with(|s| s.queues.get(&queue).map(Worker::handle))
+            .ok_or_else(|| BackendError::new(ErrorCode::InvalidHandle, 0, "not a queue of the host backend"))
+    }
+
+    fn submit(&self, queue: u64, job: Job) -> BackendResult<()> {
+        self.worker(queue)?.submit(job)
+    }
+
+    fn track(&self, event: u64) -> BackendResult<Arc<Track>> {
+        self.with(|s| s.events.get(&event).cloned())
+            .ok_or_else(|| BackendError::new(ErrorCode::InvalidHandle, 0, "not an event of the host backend"))
+    }
+
+    /// Waits for everything submitted to every queue (synchronous copies and fills start after it).
+    fn drain_all(&self) -> BackendResult<()> {
+        let workers: Vec<Worker> = self.with(|s| s.queues.values().map(Worker::handle).collect());
+        for w in workers {
+            drop(w.wait()?);
+        }
+        Ok(())
+    }
+
+    fn create_queue(&self, queue: u64) -> BackendResult<u64> {
+        match Worker::start() {
+            Ok(worker) => {
+                self.with(|s| s.queues.insert(queue, worker));
+                Ok(queue)
+            }
+            Err(e) => {
+                // SAFETY: the queue just created, never handed out.
+                let _ = unsafe { self.inner.queue_destroy(0, queue) };
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Backend for QueuedHost {
+    fn kind(&self) -> BackendKind {
+        self.inner.kind()
+    }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn init(&self) -> BackendResult<u32> {
+        self.inner.init()
+    }
+
+    unsafe fn deinit(&self) -> BackendResult<()> {
+        let state = self.state.lock().take();
+        if let Some(mut state) = state {
+            // Every worker ends once its work has run and its sender is gone.
+            let live = state.queues.drain().filter_map(|(_, mut w)| w.thread.take());
+            for thread in live.collect::<Vec<_>>().into_iter().chain(state.retiring) {
+                let _ = thread.join();
+            }
+        }
+        // SAFETY: forwarded contract; no worker runs work of this backend any more.
+        unsafe { self.inner.deinit() }
+    }
+
+    unsafe fn forget_after_fork(&self) {
+        // In the child only this thread exists: the workers did not come along, and a lock a
+        // parent thread held will never be released.
+        if self.state.is_locked() {
+            // SAFETY: as above, nothing else can be inside the lock.
+            unsafe { self.state.force_unlock() };
+        }
+        if let Some(state) = self.state.lock().take() {
+            // The workers' channels and threads belong to the parent: leak them untouched.
+            core::mem::forget(state);
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.forget_after_fork() }
+    }
+
+    unsafe fn device_release(&self, device: u32) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.device_release(device) }
+    }
+
+    fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
+        self.inner.device_info(device, key)
+    }
+
+    fn launch_limits(&self, device: u32) -> LaunchLimits {
+        self.inner.launch_limits(device)
+    }
+
+    fn mem_alloc(&self, device: u32, kind: MemKind, size: usize) -> BackendResult<u64> {
+        self.inner.mem_alloc(device, kind, size)
+    }
+
+    unsafe fn mem_free(&self, device: u32, kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
+        // Enqueued work may still use the memory: it runs first (as `cuMemFree` waits).
+        self.drain_all()?;
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.mem_free(device, kind, addr, size) }
+    }
+
+    unsafe fn host_register(&self, device: u32, addr: u64, size: usize) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.host_register(device, addr, size) }
+    }
+
+    unsafe fn memcpy(
+        &self,
+        device: u32,
+        kind: CopyKind,
+        dst: u64,
+        src: u64,
+        size: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
+        let inner = self.inner;
+        match queue {
+            // SAFETY: forwarded contract (the host sides stay valid until the copy has run).
+            Some(q) => self.submit(q, Box::new(move || unsafe { inner.memcpy(device, kind, dst, src, size, None) })),
+            None => {
+                self.drain_all()?;
+                // SAFETY: forwarded contract.
+                unsafe { inner.memcpy(device, kind, dst, src, size, None) }
+            }
+        }
+    }
+
+    unsafe fn fill(
+        &self,
+        device: u32,
+        dst: u64,
+        value: FillValue,
+        count: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
+        let inner = self.inner;
+        match queue {
+            // SAFETY: forwarded contract.
+            Some(q) => self.submit(q, Box::new(move || unsafe { inner.fill(device, dst, value, count, None) })),
+            None => {
+                self.drain_all()?;
+                // SAFETY: forwarded contract.
+                unsafe { inner.fill(device, dst, value, count, None) }
+            }
+        }
+    }
+
+    unsafe fn fill_pattern(
+        &self,
+        device: u32,
+        dst: u64,
+        pattern: &[u8],
+        count: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
+        let inner = self.inner;
+        match queue {
+            Some(q) => {
+                let pattern = pattern.to_vec(); // the caller's pattern may go once this returns
+                // SAFETY: forwarded contract.
+                self.submit(q, Box::new(move || unsafe { inner.fill_pattern(device, dst, &pattern, count, None) }))
+            }
+            None => {
+                self.drain_all()?;
+                // SAFETY: forwarded contract.
+                unsafe { inner.fill_pattern(device, dst, pattern, count, None) }
+            }
+        }
+    }
+
+    fn queue_create(&self, device: u32) -> BackendResult<u64> {
+        let q = self.inner.queue_create(device)?;
+        self.create_queue(q)
+    }
+
+    fn queue_create_independent(&self, device: u32) -> BackendResult<u64> {
+        let q = self.inner.queue_create_independent(device)?;
+        self.create_queue(q)
+    }
+
+    unsafe fn queue_destroy(&self, device: u32, queue: u64) -> BackendResult<()> {
+        let Some(mut worker) = self.with(|s| s.queues.remove(&queue)) else {
+            return Err(BackendError::new(ErrorCode::InvalidHandle, 0, "not a queue of the host backend"));
+        };
+        let inner = self.inner;
+        // The queue goes once its work has run; this call does not wait for that.
+        // SAFETY: forwarded contract; the queue is used by nothing after this job.
+        let _ = worker.jobs.send(Box::new(move || unsafe { inner.queue_destroy(device, queue) }));
+        if let Some(thread) = worker.thread.take() {
+            self.with(|s| s.retiring.push(thread));
+        }
+        Ok(())
+    }
+
+    unsafe fn queue_synchronize(&self, device: u32, queue: u64) -> BackendResult<()> {
+        self.worker(queue)?.drain()?;
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.queue_synchronize(device, queue) }
+    }
+
+    unsafe fn queue_query(&self, _device: u32, queue: u64) -> BackendResult<bool> {
+        Ok(self.worker(queue)?.idle())
+    }
+
+    unsafe fn queue_wait_event(&self, _device: u32, queue: u64, event: u64) -> BackendResult<()> {
+        let track = self.track(event)?;
+        // The event's last record as of now: later records do not count.
+        let target = lock(&track.counts).0;
+        self.submit(queue, Box::new(move || track.wait_for(target)))
+    }
+
+    fn event_create(&self, device: u32) -> BackendResult<u64> {
+        let e = self.inner.event_create(device)?;
+        self.with(|s| s.events.insert(e, Arc::new(Track::default())));
+        Ok(e)
+    }
+
+    unsafe fn event_destroy(&self, device: u32, event: u64) -> BackendResult<()> {
+        // Records still to run would use the event: wait for them.
+        let track = self.track(event)?;
+        let target = lock(&track.counts).0;
+        track.wait_for(target)?;
+        self.with(|s| s.events.remove(&event));
+        // SAFETY: forwarded contract; no record of it remains to run.
+        unsafe { self.inner.event_destroy(device, event) }
+    }
+
+    unsafe fn event_record(&self, device: u32, event: u64, queue: u64) -> BackendResult<()> {
+        let track = self.track(event)?;
+        let seq = {
+            let mut c = lock(&track.counts);
+            c.0 += 1;
+            c.0
+        };
+        let inner = self.inner;
+        let record = move || {
+            // SAFETY: forwarded contract: the event lives until its records have run
+            // (`event_destroy` waits for them).
+            let r = unsafe { inner.event_record(device, event, queue) };
+            let mut c = lock(&track.counts);
+            c.1 = c.1.max(seq);
+            track.cv.notify_all();
+            r
+        };
+        self.submit(queue, Box::new(record))
+    }
+
+    unsafe fn event_synchronize(&self, device: u32, event: u64) -> BackendResult<()> {
+        let track = self.track(event)?;
+        let target = lock(&track.counts).0;
+        track.wait_for(target)?;
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.event_synchronize(device, event) }
+    }
+
+    unsafe fn event_query(&self, device: u32, event: u64) -> BackendResult<bool> {
+        let track = self.track(event)?;
+        let (recorded, ran) = *lock(&track.counts);
+        // SAFETY: forwarded contract.
+        Ok(ran >= recorded && unsafe { self.inner.event_query(device, event) }?)
+    }
+
+    unsafe fn event_elapsed_ms(&self, device: u32, start: u64, end: u64) -> BackendResult<f32> {
+        for e in [start, end] {
+            let track = self.track(e)?;
+            let (recorded, ran) = *lock(&track.counts);
+            if ran < recorded {
+                return Err(BackendError::new(ErrorCode::Busy, 0, "the event has not completed"));
+            }
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.event_elapsed_ms(device, start, end) }
+    }
+
+    fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
+        self.inner.program_load(device, image)
+    }
+
+    unsafe fn program_unload(&self, device: u32, program: u64) -> BackendResult<()> {
+        // Enqueued launches of its kernels must have run.
+        self.drain_all()?;
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.program_unload(device, program) }
+    }
+
+    unsafe fn kernel_get(&self, device: u32, program: u64, name: &str) -> BackendResult<u64> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.kernel_get(device, program, name) }
+    }
+
+    unsafe fn launch(
+        &self,
+        device: u32,
+        queue: u64,
+        kernel: u64,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        // The argument values are copied now (the caller's storage may go once this returns),
+        // by the kernel's declared parameter sizes.
+        let mut layout = ParamLayout::new();
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.kernel_param_layout(device, kernel, &mut layout) }?;
+        // Checked here, as the kernel itself would when it ran: a wrong count or size fails the
+        // launch now rather than at the next synchronise.
+        if args.params().len() != layout.len() {
+            return Err(BackendError::new(ErrorCode::InvalidArgument, 0, "kernel argument index out of range"));
+        }
+        let sizes: Vec<usize> = layout.iter().map(|s| s.size as usize).collect();
+        if args.sizes().is_some_and(|given| given != sizes.as_slice()) {
+            return Err(BackendError::new(
+                ErrorCode::InvalidSize,
+                0,
+                "kernel argument size does not match the kernel's parameter",
+            ));
+        }
+        let mut offsets = Vec::with_capacity(sizes.len());
+        let mut bytes: Vec<u64> = Vec::new(); // 8-byte aligned storage for every value
+        for (&p, &size) in args.params().iter().zip(&sizes) {
+            let start = bytes.len();
+            bytes.resize(start + size.div_ceil(8).max(1), 0);
+            // SAFETY: the caller's contract: each argument points to `size` readable bytes
+            // (the kernel's declared size, or the one given for it).
+            unsafe { core::ptr::copy_nonoverlapping(p.cast::<u8>(), bytes[start..].as_mut_ptr().cast::<u8>(), size) };
+            offsets.push(start);
+        }
+        let (inner, dims) = (self.inner, *dims);
+        let run = move || {
+            let mut bytes = bytes;
+            let base = bytes.as_mut_ptr();
+            // SAFETY: each offset is within `bytes`.
+            let params: Vec<*mut c_void> = offsets.iter().map(|&o| unsafe { base.add(o) }.cast::<c_void>()).collect();
+            // SAFETY: as many sizes as pointers (the kernel's); no pointer is null.
+            let args = unsafe { KernelArgs::new_unchecked(&params, &sizes) };
+            // SAFETY: forwarded contract; the arguments are the copies made at enqueue.
+            unsafe { inner.launch(device, queue, kernel, &dims, &args) }
+        };
+        self.submit(queue, Box::new(run))
+    }
+
+    unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.kernel_param_count(device, kernel) }
+    }
+
+    unsafe fn kernel_param_layout(&self, device: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.kernel_param_layout(device, kernel, out) }
+    }
+
+    unsafe fn kernel_optimal_block_size(&self, device: u32, kernel: u64, dynamic_shared: usize) -> BackendResult<u32> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.kernel_optimal_block_size(device, kernel, dynamic_shared) }
+    }
+
+    unsafe fn program_global(&self, device: u32, program: u64, name: &str) -> BackendResult<(u64, usize)> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.program_global(device, program, name) }
+    }
+
+    fn program_check(&self, device: u32, image: &[u8]) -> BackendResult<bool> {
+        self.inner.program_check(device, image)
+    }
+
+    fn tensor_map_encode_tiled(&self, device: u32, tensor: &TensorMapTiled<'_>) -> BackendResult<TensorMap> {
+        self.inner.tensor_map_encode_tiled(device, tensor)
+    }
+
+    unsafe fn queue_host_function(&self, _device: u32, queue: u64, f: HostFn, data: *mut c_void) -> BackendResult<()> {
+        // Runs on the queue's thread, outside the backend's execution lock: a function that
+        // blocks holds up only its own queue.
+        let call = Sendable((f, data));
+        self.submit(
+            queue,
+            Box::new(move || {
+                let (f, data) = call.into_inner();
+                // SAFETY: the caller's contract for `f(data)` (any thread, once).
+                run_as_callback(|| unsafe { f(data) });
+                Ok(())
+            }),
+        )
+    }
+}

@@ -1,0 +1,184 @@
+//! The default runtime's host device runs queue work asynchronously, in order (`QueuedHost`):
+//! work waits behind a blocked host function on its own queue only; synchronises, events and
+//! queue-less copies wait for it; a forgotten synchronise shows stale data; destroying a queue
+//! with blocked work returns at once; an error of enqueued work comes back at the next
+//! synchronise.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use ordo::raw::Queue;
+use ordo_core::FillValue;
+use ordo::{ErrorCode, MemKind, Runtime};
+
+/// The tests share the host device: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Blocks its queue until the flag it points to is set.
+unsafe extern "C" fn wait_for_flag(data: *mut core::ffi::c_void) {
+    // SAFETY: `data` is a `&'static AtomicBool` (see the callers).
+    let flag = unsafe { &*data.cast::<AtomicBool>() };
+    while !flag.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn host(rt: &Runtime) -> ordo::raw::Device {
+    rt.device(rt.platform(0).unwrap(), 0).unwrap()
+}
+
+fn block(rt: &Runtime, q: Queue, flag: &'static AtomicBool) {
+    // SAFETY: `wait_for_flag` reads the static flag only, from any thread.
+    unsafe { rt.queue_host_function(q, wait_for_flag, (flag as *const AtomicBool).cast_mut().cast()) }.unwrap();
+}
+
+#[test]
+fn queue_work_runs_later_in_order_and_a_blocked_queue_holds_up_only_itself() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    static GO: AtomicBool = AtomicBool::new(false);
+    let rt = ordo::runtime();
+    let _guard = rt.init_guard().unwrap();
+    let d = host(rt);
+    let (blocked, free) = (rt.queue_create(d).unwrap(), rt.queue_create(d).unwrap());
+    let mem = rt.mem_alloc(d, MemKind::Device, 64).unwrap();
+    rt.fill(mem, FillValue::U8(1), 64, None).unwrap();
+    block(rt, blocked, &GO);
+    // Enqueued behind the blocked function: returns at once, runs later.
+    let started = Instant::now();
+    rt.fill(mem, FillValue::U8(7), 32, Some(blocked)).unwrap();
+    let mut seen = [0u8; 64];
+    // SAFETY: `seen` outlives the copy (the queue is synchronised below before it is read).
+    unsafe { rt.copy_from_device_async(blocked, seen.as_mut_ptr(), mem, 64) }.unwrap();
+    assert!(!rt.queue_query(blocked).unwrap(), "the blocked queue has work left");
+    // Another queue is not held up.
+    let other = rt.mem_alloc(d, MemKind::Device, 16).unwrap();
+    rt.fill(other, FillValue::U8(9), 16, Some(free)).unwrap();
+    rt.queue_synchronize(free).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(seen, [0u8; 64], "a forgotten synchronise sees nothing yet, as on a GPU");
+    GO.store(true, Ordering::Release);
+    rt.queue_synchronize(blocked).unwrap();
+    assert_eq!(&seen[..32], &[7u8; 32]);
+    assert_eq!(&seen[32..], &[1u8; 32], "in order: the fill, then the copy");
+    rt.queue_destroy(blocked).unwrap();
+    rt.queue_destroy(free).unwrap();
+    rt.mem_free(mem).unwrap();
+    rt.mem_free(other).unwrap();
+}
+
+#[test]
+fn events_order_queues_and_queue_less_copies_wait_for_every_queue() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    static GO: AtomicBool = AtomicBool::new(false);
+    let rt = ordo::runtime();
+    let _guard = rt.init_guard().unwrap();
+    let d = host(rt);
+    let (a, b) = (rt.queue_create(d).unwrap(), rt.queue_create(d).unwrap());
+    let e = rt.event_create(d).unwrap();
+    let mem = rt.mem_alloc(d, MemKind::Device, 16).unwrap();
+    rt.fill(mem, FillValue::U8(0), 16, None).unwrap();
+    block(rt, a, &GO);
+    rt.fill(mem, FillValue::U8(3), 16, Some(a)).unwrap();
+    rt.event_record(e, a).unwrap();
+    assert!(!rt.event_query(e).unwrap(), "its record has not run");
+    // b waits for a's event, then overwrites.
+    rt.queue_wait_event(b, e).unwrap();
+    rt.fill(mem, FillValue::U8(5), 8, Some(b)).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!rt.queue_query(b).unwrap(), "b waits for the event");
+    let releaser = std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(50));
+        GO.store(true, Ordering::Release);
+    });
+    // A copy without a queue starts after everything submitted to the device's queues.
+    let mut out = [0u8; 16];
+    rt.copy_from_device(&mut out, mem).unwrap();
+    assert_eq!(out, [5, 5, 5, 5, 5, 5, 5, 5, 3, 3, 3, 3, 3, 3, 3, 3]);
+    assert!(rt.event_query(e).unwrap());
+    releaser.join().unwrap();
+    rt.event_destroy(e).unwrap();
+    rt.queue_destroy(a).unwrap();
+    rt.queue_destroy(b).unwrap();
+    rt.mem_free(mem).unwrap();
+}
+
+#[test]
+fn destroying_a_blocked_queue_returns_at_once_and_its_event_completes_later() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    static GO: AtomicBool = AtomicBool::new(false);
+    let rt = ordo::runtime();
+    let _guard = rt.init_guard().unwrap();
+    let d = host(rt);
+    let q = rt.queue_create(d).unwrap();
+    let e = rt.event_create(d).unwrap();
+    block(rt, q, &GO);
+    rt.event_record(e, q).unwrap();
+    let started = Instant::now();
+    rt.queue_destroy(q).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(1), "destroy does not wait for the queue's work");
+    assert_eq!(rt.queue_synchronize(q).unwrap_err().code, ErrorCode::InvalidHandle);
+    GO.store(true, Ordering::Release);
+    rt.event_synchronize(e).unwrap();
+    rt.event_destroy(e).unwrap();
+}
+
+/// A host kernel that fails when it runs.
+unsafe fn fails(_: &ordo::host::HostThread, _: &ordo::KernelArgs<'_>) -> Result<(), ordo::host::RuntimeError> {
+    Err(ordo::host::RuntimeError::new(ErrorCode::InvalidValue, "this kernel always fails"))
+}
+
+static FAILING: ordo::host::HostProgram = ordo::host::HostProgram {
+    name: "tests.host_queues.failing",
+    kernels: &[ordo::host::HostKernel { name: "fails", run: fails, params: &[] }],
+};
+
+#[test]
+fn an_error_of_enqueued_work_comes_back_at_the_next_synchronise_and_sizes_fail_at_once() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    ordo::register_host_program(&FAILING).unwrap();
+    let rt = ordo::runtime();
+    let _guard = rt.init_guard().unwrap();
+    let d = host(rt);
+    let q = rt.queue_create(d).unwrap();
+    let dims = ordo::LaunchDims { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+
+    // A kernel that fails when it runs: the launch succeeds, the synchronise reports it (once).
+    let p = rt.program_load(d, FAILING.name.as_bytes()).unwrap();
+    let k = rt.kernel_get(p, "fails").unwrap();
+    // SAFETY: no arguments.
+    unsafe { rt.launch(q, k, &dims, &ordo::KernelArgs::unsized_params(&[]).unwrap()) }.unwrap();
+    assert_eq!(rt.queue_synchronize(q).unwrap_err().code, ErrorCode::InvalidValue);
+    rt.queue_synchronize(q).unwrap();
+
+    // A size that does not match the kernel's parameter fails the launch itself.
+    let builtin = rt.program_load(d, ordo::builtin_program_image(ordo::BackendKind::Host).unwrap()).unwrap();
+    let add = rt.kernel_get(builtin, "vector_add_f32").unwrap();
+    let mem = rt.mem_alloc(d, MemKind::Device, 16).unwrap();
+    let (ptr, count) = (mem.0, 4u32);
+    let args = [
+        (&raw const ptr).cast_mut().cast::<core::ffi::c_void>(),
+        (&raw const ptr).cast_mut().cast(),
+        (&raw const ptr).cast_mut().cast(),
+        (&raw const count).cast_mut().cast(),
+    ];
+    let wrong = [8usize, 8, 8, 8];
+    let kernel_args = ordo::KernelArgs::new(&args, &wrong).unwrap();
+    // SAFETY: every argument points to at least the bytes given for it.
+    let r = unsafe { rt.launch(q, add, &dims, &kernel_args) };
+    assert_eq!(r.unwrap_err().code, ErrorCode::InvalidSize, "a size mismatch fails at once");
+
+    // A host function that would wait for queues gets `Busy` instead of a deadlock.
+    unsafe extern "C" fn sync_from_inside(data: *mut core::ffi::c_void) {
+        // The queue's raw handle travels as the data word (never dereferenced).
+        let q = Queue::from_raw(data as u64);
+        let r = ordo::runtime().queue_synchronize(q);
+        assert_eq!(r.unwrap_err().code, ErrorCode::Busy);
+    }
+    // SAFETY: the function only passes a handle value to ordo.
+    unsafe { rt.queue_host_function(q, sync_from_inside, q.to_raw() as usize as *mut core::ffi::c_void) }.unwrap();
+    rt.queue_synchronize(q).unwrap();
+    rt.queue_destroy(q).unwrap();
+    rt.mem_free(mem).unwrap();
+    rt.program_unload(p).unwrap();
+    rt.program_unload(builtin).unwrap();
+}
