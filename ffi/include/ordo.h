@@ -17,6 +17,9 @@
 #include <stdint.h>
 
 
+// Most C host kernels a process registers, over all its programs.
+#define ORDO_MAX_C_HOST_KERNELS 64
+
 // Queues run asynchronously to the caller.
 #define ORDO_CAP_ASYNC_QUEUES 1
 
@@ -37,6 +40,38 @@
 
 // The status every function returns: `ORDO_SUCCESS` (0) or an `ORDO_ERROR_*` code.
 typedef int32_t ordo_status_t;
+
+// Where a thread of a host kernel launch is (as CUDA's `threadIdx`, `blockIdx`, `blockDim`,
+// `gridDim`).
+typedef struct ordo_host_thread_t {
+  // Thread index within the block (x, y, z).
+  uint32_t thread[3];
+  // Block index within the grid.
+  uint32_t block[3];
+  // Threads per block.
+  uint32_t block_dim[3];
+  // Blocks per grid.
+  uint32_t grid_dim[3];
+} ordo_host_thread_t;
+
+// A host kernel in C: called once per thread of a launch, one thread at a time, with the
+// thread's position and the launch's argument pointers (`args[i]` points to parameter `i`, of
+// the size the kernel declares). Returns `ORDO_SUCCESS`, or an error status that fails the
+// launch (reported by the queue's next synchronise). It must not call ordo.
+typedef ordo_status_t (*ordo_host_kernel_fn)(const struct ordo_host_thread_t*, void*const *);
+
+// One kernel of a C host program.
+typedef struct ordo_host_kernel_t {
+  // The name `ordo_kernel_get` (and `olGetSymbol`) finds it by (UTF-8, NUL-terminated).
+  const char *name;
+  // The function run per thread.
+  ordo_host_kernel_fn run;
+  // The size in bytes of each parameter, in order (launches are checked against them, and
+  // `olLaunchKernel` lays a packed argument buffer out by them as a C struct).
+  const size_t *param_sizes;
+  // How many parameters.
+  uint32_t param_count;
+} ordo_host_kernel_t;
 
 // One failed step of a teardown.
 typedef struct ordo_teardown_failure_t {
@@ -367,6 +402,24 @@ const char *ordo_status_string(ordo_status_t status);
 // then the JIT log. Valid until the thread's next failing ordo call. Without std, one buffer is
 // shared by all threads.
 const char *ordo_last_error_detail(void);
+
+// Gives the host platform a program of host kernels written in C: afterwards
+// `ordo_program_load(host_device, name, strlen(name), &program)` loads it (as
+// `olCreateProgram` does through liboffload's API), and `ordo_kernel_get` finds its kernels by
+// name. Before or after `ordo_init`. Registering the same table again changes nothing.
+// `ORDO_ERROR_NULL_POINTER` for a NULL name, table, function or size list;
+// `ORDO_ERROR_INVALID_ARGUMENT` for a name that is empty or not UTF-8, two kernels of one name,
+// or another program of that name; `ORDO_ERROR_INVALID_SIZE` for a parameter size of 0;
+// `ORDO_ERROR_OUT_OF_RESOURCES` past 32 programs or `ORDO_MAX_C_HOST_KERNELS` kernels in all.
+// Nothing is registered when it fails.
+//
+// # Safety
+// `name`, `kernels[0..count]`, their names and parameter size lists must be valid and stay
+// unchanged for the rest of the program (static data, as a firmware's tables are); each
+// function must be sound to call with any thread position and its parameters as declared.
+ordo_status_t ordo_host_program_register(const char *name,
+                                         const struct ordo_host_kernel_t *kernels,
+                                         uint32_t count);
 
 // Takes an init reference. The first initialises every backend (an absent driver, or one that
 // fails to initialise, is not an error: its platform is listed as absent or unavailable). Nests:

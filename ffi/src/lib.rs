@@ -24,6 +24,9 @@ pub mod mlir;
 pub mod offload;
 
 pub use boundary::{ordo_last_error_detail, ordo_status_string};
+pub use c::host::{
+    ORDO_MAX_C_HOST_KERNELS, ordo_host_kernel_fn, ordo_host_kernel_t, ordo_host_program_register, ordo_host_thread_t,
+};
 pub use c::lifecycle::{
     ordo_get_state, ordo_init, ordo_last_teardown_report, ordo_set_host_arena, ordo_set_wait_hook, ordo_shutdown,
     ordo_shutdown_at_exit,

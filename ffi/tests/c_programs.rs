@@ -137,6 +137,14 @@ fn bad_input_table() {
     run("bad_input.c");
 }
 
+/// Host kernels written in C (`ordo_host_program_register`): registered, loaded by name,
+/// launched with checked sizes and their layout, a kernel's error status at the synchronise,
+/// and every refusal of the registration.
+#[test]
+fn host_kernels_written_in_c() {
+    run("host_kernels.c");
+}
+
 #[test]
 fn threads_churning_through_the_c_api() {
     run("threads.c");

@@ -42,6 +42,12 @@ static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, Some(ordo
 #[cfg(not(feature = "std"))]
 static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None).with_registry(&HOST_PROGRAMS);
 
+/// The registry of programs the default runtime's host device offers besides its built-in one
+/// (what [`register_host_program`] adds to; the C ABI registers C kernel tables there).
+pub fn host_program_registry() -> &'static HostProgramRegistry {
+    &HOST_PROGRAMS
+}
+
 /// Offers a program of host kernels on the default runtime's host device, so that
 /// `program_load` (and [`Module::load`](crate::Module::load) with the program's name as the image) finds it by name. Call it
 /// before or after init; registering the same program again does nothing. `InvalidArgument` when

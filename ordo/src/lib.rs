@@ -45,7 +45,7 @@ mod queue;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
 pub use context::{Context, Device};
-pub use default::{builtin_program_image, provide_host_arena, register_host_program, runtime};
+pub use default::{builtin_program_image, host_program_registry, provide_host_arena, register_host_program, runtime};
 pub use error::{Error, Result};
 pub use host_kernel::{HostFunction, In, Out, TypedHostKernel};
 pub use module::{Function, KernelArg, LaunchBuilder, MAX_LAUNCH_ARGS, Module};

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ordo::raw::Queue;
-use ordo_core::FillValue;
 use ordo::{ErrorCode, MemKind, Runtime};
+use ordo_core::FillValue;
 
 /// The tests share the host device: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -94,6 +94,11 @@ impl HostProgramRegistry {
         Ok(())
     }
 
+    /// The registered program of that name.
+    pub fn find(&self, name: &str) -> Option<&'static HostProgram> {
+        self.iter().find(|p| p.name == name)
+    }
+
     /// The program in place `i`.
     pub(super) fn get(&self, i: usize) -> Option<&'static HostProgram> {
         if i >= self.len.load(core::sync::atomic::Ordering::Acquire) {

@@ -1,6 +1,7 @@
 //! The `ordo_*` C ABI, one file per object kind: the lifecycle, platforms and devices
 //! (`objects`), memory, queues and events, programs and kernels, and the C types they share.
 
+pub(crate) mod host;
 pub(crate) mod lifecycle;
 pub(crate) mod memory;
 pub(crate) mod objects;
