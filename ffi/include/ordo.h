@@ -52,6 +52,12 @@ typedef struct ordo_host_thread_t {
   uint32_t block_dim[3];
   // Blocks per grid.
   uint32_t grid_dim[3];
+  // The block's local (shared) memory: the `shared_mem_bytes` the launch asked for (at most
+  // 48 KiB), zeroed when the block starts and common to its threads, which run one after
+  // another in index order; NULL when the launch asked for none.
+  void *local;
+  // Bytes at `local`.
+  size_t local_len;
 } ordo_host_thread_t;
 
 // A host kernel in C: called once per thread of a launch, one thread at a time, with the

@@ -477,8 +477,15 @@ impl Backend for QueuedHost {
         let mut layout = ParamLayout::new();
         // SAFETY: forwarded contract.
         unsafe { self.inner.kernel_param_layout(device, kernel, &mut layout) }?;
-        // Checked here, as the kernel itself would when it ran: a wrong count or size fails the
-        // launch now rather than at the next synchronise.
+        // Checked here, as the backend and the kernel would when it ran: too much local memory,
+        // a wrong count or size fails the launch now rather than at the next synchronise.
+        if dims.shared_mem_bytes > ordo_core::host::HOST_LOCAL_MEMORY_BYTES {
+            return Err(BackendError::new(
+                ErrorCode::InvalidValue,
+                0,
+                "more local memory than a host block has (48 KiB)",
+            ));
+        }
         if args.params().len() != layout.len() {
             return Err(BackendError::new(ErrorCode::InvalidArgument, 0, "kernel argument index out of range"));
         }

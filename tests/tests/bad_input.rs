@@ -449,8 +449,8 @@ fn host_backend_rejects_unknown_programs_kernels_and_exhaustion() {
         unsafe { rt.launch(q, k, dims, &KernelArgs::EMPTY) }.map_err(|e| e.code)
     };
     assert_eq!(launch(&too_big), Err(ErrorCode::InvalidValue));
-    let shared = LaunchDims { shared_mem_bytes: 16, ..LaunchDims::linear(1, 1) };
-    assert_eq!(launch(&shared), Err(ErrorCode::InvalidValue));
+    let shared = LaunchDims { shared_mem_bytes: 48 * 1024 + 1, ..LaunchDims::linear(1, 1) };
+    assert_eq!(launch(&shared), Err(ErrorCode::InvalidValue), "more local memory than a block has");
     // A kernel given too few arguments fails cleanly instead of reading garbage.
     assert_eq!(launch(&LaunchDims::linear(1, 1)), Err(ErrorCode::InvalidArgument));
     let (e0, e1) = (rt.event_create(d).unwrap(), rt.event_create(d).unwrap());

@@ -16,6 +16,13 @@ pub struct HostThread {
     pub block_dim: [u32; 3],
     /// Blocks per grid.
     pub grid_dim: [u32; 3],
+    /// The block's local (shared) memory: `local_len` bytes that the launch asked for
+    /// (`LaunchDims::shared_mem_bytes`), zeroed when the block starts and common to its threads,
+    /// which run one after another in index order; null when the launch asked for none. Valid
+    /// only while the kernel runs.
+    pub local: *mut u8,
+    /// Bytes at `local`.
+    pub local_len: usize,
 }
 
 impl HostThread {

@@ -33,6 +33,10 @@ use crate::capacity::MAX_EVENTS;
 use crate::error::{BackendError, Error, ErrorCode};
 use crate::reentry;
 
+/// Local (shared) memory a host kernel's block may ask for (`LaunchDims::shared_mem_bytes`), as
+/// CUDA's default per-block limit.
+pub const HOST_LOCAL_MEMORY_BYTES: u32 = 48 * 1024;
+
 /// The host backend's launch limits: CUDA's grid and block limits, and at most 2^28 threads per
 /// launch, because a launch runs its whole grid on the calling thread while it holds the host
 /// device (a larger grid would keep every other host call, and the final shutdown, waiting).
@@ -323,6 +327,9 @@ impl Backend for HostBackend {
                 }
             }
             DeviceInfo::MultiprocessorCount | DeviceInfo::WarpSize => InfoValue::Int(1),
+            DeviceInfo::MaxSharedMemoryPerBlock | DeviceInfo::MaxSharedMemoryPerBlockOptin => {
+                InfoValue::Int(HOST_LOCAL_MEMORY_BYTES.into())
+            }
             DeviceInfo::Vendor => InfoValue::text("ordo"),
             DeviceInfo::DriverVersion => InfoValue::text(env!("CARGO_PKG_VERSION")),
             DeviceInfo::Uuid => InfoValue::text("ordo-host-0"),
@@ -337,7 +344,7 @@ impl Backend for HostBackend {
                     _ => return Err(err(ErrorCode::Unsupported, "the host does not tell this property")),
                 }
             }
-            _ => InfoValue::Int(0), // shared memory: the host backend has none
+            _ => InfoValue::Int(0),
         })
     }
 
@@ -523,26 +530,45 @@ impl Backend for HostBackend {
 
     unsafe fn launch(
         &self,
-        _: u32,
+        device: u32,
         _: u64,
         kernel: u64,
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
         debug_assert!(dims.validate(&HOST_LAUNCH_LIMITS).is_ok());
-        if dims.shared_mem_bytes > 0 {
-            return Err(err(ErrorCode::InvalidValue, "the host backend has no shared memory"));
+        if dims.shared_mem_bytes > HOST_LOCAL_MEMORY_BYTES {
+            return Err(err(ErrorCode::InvalidValue, "more local memory than a host block has (48 KiB)"));
         }
         let run = self.host_kernel(kernel)?.run;
-        self.execute(|| {
+        // The blocks' local memory: one block of it, from the device's memory, for the launch
+        // (blocks run one after another, each with it zeroed first).
+        let local_len = dims.shared_mem_bytes as usize;
+        let local = match local_len {
+            0 => 0,
+            n => self.mem_alloc(device, MemKind::Device, n)?,
+        };
+        let ran = self.execute(|| {
             // The kernel is user code: calls it makes into ordo that would wait for this launch
             // fail with `Busy` (std builds).
             let _callback = reentry::mark();
-            let mut t = HostThread { thread: [0; 3], block: [0; 3], block_dim: dims.block, grid_dim: dims.grid };
+            let local = core::ptr::with_exposed_provenance_mut::<u8>(local as usize);
+            let mut t = HostThread {
+                thread: [0; 3],
+                block: [0; 3],
+                block_dim: dims.block,
+                grid_dim: dims.grid,
+                local,
+                local_len,
+            };
             for bz in 0..dims.grid[2] {
                 for by in 0..dims.grid[1] {
                     for bx in 0..dims.grid[0] {
                         t.block = [bx, by, bz];
+                        if local_len > 0 {
+                            // SAFETY: the launch's own allocation of `local_len` bytes.
+                            unsafe { core::ptr::write_bytes(local, 0, local_len) };
+                        }
                         for tz in 0..dims.block[2] {
                             for ty in 0..dims.block[1] {
                                 for tx in 0..dims.block[0] {
@@ -556,7 +582,12 @@ impl Backend for HostBackend {
                 }
             }
             Ok(())
-        })
+        });
+        if local != 0 {
+            // SAFETY: the allocation made above for this launch, used by nothing else now.
+            let _ = unsafe { self.mem_free(device, MemKind::Device, local, local_len) };
+        }
+        ran
     }
 
     unsafe fn kernel_param_layout(&self, _: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {
@@ -666,6 +697,61 @@ mod tests {
         assert_eq!(&out[2..8], &[7, 0, 7, 0, 7, 0]);
         assert_eq!(RT.mem_free(DevicePtr(m.0)), Ok(()));
         RT.shutdown().unwrap();
+    }
+
+    /// Each thread adds its index + 1 to the block's local counter; the last thread writes the
+    /// block's sum to `out[block]`.
+    unsafe fn block_sum(t: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
+        // SAFETY: the test passes one pointer to `grid` u32s of device memory.
+        let out: *mut u32 = unsafe { args.read(0) }?;
+        assert!(!t.local.is_null() && t.local_len >= 4);
+        let counter = t.local.cast::<u32>();
+        // SAFETY: the block's local memory, at least 4 bytes, used by this thread only now.
+        unsafe { counter.write_unaligned(counter.read_unaligned() + t.thread[0] + 1) };
+        if t.thread[0] + 1 == t.block_dim[0] {
+            // SAFETY: `out` has an entry per block.
+            unsafe { out.add(t.block[0] as usize).write_unaligned(counter.read_unaligned()) };
+        }
+        Ok(())
+    }
+
+    static LOCAL_ARENA: HostArena<{ 4 * HOST_ALIGN }> = HostArena::new();
+    static LOCAL_PROGRAMS: [HostProgram; 1] = [HostProgram {
+        name: "local",
+        kernels: &[HostKernel { name: "block_sum", run: block_sum, params: &[core::mem::size_of::<*mut u32>()] }],
+    }];
+    static LOCAL_HOST: HostBackend = HostBackend::new(&LOCAL_ARENA, &LOCAL_PROGRAMS, None);
+    static LOCAL_BACKENDS: [&dyn Backend; 1] = [&LOCAL_HOST];
+    crate::static_runtime!(static LOCAL_RT = &LOCAL_BACKENDS);
+
+    /// A launch's local memory: zeroed per block, common to the block's threads, freed after the
+    /// launch; more than 48 KiB is `InvalidValue`; the device reports the limit.
+    #[test]
+    fn blocks_have_local_memory() {
+        let rt = &LOCAL_RT;
+        rt.init().unwrap();
+        let d = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+        assert_eq!(rt.device_info(d, DeviceInfo::MaxSharedMemoryPerBlockOptin).unwrap(), InfoValue::Int(48 * 1024));
+        let out = rt.mem_alloc(d, MemKind::Device, 12).unwrap();
+        let q = rt.queue_create(d).unwrap();
+        let p = rt.program_load(d, b"local").unwrap();
+        let k = rt.kernel_get(p, "block_sum").unwrap();
+        let ptr = out.as_ptr::<u32>();
+        let params = [core::ptr::addr_of!(ptr) as *mut core::ffi::c_void];
+        let args = KernelArgs::new(&params, &[core::mem::size_of::<*mut u32>()]).unwrap();
+        let free = LOCAL_HOST.free_bytes();
+        let dims = LaunchDims { grid: [3, 1, 1], block: [4, 1, 1], shared_mem_bytes: 4 };
+        // SAFETY: one pointer to 3 u32s of device memory.
+        unsafe { rt.launch(q, k, &dims, &args) }.unwrap();
+        let mut sums = [0u8; 12];
+        rt.copy_from_device(&mut sums, out).unwrap();
+        let word = |i: usize| u32::from_ne_bytes(sums[i * 4..i * 4 + 4].try_into().unwrap());
+        assert_eq!([word(0), word(1), word(2)], [10, 10, 10], "zeroed for each block");
+        assert_eq!(LOCAL_HOST.free_bytes(), free, "the local memory went back");
+        let too_much = LaunchDims { shared_mem_bytes: 48 * 1024 + 1, ..dims };
+        // SAFETY: as above.
+        assert_eq!(unsafe { rt.launch(q, k, &too_much, &args) }.unwrap_err().code, ErrorCode::InvalidValue);
+        rt.shutdown().unwrap();
     }
 
     unsafe extern "C" fn bump(data: *mut core::ffi::c_void) {

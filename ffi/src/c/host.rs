@@ -33,6 +33,12 @@ pub struct ordo_host_thread_t {
     pub block_dim: [u32; 3],
     /// Blocks per grid.
     pub grid_dim: [u32; 3],
+    /// The block's local (shared) memory: the `shared_mem_bytes` the launch asked for (at most
+    /// 48 KiB), zeroed when the block starts and common to its threads, which run one after
+    /// another in index order; NULL when the launch asked for none.
+    pub local: *mut c_void,
+    /// Bytes at `local`.
+    pub local_len: usize,
 }
 
 /// A host kernel in C: called once per thread of a launch, one thread at a time, with the
@@ -92,7 +98,14 @@ unsafe fn call_c(slot: usize, t: &HostThread, args: &KernelArgs<'_>) -> Result<(
     // SAFETY: the slot holds the non-null `ordo_host_kernel_fn` registered for it.
     let run: unsafe extern "C" fn(*const ordo_host_thread_t, *const *mut c_void) -> ordo_status_t =
         unsafe { core::mem::transmute::<usize, _>(address) };
-    let thread = ordo_host_thread_t { thread: t.thread, block: t.block, block_dim: t.block_dim, grid_dim: t.grid_dim };
+    let thread = ordo_host_thread_t {
+        thread: t.thread,
+        block: t.block,
+        block_dim: t.block_dim,
+        grid_dim: t.grid_dim,
+        local: t.local.cast(),
+        local_len: t.local_len,
+    };
     // SAFETY: the C kernel's contract (registered by its caller): it reads its parameters.
     match unsafe { run(&thread, args.params().as_ptr()) } {
         0 => Ok(()),

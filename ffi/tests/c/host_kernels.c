@@ -16,6 +16,16 @@ static ordo_status_t scale(const ordo_host_thread_t *t, void *const *args) {
   return ORDO_SUCCESS;
 }
 
+/* Each thread adds its index + 1 to the block's local counter; the last writes out[block]. */
+static ordo_status_t block_sum(const ordo_host_thread_t *t, void *const *args) {
+  uint32_t *out = *(uint32_t *const *)args[0];
+  if (t->local == NULL || t->local_len < sizeof(uint32_t)) return ORDO_ERROR_INVALID_VALUE;
+  uint32_t *counter = (uint32_t *)t->local;
+  *counter += t->thread[0] + 1;
+  if (t->thread[0] + 1 == t->block_dim[0]) out[t->block[0]] = *counter;
+  return ORDO_SUCCESS;
+}
+
 /* Fails every launch (its status is the launch's error, reported by the synchronise). */
 static ordo_status_t refuse(const ordo_host_thread_t *t, void *const *args) {
   (void)t;
@@ -24,9 +34,11 @@ static ordo_status_t refuse(const ordo_host_thread_t *t, void *const *args) {
 }
 
 static const size_t scale_params[] = {sizeof(float *), sizeof(const float *), sizeof(float), sizeof(uint32_t)};
+static const size_t one_pointer[] = {sizeof(uint32_t *)};
 static const ordo_host_kernel_t kernels[] = {
     {"scale", scale, scale_params, 4},
     {"refuse", refuse, NULL, 0},
+    {"block_sum", block_sum, one_pointer, 1},
 };
 
 int main(void) {
@@ -37,16 +49,16 @@ int main(void) {
   static const ordo_host_kernel_t zero_size[] = {{"x", refuse, zero, 1}};
   static const ordo_host_kernel_t no_sizes[] = {{"x", refuse, NULL, 2}};
   static const ordo_host_kernel_t twice[] = {{"x", refuse, NULL, 0}, {"x", refuse, NULL, 0}};
-  EXPECT(ordo_host_program_register(NULL, kernels, 2), ORDO_ERROR_NULL_POINTER);
-  EXPECT(ordo_host_program_register("c.kernels", NULL, 2), ORDO_ERROR_NULL_POINTER);
-  EXPECT(ordo_host_program_register("", kernels, 2), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_host_program_register(NULL, kernels, 3), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_host_program_register("c.kernels", NULL, 3), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_host_program_register("", kernels, 3), ORDO_ERROR_INVALID_ARGUMENT);
   EXPECT(ordo_host_program_register("bad", no_fn, 1), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_host_program_register("bad", no_name, 1), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_host_program_register("bad", zero_size, 1), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_host_program_register("bad", no_sizes, 1), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_host_program_register("bad", twice, 2), ORDO_ERROR_INVALID_ARGUMENT);
-  OK(ordo_host_program_register("c.kernels", kernels, 2));
-  OK(ordo_host_program_register("c.kernels", kernels, 2)); /* the same table again: nothing */
+  OK(ordo_host_program_register("c.kernels", kernels, 3));
+  OK(ordo_host_program_register("c.kernels", kernels, 3)); /* the same table again: nothing */
   EXPECT(ordo_host_program_register("c.kernels", kernels, 1), ORDO_ERROR_INVALID_ARGUMENT);
 
   OK(ordo_init());
@@ -92,6 +104,23 @@ int main(void) {
     fprintf(stderr, "layout: %zu parameters\n", count);
     return 1;
   }
+  /* Local memory: zeroed for each block, common to its threads. */
+  ordo_kernel_t sum;
+  OK(ordo_kernel_get(prog, "block_sum", &sum));
+  uint32_t sums[3] = {0};
+  void *dsums;
+  OK(ordo_mem_alloc(d, ORDO_MEM_DEVICE, sizeof sums, &dsums));
+  void *sum_args[] = {&dsums};
+  size_t sum_sizes[] = {sizeof dsums};
+  ordo_launch_dims_t blocks = {{3, 1, 1}, {4, 1, 1}, sizeof(uint32_t)};
+  OK(ordo_launch(q, sum, &blocks, sum_args, sum_sizes, 1));
+  OK(ordo_memcpy(sums, dsums, sizeof sums, ORDO_COPY_DEVICE_TO_HOST));
+  if (sums[0] != 10 || sums[1] != 10 || sums[2] != 10) {
+    fprintf(stderr, "block sums %u %u %u\n", sums[0], sums[1], sums[2]);
+    return 1;
+  }
+  ordo_launch_dims_t too_much = {{1, 1, 1}, {1, 1, 1}, 48 * 1024 + 1};
+  EXPECT(ordo_launch(q, sum, &too_much, sum_args, sum_sizes, 1), ORDO_ERROR_INVALID_VALUE);
   /* A kernel's error status fails its launch, reported by the queue's synchronise. */
   OK(ordo_launch(q, bad, &dims, NULL, NULL, 0));
   EXPECT(ordo_queue_synchronize(q), ORDO_ERROR_INVALID_VALUE);
