@@ -322,7 +322,12 @@ fuzz_target!(|data: &[u8]| {
                     let f: ordo_host_fn_t = if arg % 5 == 4 { None } else { Some(count_call) };
                     let before = CALLS.load(std::sync::atomic::Ordering::Relaxed);
                     let ok = check(ordo_queue_host_function(q, f, std::ptr::null_mut()));
-                    // The host platform runs it before the call returns; a failed call never runs it.
+                    // The host platform runs it on the queue's thread, in order: it has run when
+                    // the queue's synchronise returns (with whatever status the queue's earlier
+                    // work left); a failed call never runs it.
+                    if ok {
+                        check(ordo_queue_synchronize(q));
+                    }
                     let after = CALLS.load(std::sync::atomic::Ordering::Relaxed);
                     assert_eq!(after, before + u32::from(ok), "host function calls");
                 }

@@ -57,17 +57,27 @@ struct Progress {
 }
 
 struct Worker {
-    jobs: mpsc::Sender<Job>,
+    /// Where work goes; `None` until the queue's first work starts its thread (a queue that
+    /// never gets any costs no thread).
+    jobs: Option<mpsc::Sender<Job>>,
     progress: Arc<(Mutex<Progress>, Condvar)>,
-    /// The queue's thread (`None` in the transient copies made to wait on it).
+    /// The queue's thread (`None` before it starts, and in the transient copies made to wait on
+    /// it).
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Worker {
-    fn start() -> BackendResult<Self> {
+    fn new() -> Self {
+        Self { jobs: None, progress: Arc::new((Mutex::new(Progress::default()), Condvar::new())), thread: None }
+    }
+
+    /// Starts the queue's thread if it has none yet.
+    fn start(&mut self) -> BackendResult<()> {
+        if self.jobs.is_some() {
+            return Ok(());
+        }
         let (jobs, inbox) = mpsc::channel::<Job>();
-        let progress = Arc::new((Mutex::new(Progress::default()), Condvar::new()));
-        let theirs = Arc::clone(&progress);
+        let theirs = Arc::clone(&self.progress);
         let thread = std::thread::Builder::new()
             .name("ordo-host-queue".into())
             .spawn(move || {
@@ -82,7 +92,8 @@ impl Worker {
                 }
             })
             .map_err(|_| BackendError::new(ErrorCode::OutOfResources, 0, "could not start a host queue's thread"))?;
-        Ok(Self { jobs, progress, thread: Some(thread) })
+        (self.jobs, self.thread) = (Some(jobs), Some(thread));
+        Ok(())
     }
 
     /// Another handle on this worker, without its thread.
@@ -90,9 +101,15 @@ impl Worker {
         Self { jobs: self.jobs.clone(), progress: Arc::clone(&self.progress), thread: None }
     }
 
+    /// Submits to a started worker.
     fn submit(&self, job: Job) -> BackendResult<()> {
+        let gone = || BackendError::new(ErrorCode::Internal, 0, "a host queue's thread has gone");
+        let jobs = self.jobs.as_ref().ok_or_else(gone)?;
         lock(&self.progress.0).submitted += 1;
-        self.jobs.send(job).map_err(|_| BackendError::new(ErrorCode::Internal, 0, "a host queue's thread has gone"))
+        jobs.send(job).map_err(|_| {
+            lock(&self.progress.0).submitted -= 1;
+            gone()
+        })
     }
 
     /// Waits until everything submitted so far has run.
@@ -174,7 +191,14 @@ impl QueuedHost {
     }
 
     fn submit(&self, queue: u64, job: Job) -> BackendResult<()> {
-        self.worker(queue)?.submit(job)
+        // The queue's thread starts with its first work.
+        let worker = self.with(|s| {
+            let w = s.queues.get_mut(&queue)?;
+            Some(w.start().map(|()| w.handle()))
+        });
+        worker
+            .ok_or_else(|| BackendError::new(ErrorCode::InvalidHandle, 0, "not a queue of the host backend"))??
+            .submit(job)
     }
 
     fn track(&self, event: u64) -> BackendResult<Arc<Track>> {
@@ -192,17 +216,8 @@ impl QueuedHost {
     }
 
     fn create_queue(&self, queue: u64) -> BackendResult<u64> {
-        match Worker::start() {
-            Ok(worker) => {
-                self.with(|s| s.queues.insert(queue, worker));
-                Ok(queue)
-            }
-            Err(e) => {
-                // SAFETY: the queue just created, never handed out.
-                let _ = unsafe { self.inner.queue_destroy(0, queue) };
-                Err(e)
-            }
-        }
+        self.with(|s| s.queues.insert(queue, Worker::new()));
+        Ok(queue)
     }
 }
 
@@ -359,9 +374,14 @@ impl Backend for QueuedHost {
             return Err(BackendError::new(ErrorCode::InvalidHandle, 0, "not a queue of the host backend"));
         };
         let inner = self.inner;
+        let Some(jobs) = worker.jobs.take() else {
+            // Never given work: nothing to wait for.
+            // SAFETY: forwarded contract.
+            return unsafe { inner.queue_destroy(device, queue) };
+        };
         // The queue goes once its work has run; this call does not wait for that.
         // SAFETY: forwarded contract; the queue is used by nothing after this job.
-        let _ = worker.jobs.send(Box::new(move || unsafe { inner.queue_destroy(device, queue) }));
+        let _ = jobs.send(Box::new(move || unsafe { inner.queue_destroy(device, queue) }));
         if let Some(thread) = worker.thread.take() {
             self.with(|s| s.retiring.push(thread));
         }
