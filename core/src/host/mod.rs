@@ -1,17 +1,21 @@
 //! The host backend: the embedded default, in `no_std`.
 //!
-//! Memory comes from a fixed arena the host supplies (`HostArena`, usually a `static`); programs
-//! are named sets of host kernels registered at build time (an image is a program's name; an
+//! Memory comes from a fixed arena the host supplies (`HostArena`, usually a `static`), or with
+//! a heap (`with_heap`) from a system allocator when no arena was given; programs are named sets
+//! of host kernels (built in, or registered at run time: an image is a program's name; an
 //! unknown name is `InvalidBinary`); a launch runs the whole grid on the calling thread, so queues
-//! are in order and events complete when recorded. Depends on `backend`, `error`, `capacity`.
+//! are in order and events complete when recorded (`ordo`'s `QueuedHost` puts a thread per queue
+//! in front of it). Depends on `backend`, `error`, `capacity`.
 //!
-//! Files: `arena.rs` (where memory comes from), `state.rs` (the bookkeeping kept with an arena),
-//! `kernels.rs` (host kernels, programs and their registry), `builtin.rs` (the built-in
-//! program); this file is the backend itself.
+//! Files: `arena.rs` (the region memory comes from), `memory.rs` (blocks of it, or of a heap,
+//! and copies between addresses), `state.rs` (the bookkeeping kept with an arena), `kernels.rs`
+//! (host kernels, programs and their registry), `builtin.rs` (the built-in program),
+//! `sysinfo.rs` (what the host tells about its CPU), `tests.rs`; this file is the backend itself.
 
 mod arena;
 pub mod builtin;
 mod kernels;
+mod memory;
 mod state;
 mod sysinfo;
 
@@ -19,6 +23,10 @@ pub use arena::{ArenaRegion, HOST_ALIGN, HostArena, ProvidedArena};
 pub use kernels::{
     HostKernel, HostKernelFn, HostProgram, HostProgramRegistry, HostThread, MAX_REGISTERED_HOST_PROGRAMS,
 };
+pub use memory::HostHeap;
+#[cfg(feature = "std")]
+pub use memory::STD_HOST_HEAP;
+pub(crate) use memory::copy_addresses;
 pub use state::HostBookkeeping;
 use state::{EVENT_FREE, EVENT_RECORDED_BASE, EVENT_UNRECORDED, HostState};
 #[cfg(feature = "std")]
@@ -70,56 +78,6 @@ pub fn run_as_callback<T>(f: impl FnOnce() -> T) -> T {
 /// `Busy`. Always `false` without std.
 pub fn in_callback() -> bool {
     reentry::in_callback()
-}
-
-/// A system allocator for the host backend (`HostBackend::with_heap`); with feature `std`,
-/// `STD_HOST_HEAP`.
-#[derive(Clone, Copy)]
-pub struct HostHeap {
-    /// `size > 0` zeroed bytes aligned to `HOST_ALIGN`, or null when there are none.
-    pub alloc: fn(usize) -> *mut u8,
-    /// Gives back a block `alloc` returned.
-    ///
-    /// # Safety
-    /// `ptr` came from `alloc(size)` and was not given back since.
-    pub free: unsafe fn(*mut u8, usize),
-}
-
-/// The process heap (`std::alloc`), as the host backend's `HostHeap`.
-#[cfg(feature = "std")]
-pub const STD_HOST_HEAP: HostHeap = HostHeap {
-    alloc: |size| match core::alloc::Layout::from_size_align(size, HOST_ALIGN) {
-        // SAFETY: a non-zero size (the backend's contract).
-        Ok(layout) => unsafe { std::alloc::alloc_zeroed(layout) },
-        Err(_) => core::ptr::null_mut(),
-    },
-    free: |ptr, size| {
-        if let Ok(layout) = core::alloc::Layout::from_size_align(size, HOST_ALIGN) {
-            // SAFETY: the caller's contract: `ptr` is a live block of this layout.
-            unsafe { std::alloc::dealloc(ptr, layout) }
-        }
-    },
-};
-
-/// Copies `size` bytes from address `src` to address `dst` (the ranges may overlap) through raw
-/// pointers of exposed provenance: no reference over bytes other code may reach.
-///
-/// # Safety
-/// Both ranges are valid for `size` bytes (reads at `src`, writes at `dst`).
-pub(crate) unsafe fn copy_addresses(dst: u64, src: u64, size: usize) {
-    debug_assert!(size == 0 || (dst != 0 && src != 0), "copy_addresses: a null side");
-    debug_assert!(
-        dst.checked_add(size as u64).is_some() && src.checked_add(size as u64).is_some(),
-        "copy_addresses: a range past the address space"
-    );
-    // SAFETY: the caller's contract; `copy` allows overlap.
-    unsafe {
-        core::ptr::copy(
-            core::ptr::with_exposed_provenance::<u8>(src as usize),
-            core::ptr::with_exposed_provenance_mut::<u8>(dst as usize),
-            size,
-        )
-    }
 }
 
 fn err(code: ErrorCode, message: &'static str) -> BackendError {
@@ -176,26 +134,6 @@ impl HostBackend {
     /// The bookkeeping of the arena (a backend over it is the only reader).
     fn bookkeeping(&self) -> &spin::Mutex<HostState> {
         &self.arena.bookkeeping().0
-    }
-
-    /// Heap mode's allocation: a block of the machine's memory, within its size where known.
-    fn heap_alloc(&self, s: &mut HostState, size: usize) -> BackendResult<u64> {
-        let exhausted = || err(ErrorCode::OutOfResources, "the machine's memory is exhausted");
-        let heap = self.heap.ok_or_else(exhausted)?;
-        let limit = match (self.info)().memory_bytes {
-            0 => u64::MAX,
-            bytes => bytes,
-        };
-        let size = size.max(1);
-        if s.heap_used.checked_add(size as u64).is_none_or(|total| total > limit) || size > isize::MAX as usize {
-            return Err(exhausted());
-        }
-        let block = (heap.alloc)(size);
-        if block.is_null() {
-            return Err(exhausted());
-        }
-        s.heap_used += size as u64;
-        Ok(block.expose_provenance() as u64)
     }
 
     /// Bytes of the arena not allocated right now (0 when the backend is not initialised or
@@ -353,22 +291,8 @@ impl Backend for HostBackend {
     }
 
     fn mem_alloc(&self, device: u32, _kind: MemKind, size: usize) -> BackendResult<u64> {
-        let exhausted = || err(ErrorCode::OutOfResources, "host arena exhausted");
         let mut s = self.checked_state(device)?;
-        if s.heap {
-            return self.heap_alloc(&mut s, size);
-        }
-        let need = u32::try_from(size.max(1).div_ceil(HOST_ALIGN)).map_err(|_| exhausted())?;
-        let i = s.free.iter().position(|&(_, len)| len >= need).ok_or_else(exhausted)?;
-        let (offset, len) = s.free[i];
-        if len == need {
-            s.free.remove(i);
-        } else {
-            s.free[i] = (offset + need, len - need);
-        }
-        // The address leaves as an integer; exposing the arena's provenance lets the copies,
-        // fills and kernels that get it back turn it into a pointer again.
-        Ok(s.base.wrapping_add(offset as usize * HOST_ALIGN).expose_provenance() as u64)
+        self.take_block(&mut s, size)
     }
 
     unsafe fn host_register(&self, device: u32, _addr: u64, _size: usize) -> BackendResult<()> {
@@ -382,33 +306,8 @@ impl Backend for HostBackend {
         if kind == MemKind::Registered {
             return Ok(()); // the caller's memory: nothing of the arena to give back
         }
-        debug_assert!(size > 0 && addr % HOST_ALIGN as u64 == 0, "mem_free: not an allocation this backend made");
-        let mut s = self.bookkeeping().lock();
-        if let (true, Some(heap)) = (s.heap, self.heap) {
-            s.heap_used -= size as u64;
-            drop(s);
-            // SAFETY: a live allocation of this backend (the contract), made by `heap.alloc(size)`.
-            unsafe { (heap.free)(core::ptr::with_exposed_provenance_mut(addr as usize), size) };
-            return Ok(());
-        }
-        // A live allocation of this arena (the contract): its block offset and length fit in u32.
-        let offset = ((addr - s.base as u64) as usize / HOST_ALIGN) as u32;
-        let len = size.div_ceil(HOST_ALIGN) as u32;
-        let i = s.free.partition_point(|&(o, _)| o < offset);
-        let joins_prev = i > 0 && s.free[i - 1].0 + s.free[i - 1].1 == offset;
-        let joins_next = i < s.free.len() && offset + len == s.free[i].0;
-        match (joins_prev, joins_next) {
-            (true, true) => {
-                let next = s.free.remove(i);
-                s.free[i - 1].1 += len + next.1;
-            }
-            (true, false) => s.free[i - 1].1 += len,
-            (false, true) => s.free[i] = (offset, len + s.free[i].1),
-            (false, false) => {
-                // Cannot overflow: free ranges never outnumber live allocations plus one.
-                let _ = s.free.insert(i, (offset, len));
-            }
-        }
+        // SAFETY: the contract: a live allocation of this backend, of that size.
+        unsafe { self.give_block(self.bookkeeping().lock(), addr, size) };
         Ok(())
     }
 
@@ -636,168 +535,4 @@ impl Backend for HostBackend {
 }
 
 #[cfg(test)]
-mod tests {
-    extern crate std;
-
-    use super::*;
-    use crate::DevicePtr;
-
-    static ARENA: HostArena<{ 4 * HOST_ALIGN }> = HostArena::new();
-    static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
-    static BACKENDS: [&dyn Backend; 1] = [&HOST];
-    crate::static_runtime!(static RT = &BACKENDS);
-
-    /// Any interleaving of valid calls is free of data races and uninitialised reads (Miri
-    /// checks this test: `cargo +nightly miri test -p ordo-core --lib host`): threads copy into,
-    /// out of, fill and launch over one allocation at once, and a fresh allocation reads as zeros.
-    #[test]
-    fn concurrent_copies_fills_and_launches_on_one_allocation_are_sound() {
-        RT.init().unwrap();
-        let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
-        let m = RT.mem_alloc(d, MemKind::Device, 64).unwrap();
-        let mut fresh = [0xffu8; 64];
-        RT.copy_from_device(&mut fresh, m).unwrap();
-        assert_eq!(fresh, [0; 64], "the arena starts zeroed");
-        let q = RT.queue_create(d).unwrap();
-        let p = RT.program_load(d, builtin::PROGRAM_NAME.as_bytes()).unwrap();
-        let add = RT.kernel_get(p, "vector_add_f32").unwrap();
-        let threads: std::vec::Vec<_> = (0..3u8)
-            .map(|i| {
-                std::thread::spawn(move || {
-                    for _ in 0..3 {
-                        match i {
-                            0 => RT.copy_to_device(m, &[i; 64]).unwrap(),
-                            1 => RT.fill(m, crate::FillValue::U16(0x0101), 32, None).unwrap(),
-                            _ => {
-                                let mut out = [0u8; 64];
-                                RT.copy_from_device(&mut out, m).unwrap();
-                                let (a, n) = (m.as_ptr::<f32>(), 16u32);
-                                let params = [
-                                    core::ptr::addr_of!(a) as *mut core::ffi::c_void,
-                                    core::ptr::addr_of!(a) as *mut _,
-                                    core::ptr::addr_of!(a) as *mut _,
-                                    core::ptr::addr_of!(n) as *mut _,
-                                ];
-                                const PTR: usize = core::mem::size_of::<*mut f32>();
-                                let args = KernelArgs::new(&params, &[PTR, PTR, PTR, 4]).unwrap();
-                                // SAFETY: (ptr, ptr, ptr, u32) over 16 floats of the allocation.
-                                unsafe { RT.launch(q, add, &LaunchDims::linear(1, 16), &args) }.unwrap();
-                            }
-                        }
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
-        RT.fill(m.offset(2), crate::FillValue::U16(7), 3, None).unwrap();
-        let mut out = [0u8; 8];
-        RT.copy_from_device(&mut out, m).unwrap();
-        assert_eq!(&out[2..8], &[7, 0, 7, 0, 7, 0]);
-        assert_eq!(RT.mem_free(DevicePtr(m.0)), Ok(()));
-        RT.shutdown().unwrap();
-    }
-
-    /// Each thread adds its index + 1 to the block's local counter; the last thread writes the
-    /// block's sum to `out[block]`.
-    unsafe fn block_sum(t: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
-        // SAFETY: the test passes one pointer to `grid` u32s of device memory.
-        let out: *mut u32 = unsafe { args.read(0) }?;
-        assert!(!t.local.is_null() && t.local_len >= 4);
-        let counter = t.local.cast::<u32>();
-        // SAFETY: the block's local memory, at least 4 bytes, used by this thread only now.
-        unsafe { counter.write_unaligned(counter.read_unaligned() + t.thread[0] + 1) };
-        if t.thread[0] + 1 == t.block_dim[0] {
-            // SAFETY: `out` has an entry per block.
-            unsafe { out.add(t.block[0] as usize).write_unaligned(counter.read_unaligned()) };
-        }
-        Ok(())
-    }
-
-    static LOCAL_ARENA: HostArena<{ 4 * HOST_ALIGN }> = HostArena::new();
-    static LOCAL_PROGRAMS: [HostProgram; 1] = [HostProgram {
-        name: "local",
-        kernels: &[HostKernel { name: "block_sum", run: block_sum, params: &[core::mem::size_of::<*mut u32>()] }],
-    }];
-    static LOCAL_HOST: HostBackend = HostBackend::new(&LOCAL_ARENA, &LOCAL_PROGRAMS, None);
-    static LOCAL_BACKENDS: [&dyn Backend; 1] = [&LOCAL_HOST];
-    crate::static_runtime!(static LOCAL_RT = &LOCAL_BACKENDS);
-
-    /// A launch's local memory: zeroed per block, common to the block's threads, freed after the
-    /// launch; more than 48 KiB is `InvalidValue`; the device reports the limit.
-    #[test]
-    fn blocks_have_local_memory() {
-        let rt = &LOCAL_RT;
-        rt.init().unwrap();
-        let d = rt.device(rt.platform(0).unwrap(), 0).unwrap();
-        assert_eq!(rt.device_info(d, DeviceInfo::MaxSharedMemoryPerBlockOptin).unwrap(), InfoValue::Int(48 * 1024));
-        let out = rt.mem_alloc(d, MemKind::Device, 12).unwrap();
-        let q = rt.queue_create(d).unwrap();
-        let p = rt.program_load(d, b"local").unwrap();
-        let k = rt.kernel_get(p, "block_sum").unwrap();
-        let ptr = out.as_ptr::<u32>();
-        let params = [core::ptr::addr_of!(ptr) as *mut core::ffi::c_void];
-        let args = KernelArgs::new(&params, &[core::mem::size_of::<*mut u32>()]).unwrap();
-        let free = LOCAL_HOST.free_bytes();
-        let dims = LaunchDims { grid: [3, 1, 1], block: [4, 1, 1], shared_mem_bytes: 4 };
-        // SAFETY: one pointer to 3 u32s of device memory.
-        unsafe { rt.launch(q, k, &dims, &args) }.unwrap();
-        let mut sums = [0u8; 12];
-        rt.copy_from_device(&mut sums, out).unwrap();
-        let word = |i: usize| u32::from_ne_bytes(sums[i * 4..i * 4 + 4].try_into().unwrap());
-        assert_eq!([word(0), word(1), word(2)], [10, 10, 10], "zeroed for each block");
-        assert_eq!(LOCAL_HOST.free_bytes(), free, "the local memory went back");
-        let too_much = LaunchDims { shared_mem_bytes: 48 * 1024 + 1, ..dims };
-        // SAFETY: as above.
-        assert_eq!(unsafe { rt.launch(q, k, &too_much, &args) }.unwrap_err().code, ErrorCode::InvalidValue);
-        rt.shutdown().unwrap();
-    }
-
-    unsafe extern "C" fn bump(data: *mut core::ffi::c_void) {
-        // SAFETY: the test passes a live `u32`.
-        unsafe { *data.cast::<u32>() += 1 };
-    }
-
-    /// The calls liboffload's API needs: fills of any pattern size at any alignment, host
-    /// functions on a queue, declared parameter layouts, image checks, and no globals.
-    #[test]
-    fn patterns_host_functions_layouts_and_checks() {
-        RT.init().unwrap();
-        let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
-        let m = RT.mem_alloc(d, MemKind::Device, 32).unwrap();
-        let q = RT.queue_create(d).unwrap();
-        // (The arena is shared with the other test: its memory may hold that test's bytes.)
-        RT.copy_to_device(m, &[0; 32]).unwrap();
-        RT.fill_pattern(m.offset(1), &[1, 2, 3], 30, Some(q)).unwrap();
-        let mut out = [0u8; 32];
-        RT.copy_from_device(&mut out, m).unwrap();
-        assert_eq!(&out[..7], &[0, 1, 2, 3, 1, 2, 3]);
-        assert_eq!(out[29..], [2, 3, 0]);
-        let code = |r: crate::Result<()>| r.unwrap_err().code;
-        assert_eq!(code(RT.fill_pattern(m, &[1, 2, 3], 31, None)), ErrorCode::InvalidSize);
-        assert_eq!(code(RT.fill_pattern(m, &[], 0, None)), ErrorCode::InvalidSize);
-        assert_eq!(code(RT.fill_pattern(m, &[1, 2], 34, None)), ErrorCode::InvalidSize);
-        assert_eq!(RT.fill_pattern(m, &[1, 2], 0, None), Ok(()));
-        let mut calls = 0u32;
-        // SAFETY: `bump` takes the live `calls`.
-        unsafe { RT.queue_host_function(q, bump, core::ptr::addr_of_mut!(calls).cast()) }.unwrap();
-        assert_eq!(calls, 1, "host queues run the function before the call returns");
-        let p = RT.program_load(d, builtin::PROGRAM_NAME.as_bytes()).unwrap();
-        let add = RT.kernel_get(p, "vector_add_f32").unwrap();
-        let layout = RT.kernel_param_layout(add).unwrap();
-        let ptr = core::mem::size_of::<usize>() as u32;
-        let want = [(0, ptr), (ptr, ptr), (2 * ptr, ptr), (3 * ptr, 4)];
-        assert_eq!(layout.iter().map(|s| (s.offset, s.size)).collect::<std::vec::Vec<_>>(), want);
-        assert_eq!(RT.kernel_optimal_block_size(add, 0), Ok(1));
-        assert_eq!(RT.program_check(d, b"ordo.builtin"), Ok(true));
-        assert_eq!(RT.program_check(d, b"nope"), Ok(false));
-        assert_eq!(RT.program_check(d, b"").unwrap_err().code, ErrorCode::InvalidSize);
-        assert_eq!(RT.program_global(p, "g").unwrap_err().code, ErrorCode::NotFound);
-        assert_eq!(RT.mem_alloc(d, MemKind::Global, 8).unwrap_err().code, ErrorCode::InvalidEnumeration);
-        RT.program_unload(p).unwrap();
-        assert_eq!(RT.kernel_param_layout(add).unwrap_err().code, ErrorCode::InvalidHandle);
-        RT.mem_free(m).unwrap();
-        RT.shutdown().unwrap();
-    }
-}
+mod tests;

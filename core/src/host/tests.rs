@@ -1,0 +1,166 @@
+//! The host backend's own tests: data races and uninitialised reads under threads (Miri), local
+//! memory, and the calls liboffload's API needs.
+
+extern crate std;
+
+use super::*;
+use crate::DevicePtr;
+
+static ARENA: HostArena<{ 4 * HOST_ALIGN }> = HostArena::new();
+static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
+static BACKENDS: [&dyn Backend; 1] = [&HOST];
+crate::static_runtime!(static RT = &BACKENDS);
+
+/// Any interleaving of valid calls is free of data races and uninitialised reads (Miri
+/// checks this test: `cargo +nightly miri test -p ordo-core --lib host`): threads copy into,
+/// out of, fill and launch over one allocation at once, and a fresh allocation reads as zeros.
+#[test]
+fn concurrent_copies_fills_and_launches_on_one_allocation_are_sound() {
+    RT.init().unwrap();
+    let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
+    let m = RT.mem_alloc(d, MemKind::Device, 64).unwrap();
+    let mut fresh = [0xffu8; 64];
+    RT.copy_from_device(&mut fresh, m).unwrap();
+    assert_eq!(fresh, [0; 64], "the arena starts zeroed");
+    let q = RT.queue_create(d).unwrap();
+    let p = RT.program_load(d, builtin::PROGRAM_NAME.as_bytes()).unwrap();
+    let add = RT.kernel_get(p, "vector_add_f32").unwrap();
+    let threads: std::vec::Vec<_> = (0..3u8)
+        .map(|i| {
+            std::thread::spawn(move || {
+                for _ in 0..3 {
+                    match i {
+                        0 => RT.copy_to_device(m, &[i; 64]).unwrap(),
+                        1 => RT.fill(m, crate::FillValue::U16(0x0101), 32, None).unwrap(),
+                        _ => {
+                            let mut out = [0u8; 64];
+                            RT.copy_from_device(&mut out, m).unwrap();
+                            let (a, n) = (m.as_ptr::<f32>(), 16u32);
+                            let params = [
+                                core::ptr::addr_of!(a) as *mut core::ffi::c_void,
+                                core::ptr::addr_of!(a) as *mut _,
+                                core::ptr::addr_of!(a) as *mut _,
+                                core::ptr::addr_of!(n) as *mut _,
+                            ];
+                            const PTR: usize = core::mem::size_of::<*mut f32>();
+                            let args = KernelArgs::new(&params, &[PTR, PTR, PTR, 4]).unwrap();
+                            // SAFETY: (ptr, ptr, ptr, u32) over 16 floats of the allocation.
+                            unsafe { RT.launch(q, add, &LaunchDims::linear(1, 16), &args) }.unwrap();
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    RT.fill(m.offset(2), crate::FillValue::U16(7), 3, None).unwrap();
+    let mut out = [0u8; 8];
+    RT.copy_from_device(&mut out, m).unwrap();
+    assert_eq!(&out[2..8], &[7, 0, 7, 0, 7, 0]);
+    assert_eq!(RT.mem_free(DevicePtr(m.0)), Ok(()));
+    RT.shutdown().unwrap();
+}
+
+/// Each thread adds its index + 1 to the block's local counter; the last thread writes the
+/// block's sum to `out[block]`.
+unsafe fn block_sum(t: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
+    // SAFETY: the test passes one pointer to `grid` u32s of device memory.
+    let out: *mut u32 = unsafe { args.read(0) }?;
+    assert!(!t.local.is_null() && t.local_len >= 4);
+    let counter = t.local.cast::<u32>();
+    // SAFETY: the block's local memory, at least 4 bytes, used by this thread only now.
+    unsafe { counter.write_unaligned(counter.read_unaligned() + t.thread[0] + 1) };
+    if t.thread[0] + 1 == t.block_dim[0] {
+        // SAFETY: `out` has an entry per block.
+        unsafe { out.add(t.block[0] as usize).write_unaligned(counter.read_unaligned()) };
+    }
+    Ok(())
+}
+
+static LOCAL_ARENA: HostArena<{ 4 * HOST_ALIGN }> = HostArena::new();
+static LOCAL_PROGRAMS: [HostProgram; 1] = [HostProgram {
+    name: "local",
+    kernels: &[HostKernel { name: "block_sum", run: block_sum, params: &[core::mem::size_of::<*mut u32>()] }],
+}];
+static LOCAL_HOST: HostBackend = HostBackend::new(&LOCAL_ARENA, &LOCAL_PROGRAMS, None);
+static LOCAL_BACKENDS: [&dyn Backend; 1] = [&LOCAL_HOST];
+crate::static_runtime!(static LOCAL_RT = &LOCAL_BACKENDS);
+
+/// A launch's local memory: zeroed per block, common to the block's threads, freed after the
+/// launch; more than 48 KiB is `InvalidValue`; the device reports the limit.
+#[test]
+fn blocks_have_local_memory() {
+    let rt = &LOCAL_RT;
+    rt.init().unwrap();
+    let d = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    assert_eq!(rt.device_info(d, DeviceInfo::MaxSharedMemoryPerBlockOptin).unwrap(), InfoValue::Int(48 * 1024));
+    let out = rt.mem_alloc(d, MemKind::Device, 12).unwrap();
+    let q = rt.queue_create(d).unwrap();
+    let p = rt.program_load(d, b"local").unwrap();
+    let k = rt.kernel_get(p, "block_sum").unwrap();
+    let ptr = out.as_ptr::<u32>();
+    let params = [core::ptr::addr_of!(ptr) as *mut core::ffi::c_void];
+    let args = KernelArgs::new(&params, &[core::mem::size_of::<*mut u32>()]).unwrap();
+    let free = LOCAL_HOST.free_bytes();
+    let dims = LaunchDims { grid: [3, 1, 1], block: [4, 1, 1], shared_mem_bytes: 4 };
+    // SAFETY: one pointer to 3 u32s of device memory.
+    unsafe { rt.launch(q, k, &dims, &args) }.unwrap();
+    let mut sums = [0u8; 12];
+    rt.copy_from_device(&mut sums, out).unwrap();
+    let word = |i: usize| u32::from_ne_bytes(sums[i * 4..i * 4 + 4].try_into().unwrap());
+    assert_eq!([word(0), word(1), word(2)], [10, 10, 10], "zeroed for each block");
+    assert_eq!(LOCAL_HOST.free_bytes(), free, "the local memory went back");
+    let too_much = LaunchDims { shared_mem_bytes: 48 * 1024 + 1, ..dims };
+    // SAFETY: as above.
+    assert_eq!(unsafe { rt.launch(q, k, &too_much, &args) }.unwrap_err().code, ErrorCode::InvalidValue);
+    rt.shutdown().unwrap();
+}
+
+unsafe extern "C" fn bump(data: *mut core::ffi::c_void) {
+    // SAFETY: the test passes a live `u32`.
+    unsafe { *data.cast::<u32>() += 1 };
+}
+
+/// The calls liboffload's API needs: fills of any pattern size at any alignment, host
+/// functions on a queue, declared parameter layouts, image checks, and no globals.
+#[test]
+fn patterns_host_functions_layouts_and_checks() {
+    RT.init().unwrap();
+    let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
+    let m = RT.mem_alloc(d, MemKind::Device, 32).unwrap();
+    let q = RT.queue_create(d).unwrap();
+    // (The arena is shared with the other test: its memory may hold that test's bytes.)
+    RT.copy_to_device(m, &[0; 32]).unwrap();
+    RT.fill_pattern(m.offset(1), &[1, 2, 3], 30, Some(q)).unwrap();
+    let mut out = [0u8; 32];
+    RT.copy_from_device(&mut out, m).unwrap();
+    assert_eq!(&out[..7], &[0, 1, 2, 3, 1, 2, 3]);
+    assert_eq!(out[29..], [2, 3, 0]);
+    let code = |r: crate::Result<()>| r.unwrap_err().code;
+    assert_eq!(code(RT.fill_pattern(m, &[1, 2, 3], 31, None)), ErrorCode::InvalidSize);
+    assert_eq!(code(RT.fill_pattern(m, &[], 0, None)), ErrorCode::InvalidSize);
+    assert_eq!(code(RT.fill_pattern(m, &[1, 2], 34, None)), ErrorCode::InvalidSize);
+    assert_eq!(RT.fill_pattern(m, &[1, 2], 0, None), Ok(()));
+    let mut calls = 0u32;
+    // SAFETY: `bump` takes the live `calls`.
+    unsafe { RT.queue_host_function(q, bump, core::ptr::addr_of_mut!(calls).cast()) }.unwrap();
+    assert_eq!(calls, 1, "host queues run the function before the call returns");
+    let p = RT.program_load(d, builtin::PROGRAM_NAME.as_bytes()).unwrap();
+    let add = RT.kernel_get(p, "vector_add_f32").unwrap();
+    let layout = RT.kernel_param_layout(add).unwrap();
+    let ptr = core::mem::size_of::<usize>() as u32;
+    let want = [(0, ptr), (ptr, ptr), (2 * ptr, ptr), (3 * ptr, 4)];
+    assert_eq!(layout.iter().map(|s| (s.offset, s.size)).collect::<std::vec::Vec<_>>(), want);
+    assert_eq!(RT.kernel_optimal_block_size(add, 0), Ok(1));
+    assert_eq!(RT.program_check(d, b"ordo.builtin"), Ok(true));
+    assert_eq!(RT.program_check(d, b"nope"), Ok(false));
+    assert_eq!(RT.program_check(d, b"").unwrap_err().code, ErrorCode::InvalidSize);
+    assert_eq!(RT.program_global(p, "g").unwrap_err().code, ErrorCode::NotFound);
+    assert_eq!(RT.mem_alloc(d, MemKind::Global, 8).unwrap_err().code, ErrorCode::InvalidEnumeration);
+    RT.program_unload(p).unwrap();
+    assert_eq!(RT.kernel_param_layout(add).unwrap_err().code, ErrorCode::InvalidHandle);
+    RT.mem_free(m).unwrap();
+    RT.shutdown().unwrap();
+}
