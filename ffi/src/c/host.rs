@@ -6,7 +6,7 @@
 //! function in a slot table; at most `MAX_C_HOST_KERNELS` kernels in all.
 
 use core::cell::UnsafeCell;
-use core::ffi::{CStr, c_char, c_void};
+use core::ffi::{c_char, c_void};
 use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -14,6 +14,7 @@ use ordo_core::host::{HostKernel, HostKernelFn, HostProgram, HostThread, MAX_REG
 use ordo_core::{Error, ErrorCode, KernelArgs};
 
 use crate::boundary::{guard, status};
+use crate::c::program::c_name;
 use crate::c::types::ordo_status_t;
 
 /// Most C host kernels a process registers, over all its programs.
@@ -131,18 +132,14 @@ macro_rules! trampolines {
 trampolines!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
     32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
 
-/// A C string of the caller's as a `'static` UTF-8 name (the registration's contract keeps it).
+/// A C string of the caller's as a non-empty `'static` UTF-8 name (the registration's contract
+/// keeps it).
 ///
 /// # Safety
 /// `p` is NULL or a NUL-terminated string that lives, unchanged, for the rest of the program.
-unsafe fn name(p: *const c_char, what: &'static str) -> Result<&'static str, Error> {
-    if p.is_null() {
-        return Err(Error::new(ErrorCode::NullPointer, what));
-    }
+unsafe fn name(p: *const c_char, null: &'static str) -> Result<&'static str, Error> {
     // SAFETY: the caller's contract.
-    let s = unsafe { CStr::from_ptr(p) }
-        .to_str()
-        .map_err(|_| Error::new(ErrorCode::InvalidArgument, "a name is not UTF-8"))?;
+    let s = unsafe { c_name(p, null, "a name is not UTF-8") }?;
     if s.is_empty() {
         return Err(Error::new(ErrorCode::InvalidArgument, "a name is empty"));
     }
