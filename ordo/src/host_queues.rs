@@ -96,9 +96,15 @@ impl Worker {
         Ok(())
     }
 
-    /// Another handle on this worker, without its thread.
+    /// A handle to wait on this worker: its progress only (no sender, so that a waiter never
+    /// keeps a finished worker's thread alive).
     fn handle(&self) -> Self {
-        Self { jobs: self.jobs.clone(), progress: Arc::clone(&self.progress), thread: None }
+        Self { jobs: None, progress: Arc::clone(&self.progress), thread: None }
+    }
+
+    /// A handle to submit to this worker (a transient sender).
+    fn sender(&self) -> Self {
+        Self { jobs: self.jobs.clone(), ..self.handle() }
     }
 
     /// Submits to a started worker.
@@ -162,8 +168,9 @@ impl Track {
 struct State {
     queues: HashMap<u64, Worker>,
     events: HashMap<u64, Arc<Track>>,
-    /// Workers of destroyed queues, finishing their work (joined by `deinit`).
-    retiring: Vec<std::thread::JoinHandle<()>>,
+    /// Workers of destroyed queues, finishing their work: queue-less work, `mem_free` and
+    /// program unloads still wait for them; joined once idle (or by `deinit`).
+    retiring: Vec<Worker>,
 }
 
 /// The host backend with asynchronous, in-order queues (see the module documentation). Build
@@ -194,7 +201,7 @@ impl QueuedHost {
         // The queue's thread starts with its first work.
         let worker = self.with(|s| {
             let w = s.queues.get_mut(&queue)?;
-            Some(w.start().map(|()| w.handle()))
+            Some(w.start().map(|()| w.sender()))
         });
         worker
             .ok_or_else(|| BackendError::new(ErrorCode::InvalidHandle, 0, "not a queue of the host backend"))??
@@ -208,7 +215,7 @@ impl QueuedHost {
 
     /// Waits for everything submitted to every queue (synchronous copies and fills start after it).
     fn drain_all(&self) -> BackendResult<()> {
-        let workers: Vec<Worker> = self.with(|s| s.queues.values().map(Worker::handle).collect());
+        let workers: Vec<Worker> = self.with(|s| s.queues.values().chain(&s.retiring).map(Worker::handle).collect());
         for w in workers {
             drop(w.wait()?);
         }
@@ -242,8 +249,9 @@ impl Backend for QueuedHost {
         let state = self.state.lock().take();
         if let Some(mut state) = state {
             // Every worker ends once its work has run and its sender is gone.
-            let live = state.queues.drain().filter_map(|(_, mut w)| w.thread.take());
-            for thread in live.collect::<Vec<_>>().into_iter().chain(state.retiring) {
+            let workers = state.queues.drain().map(|(_, w)| w).chain(state.retiring.drain(..));
+            let threads: Vec<_> = workers.filter_map(|mut w| w.thread.take()).collect();
+            for thread in threads {
                 let _ = thread.join();
             }
         }
@@ -374,16 +382,26 @@ impl Backend for QueuedHost {
             return Err(BackendError::new(ErrorCode::InvalidHandle, 0, "not a queue of the host backend"));
         };
         let inner = self.inner;
-        let Some(jobs) = worker.jobs.take() else {
+        if worker.jobs.is_none() {
             // Never given work: nothing to wait for.
             // SAFETY: forwarded contract.
             return unsafe { inner.queue_destroy(device, queue) };
-        };
-        // The queue goes once its work has run; this call does not wait for that.
+        }
+        // The queue goes once its work has run; this call does not wait for that. Its worker
+        // stays known until then, so that queue-less work and `mem_free` still wait for it.
         // SAFETY: forwarded contract; the queue is used by nothing after this job.
-        let _ = jobs.send(Box::new(move || unsafe { inner.queue_destroy(device, queue) }));
-        if let Some(thread) = worker.thread.take() {
-            self.with(|s| s.retiring.push(thread));
+        worker.submit(Box::new(move || unsafe { inner.queue_destroy(device, queue) }))?;
+        worker.jobs = None; // the thread ends once that job has run
+        let finished: Vec<Worker> = self.with(|s| {
+            let (done, busy): (Vec<Worker>, Vec<Worker>) = s.retiring.drain(..).partition(Worker::idle);
+            s.retiring = busy;
+            s.retiring.push(worker);
+            done
+        });
+        for mut w in finished {
+            if let Some(thread) = w.thread.take() {
+                let _ = thread.join(); // idle and without a sender: it is ending
+            }
         }
         Ok(())
     }
@@ -423,6 +441,7 @@ impl Backend for QueuedHost {
 
     unsafe fn event_record(&self, device: u32, event: u64, queue: u64) -> BackendResult<()> {
         let track = self.track(event)?;
+        let mine = Arc::clone(&track);
         let seq = {
             let mut c = lock(&track.counts);
             c.0 += 1;
@@ -438,7 +457,12 @@ impl Backend for QueuedHost {
             track.cv.notify_all();
             r
         };
-        self.submit(queue, Box::new(record))
+        self.submit(queue, Box::new(record)).inspect_err(|_| {
+            // Never enqueued: the record does not count (a wait for it would never end).
+            let mut c = lock(&mine.counts);
+            c.0 -= 1;
+            mine.cv.notify_all();
+        })
     }
 
     unsafe fn event_synchronize(&self, device: u32, event: u64) -> BackendResult<()> {

@@ -122,6 +122,47 @@ fn destroying_a_blocked_queue_returns_at_once_and_its_event_completes_later() {
     rt.event_destroy(e).unwrap();
 }
 
+/// A destroyed queue's work still runs, and what waits for the device's work waits for it too:
+/// a queue-less copy sees it, and `mem_free` cannot free memory it is still writing.
+#[test]
+fn a_destroyed_queues_work_is_still_waited_for() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    static GO: AtomicBool = AtomicBool::new(false);
+    let rt = ordo::runtime();
+    let _guard = rt.init_guard().unwrap();
+    let d = host(rt);
+    let q = rt.queue_create(d).unwrap();
+    let mem = rt.mem_alloc(d, MemKind::Device, 4096).unwrap();
+    rt.fill(mem, FillValue::U8(0), 4096, None).unwrap();
+    block(rt, q, &GO);
+    rt.fill(mem, FillValue::U8(7), 4096, Some(q)).unwrap();
+    rt.queue_destroy(q).unwrap();
+    let releaser = std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(50));
+        GO.store(true, Ordering::Release);
+    });
+    let started = Instant::now();
+    let mut out = [0u8; 4096];
+    rt.copy_from_device(&mut out, mem).unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(40), "the copy waited for the destroyed queue");
+    assert_eq!(out, [7u8; 4096]);
+    // Another queue's work, then a destroyed one's pending fill: `mem_free` waits for both.
+    static GO2: AtomicBool = AtomicBool::new(false);
+    let q2 = rt.queue_create(d).unwrap();
+    block(rt, q2, &GO2);
+    rt.fill(mem, FillValue::U8(9), 4096, Some(q2)).unwrap();
+    rt.queue_destroy(q2).unwrap();
+    let releaser2 = std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(50));
+        GO2.store(true, Ordering::Release);
+    });
+    let started = Instant::now();
+    rt.mem_free(mem).unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(40), "mem_free waited for the pending fill");
+    releaser.join().unwrap();
+    releaser2.join().unwrap();
+}
+
 /// A host kernel that fails when it runs.
 unsafe fn fails(_: &ordo::host::HostThread, _: &ordo::KernelArgs<'_>) -> Result<(), ordo::host::RuntimeError> {
     Err(ordo::host::RuntimeError::new(ErrorCode::InvalidValue, "this kernel always fails"))

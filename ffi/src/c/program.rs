@@ -172,7 +172,11 @@ pub unsafe extern "C" fn ordo_builtin_program_image(
 ///
 /// # Safety
 /// `name` is NULL or NUL-terminated.
-pub(super) unsafe fn c_name<'a>(name: *const c_char, null: &'static str, not_utf8: &'static str) -> ordo_core::Result<&'a str> {
+pub(super) unsafe fn c_name<'a>(
+    name: *const c_char,
+    null: &'static str,
+    not_utf8: &'static str,
+) -> ordo_core::Result<&'a str> {
     non_null(name, null)?;
     // SAFETY: non-NULL and, by the C caller's contract, NUL-terminated.
     unsafe { CStr::from_ptr(name) }.to_str().map_err(|_| Error::new(ErrorCode::InvalidArgument, not_utf8))
