@@ -277,6 +277,14 @@ macro_rules! reference_machine {
                     }
                     _ => false,
                 };
+                // A shrunk sequence may name an object whose creating step was removed.
+                let exists = |r: &Option<Ref>| match r {
+                    Some(Ref::Obj(id)) => state.model.object(*id).is_some(),
+                    _ => true,
+                };
+                if !op.refs().iter().all(exists) {
+                    return false;
+                }
                 match op {
                     Op::MemFree(a)
                     | Op::CopyToDevice { alloc: a, .. }

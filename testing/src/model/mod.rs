@@ -445,4 +445,20 @@ mod tests {
         assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 1, released_by_driver: 0 });
         assert!(m.fault_armed());
     }
+
+    /// A reissued default queue is the same queue under a new handle, but no longer its device's
+    /// default: the next `default_queue` makes another (as `Runtime::queue_reissue` documents).
+    #[test]
+    fn a_reissued_default_queue_is_no_longer_the_default() {
+        let mut m: Model<64> = Model::new(CFG);
+        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(0), count: 3 });
+        let d = Ref::Obj(ObjId(1));
+        assert_eq!(m.apply(Op::DefaultQueue(d)), Outcome::Created(ObjId(3)));
+        assert_eq!(m.apply(Op::DefaultQueue(d)), Outcome::Existing(ObjId(3)));
+        assert_eq!(m.apply(Op::QueueReissue(Ref::Obj(ObjId(3)))), Outcome::Created(ObjId(4)));
+        assert_eq!(m.apply(Op::QueueSynchronize(Ref::Obj(ObjId(3)))), Outcome::Err(ErrorCode::InvalidHandle));
+        assert_eq!(m.apply(Op::QueueSynchronize(Ref::Obj(ObjId(4)))), Outcome::Ok);
+        assert_eq!(m.apply(Op::DefaultQueue(d)), Outcome::Created(ObjId(5)));
+        assert_eq!(m.apply(Op::DefaultQueue(d)), Outcome::Existing(ObjId(5)));
+    }
 }

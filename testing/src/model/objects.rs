@@ -160,7 +160,9 @@ impl<const N: usize> Model<N> {
             Op::QueueReissue(x) | Op::EventReissue(x) => {
                 let kind = if matches!(op, Op::QueueReissue(_)) { K::Queue } else { K::Event };
                 let x = self.resolve(x, kind)?;
-                let info = self.info(x);
+                // The object under its new handle; a reissued default queue is no longer its
+                // device's default (`Runtime::queue_reissue`: the next `default_queue` makes one).
+                let info = ObjInfo { size: 0, ..self.info(x) };
                 self.kill(x);
                 self.create(info)
             }

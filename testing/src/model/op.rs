@@ -226,6 +226,59 @@ pub enum Op {
     TensorMapEncode(Ref),
 }
 
+impl Op {
+    /// The objects this operation names (at most two; `None` where it names fewer). A sequence
+    /// replayed in part (a shrunk property-test case, say) is valid only where every `Ref::Obj`
+    /// it names exists in the model at that step.
+    pub fn refs(&self) -> [Option<Ref>; 2] {
+        use Op::*;
+        match *self {
+            Init | Shutdown | PlatformCount | PlatformAt(_) | ArmFault { .. } => [None, None],
+            PlatformInfo(r)
+            | DevicePlatform(r)
+            | DeviceInfo(r)
+            | MemAlloc { device: r, .. }
+            | MemFree(r)
+            | CopyToDevice { alloc: r, .. }
+            | CopyFromDevice { alloc: r, .. }
+            | Fill { alloc: r, .. }
+            | MemInfo(r)
+            | QueueCreate(r)
+            | QueueDestroy(r)
+            | QueueSynchronize(r)
+            | QueueReissue(r)
+            | EventReissue(r)
+            | QueueQuery(r)
+            | EventCreate(r)
+            | EventSynchronize(r)
+            | EventQuery(r)
+            | KernelProgram(r)
+            | EventDestroy(r)
+            | ProgramLoad { device: r, .. }
+            | ProgramUnload(r)
+            | KernelGet { program: r, .. }
+            | QueueCreateIndependent(r)
+            | DefaultQueue(r)
+            | HostRegister { device: r, .. }
+            | FillPattern { alloc: r, .. }
+            | KernelParamCount(r)
+            | KernelParamLayout(r)
+            | KernelOptimalBlockSize(r)
+            | ProgramGlobal { program: r, .. }
+            | ProgramCheck { device: r, .. }
+            | QueueHostFunction(r)
+            | TensorMapEncode(r)
+            | DeviceAt { platform: r, .. } => [Some(r), None],
+            CopyDevice { dst: a, src: b, .. }
+            | QueueWaitEvent { queue: a, event: b }
+            | EventElapsed { start: a, end: b }
+            | EventRecord { event: a, queue: b }
+            | Launch { queue: a, kernel: b }
+            | LaunchCluster { queue: a, kernel: b, .. } => [Some(a), Some(b)],
+        }
+    }
+}
+
 /// What the runtime must answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
