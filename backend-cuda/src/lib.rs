@@ -277,6 +277,28 @@ impl Backend for CudaBackend {
         }
     }
 
+    unsafe fn launch_packed(
+        &self,
+        device: u32,
+        queue: u64,
+        kernel: u64,
+        dims: &LaunchDims,
+        args: &[u8],
+    ) -> BackendResult<()> {
+        let program_context = self.devices.make_current_trusted(device)?;
+        // SAFETY: forwarded contract.
+        let result = unsafe { program::launch_packed(&self.kernels, queue, kernel, dims, args) };
+        match result {
+            // As in `launch`: another context was current; set ours and launch once more.
+            Err(e) if program_context.is_none() && conv::is_wrong_context(e.native) => {
+                let _program_context = self.devices.make_current(device)?;
+                // SAFETY: forwarded contract.
+                unsafe { program::launch_packed(&self.kernels, queue, kernel, dims, args) }
+            }
+            other => other,
+        }
+    }
+
     unsafe fn launch_cluster(
         &self,
         device: u32,

@@ -207,6 +207,59 @@ pub(crate) unsafe fn launch(
     check("cuLaunchKernel", r)
 }
 
+/// `launch` with the arguments in one packed buffer, handed to the driver whole
+/// (`CU_LAUNCH_PARAM_BUFFER_POINTER`, as liboffload's CUDA plugin passes them): the driver
+/// copies the bytes, so nothing is split or counted here.
+///
+/// # Safety
+/// As `launch`; `args` ends where the kernel's last parameter does and holds a value of each
+/// parameter's type at its offset.
+#[inline]
+pub(crate) unsafe fn launch_packed(
+    kernels: &KernelRegistry,
+    queue: u64,
+    kernel: u64,
+    dims: &LaunchDims,
+    args: &[u8],
+) -> BackendResult<()> {
+    debug_assert!(kernel != 0, "launch: a null function");
+    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
+        kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
+    }
+    let [gx, gy, gz] = dims.grid;
+    let [bx, by, bz] = dims.block;
+    let mut size = args.len();
+    // The driver's keys are small integers passed as pointers (`cuda.h`'s `CU_LAUNCH_PARAM_*`).
+    let key = |k: u32| k as usize as *mut c_void;
+    let mut extra = [
+        key(sys::CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT),
+        args.as_ptr().cast_mut().cast::<c_void>(),
+        key(sys::CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT),
+        (&raw mut size).cast::<c_void>(),
+        key(sys::CU_LAUNCH_PARAM_END_AS_INT),
+    ];
+    // A kernel without parameters gets neither form.
+    let extra = if args.is_empty() { std::ptr::null_mut() } else { extra.as_mut_ptr() };
+    // SAFETY: live kernel and stream of the current context; `extra` names `size` readable
+    // bytes at `args` and ends with the end key (the driver only reads through the pointers).
+    let r = unsafe {
+        sys::cuLaunchKernel(
+            kernel as usize as CUfunction,
+            gx,
+            gy,
+            gz,
+            bx,
+            by,
+            bz,
+            dims.shared_mem_bytes,
+            stream(queue),
+            std::ptr::null_mut(),
+            extra,
+        )
+    };
+    check("cuLaunchKernel", r)
+}
+
 /// Whether the loaded driver exports `symbol` (for functions newer than ordo's minimum driver:
 /// cudarc panics when asked for a missing one).
 fn driver_has(symbol: &str) -> bool {

@@ -310,6 +310,54 @@ pub trait Backend: Sync {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()>;
+    /// Launches a kernel whose arguments are packed in one buffer laid out as its parameters
+    /// are (`kernel_param_layout`), the form liboffload's `olLaunchKernel` passes. Counted and
+    /// fault-injected as `Launch`. Default: splits the buffer by `kernel_param_layout` and calls
+    /// `launch`; CUDA hands the buffer to the driver whole (`CU_LAUNCH_PARAM_BUFFER_POINTER`).
+    ///
+    /// # Safety
+    /// As `launch`; besides, `args` ends where the kernel's last parameter does (the runtime
+    /// checked it against `kernel_param_layout`), and each parameter's bytes in it are a value
+    /// of the parameter's type.
+    unsafe fn launch_packed(
+        &self,
+        device: u32,
+        queue: u64,
+        kernel: u64,
+        dims: &LaunchDims,
+        args: &[u8],
+    ) -> BackendResult<()> {
+        let mut layout = ParamLayout::new();
+        // SAFETY: forwarded contract (a live kernel of this device).
+        unsafe { self.kernel_param_layout(device, kernel, &mut layout) }?;
+        let mut params = [core::mem::MaybeUninit::<*mut c_void>::uninit(); MAX_KERNEL_PARAMS];
+        let mut sizes = [core::mem::MaybeUninit::<usize>::uninit(); MAX_KERNEL_PARAMS];
+        for (i, slot) in layout.iter().enumerate() {
+            let (offset, size) = (slot.offset as usize, slot.size as usize);
+            if size == 0 || offset.checked_add(size).is_none_or(|end| end > args.len()) {
+                return Err(BackendError::new(
+                    ErrorCode::InvalidSize,
+                    0,
+                    "the argument buffer ends inside a parameter",
+                ));
+            }
+            // In bounds (checked just above); the backend only reads through it.
+            params[i].write(args[offset..].as_ptr().cast_mut().cast());
+            sizes[i].write(size);
+        }
+        let n = layout.len();
+        // SAFETY: the first `n` elements of both arrays were written just above.
+        let (params, sizes) = unsafe {
+            (
+                core::slice::from_raw_parts(params.as_ptr().cast::<*mut c_void>(), n),
+                core::slice::from_raw_parts(sizes.as_ptr().cast::<usize>(), n),
+            )
+        };
+        // SAFETY: as many sizes as pointers, none null (each points into `args`).
+        let args = unsafe { KernelArgs::new_unchecked(params, sizes) };
+        // SAFETY: forwarded contract; each pointer points at its parameter's bytes.
+        unsafe { self.launch(device, queue, kernel, dims, &args) }
+    }
     /// Launches a kernel in thread-block clusters of `cluster` blocks (CUDA: `cuLaunchKernelEx`
     /// with a cluster-dimension attribute, devices of compute capability 9.0 and up). Backends
     /// without clusters keep this default: `Unsupported`.

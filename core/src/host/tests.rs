@@ -154,6 +154,28 @@ fn patterns_host_functions_layouts_and_checks() {
     let want = [(0, ptr), (ptr, ptr), (2 * ptr, ptr), (3 * ptr, 4)];
     assert_eq!(layout.iter().map(|s| (s.offset, s.size)).collect::<std::vec::Vec<_>>(), want);
     assert_eq!(RT.kernel_optimal_block_size(add, 0), Ok(1));
+    // A packed argument buffer (liboffload's form): split by the layout; bytes after the last
+    // parameter are not read; a buffer that ends inside a parameter changes nothing.
+    let floats = |v: [f32; 2]| [v[0].to_ne_bytes(), v[1].to_ne_bytes()].concat();
+    RT.copy_to_device(m, &floats([1.5, 2.0])).unwrap();
+    let mut packed = std::vec::Vec::new();
+    for _ in 0..3 {
+        packed.extend_from_slice(&(m.0 as usize).to_ne_bytes());
+    }
+    packed.extend_from_slice(&2u32.to_ne_bytes());
+    packed.extend_from_slice(&[0xff; 4]);
+    let dims = LaunchDims { grid: [2, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+    let short = &packed[..3 * ptr as usize + 3];
+    // SAFETY: the buffer holds three pointers to two live floats and their count.
+    let launch = |args: &[u8]| unsafe { RT.launch_packed_on(d, q, add, &dims, args) };
+    assert_eq!(code(launch(short)), ErrorCode::InvalidSize);
+    let mut two = [0u8; 8];
+    RT.copy_from_device(&mut two, m).unwrap();
+    assert_eq!(two.as_slice(), floats([1.5, 2.0]).as_slice(), "a refused launch ran nothing");
+    launch(&packed).unwrap();
+    RT.queue_synchronize(q).unwrap();
+    RT.copy_from_device(&mut two, m).unwrap();
+    assert_eq!(two.as_slice(), floats([3.0, 4.0]).as_slice());
     assert_eq!(RT.program_check(d, b"ordo.builtin"), Ok(true));
     assert_eq!(RT.program_check(d, b"nope"), Ok(false));
     assert_eq!(RT.program_check(d, b"").unwrap_err().code, ErrorCode::InvalidSize);

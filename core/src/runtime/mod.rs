@@ -96,7 +96,14 @@ pub(crate) struct KernelEntry {
     pub device: u32,
     pub raw: u64,
     pub next: u32,
+    /// Where the kernel's last parameter ends (bytes of a packed argument buffer), read from
+    /// the backend at its first packed launch; `ARGS_END_UNKNOWN` until then. A cache of a
+    /// fixed value, so relaxed access suffices (racing first launches store the same value).
+    pub args_end: core::sync::atomic::AtomicU32,
 }
+
+/// `KernelEntry::args_end` before the first packed launch.
+pub(crate) const ARGS_END_UNKNOWN: u32 = u32::MAX;
 
 pub(crate) struct Tables {
     pub platforms: Table<PlatformEntry, MAX_PLATFORMS, { ObjectKind::Platform as u8 }>,

@@ -13,7 +13,9 @@ use crate::backend::{KernelArgs, LaunchDims, MemKind, ParamLayout, TensorMap, Te
 use crate::error::{Error, ErrorCode, Result, fail};
 use crate::handle::{Device, DevicePtr, Global, Kernel, Program, Queue};
 
-use super::{DeviceEntry, KernelEntry, NO_SLOT, ProgramEntry, Runtime, Tables, teardown};
+use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use super::{ARGS_END_UNKNOWN, DeviceEntry, KernelEntry, NO_SLOT, ProgramEntry, Runtime, Tables, teardown};
 
 impl Runtime {
     // ---- programs and kernels -------------------------------------------------------------
@@ -94,7 +96,13 @@ impl Runtime {
             }
             let h = t
                 .kernels
-                .insert(KernelEntry { program: slot, device, raw, next: first })
+                .insert(KernelEntry {
+                    program: slot,
+                    device,
+                    raw,
+                    next: first,
+                    args_end: AtomicU32::new(ARGS_END_UNKNOWN),
+                })
                 .map_err(|_| Error::new(ErrorCode::OutOfResources, "kernel table is full (ORDO_MAX_KERNELS)"))?;
             t.programs.at_mut(slot).first_kernel = h.index() as u32;
             Ok(Kernel(h))
@@ -256,7 +264,7 @@ impl Runtime {
             }
             // SAFETY: a live queue and kernel of this device, dimensions within its limits and
             // divisible by the cluster's; the argument contract is the caller's.
-            Ok(unsafe { d.driver.launch_cluster(d.ordinal, q, k, dims, cluster, args) }?)
+            Ok(unsafe { d.driver.launch_cluster(d.ordinal, q, k.raw, dims, cluster, args) }?)
         })
     }
 
@@ -271,7 +279,7 @@ impl Runtime {
             let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
             // argument contract is the caller's.
-            Ok(unsafe { d.driver.launch(d.ordinal, q, k, dims, args) }?)
+            Ok(unsafe { d.driver.launch(d.ordinal, q, k.raw, dims, args) }?)
         })
     }
 
@@ -297,8 +305,59 @@ impl Runtime {
                 return Self::other_device(t, device);
             }
             // SAFETY: as in `launch`.
-            Ok(unsafe { d.driver.launch(d.ordinal, q, k, dims, args) }?)
+            Ok(unsafe { d.driver.launch(d.ordinal, q, k.raw, dims, args) }?)
         })
+    }
+
+    /// As `launch_on`, with the arguments packed in one buffer laid out as the kernel's
+    /// parameters are (`kernel_param_layout`): liboffload's `olLaunchKernel` form. Besides
+    /// `launch_on`'s errors: `InvalidSize` when `args` ends before the kernel's last parameter
+    /// does, and the layout's own errors (`Unsupported` from a backend that cannot lay out
+    /// parameters). Bytes after the last parameter are not read. The layout is asked of the
+    /// backend once per kernel, at its first packed launch, and kept with the kernel; CUDA
+    /// hands the buffer to the driver whole, other backends split it by the layout.
+    ///
+    /// # Safety
+    /// As `launch`: each parameter's bytes in `args` are a value of the parameter's type.
+    #[inline]
+    pub unsafe fn launch_packed_on(
+        &self,
+        device: Device,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+        args: &[u8],
+    ) -> Result<()> {
+        self.with_shared(|t| {
+            let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+            if t.devices.handle_at(slot) != device.0 {
+                return Self::other_device(t, device);
+            }
+            let mut end = k.args_end.load(Relaxed);
+            if end == ARGS_END_UNKNOWN {
+                end = Self::args_end(d, k.raw)?;
+                k.args_end.store(end, Relaxed);
+            }
+            let Some(args) = args.get(..end as usize) else {
+                return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
+            };
+            // SAFETY: as in `launch`; `args` ends where the last parameter does.
+            Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?)
+        })
+    }
+
+    /// Where a live kernel's last parameter ends, from the backend's layout.
+    #[cold]
+    #[inline(never)]
+    fn args_end(d: &DeviceEntry, kernel: u64) -> Result<u32> {
+        let mut layout = ParamLayout::new();
+        // SAFETY: a live kernel of this device.
+        unsafe { d.driver.kernel_param_layout(d.ordinal, kernel, &mut layout) }?;
+        let end = layout.iter().try_fold(0u32, |end, s| Some(end.max(s.offset.checked_add(s.size)?)));
+        match end {
+            Some(end) if end != ARGS_END_UNKNOWN => Ok(end),
+            _ => fail(ErrorCode::BackendFailure, "the backend's parameter layout overflows"),
+        }
     }
 
     /// `launch_on`'s error for a device other than the queue's: the device handle's own error,
@@ -319,7 +378,7 @@ impl Runtime {
         queue: Queue,
         kernel: Kernel,
         dims: &LaunchDims,
-    ) -> Result<(&'t DeviceEntry, u32, u64, u64)> {
+    ) -> Result<(&'t DeviceEntry, u32, u64, &'t KernelEntry)> {
         let q = t.queues.get(queue.0)?;
         let k = t.kernels.get(kernel.0)?;
         if k.device != q.device {
@@ -327,6 +386,6 @@ impl Runtime {
         }
         let d = t.devices.at(q.device);
         dims.validate(&d.limits)?;
-        Ok((d, q.device, q.raw, k.raw))
+        Ok((d, q.device, q.raw, k))
     }
 }

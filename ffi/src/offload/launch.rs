@@ -1,52 +1,15 @@
-//! Kernel launches (`olLaunchKernel`): liboffload's packed argument buffer laid out against the
-//! kernel's parameter layout (cached per thread), and the launch dimensions.
+//! Kernel launches (`olLaunchKernel`): liboffload's packed argument buffer, checked by the
+//! runtime against the kernel's parameter layout, and the launch dimensions.
 
 use super::*;
 
-thread_local! {
-    /// This thread's recent kernel parameter layouts (kernel handle, layout). A handle is never
-    /// reused, so an entry stays right for as long as its kernel lives; a stale kernel fails in
-    /// the launch itself.
-    /// Plain data (no destructor), so that reaching it costs no registration check.
-    static LAYOUTS: RefCell<LayoutCache> = const { RefCell::new(LayoutCache::EMPTY) };
-}
-
-/// Layouts of up to `CACHED_PARAMS` parameters of the last `LAYOUT_CACHE` kernels launched.
-pub(super) struct LayoutCache {
-    entries: [(u64, u8, [ParamSlot; CACHED_PARAMS]); LAYOUT_CACHE],
-    next: usize,
-}
-pub(super) const LAYOUT_CACHE: usize = 8;
-pub(super) const CACHED_PARAMS: usize = 16;
-
-impl LayoutCache {
-    const EMPTY: Self =
-        Self { entries: [(0, 0, [ParamSlot { offset: 0, size: 0 }; CACHED_PARAMS]); LAYOUT_CACHE], next: 0 };
-
-    /// The layout of `kernel`: the last one inserted is looked at first (a loop launching one
-    /// kernel finds it there), then the others.
-    #[inline]
-    fn find(&self, kernel: u64) -> Option<&[ParamSlot]> {
-        let last = &self.entries[(self.next + LAYOUT_CACHE - 1) % LAYOUT_CACHE];
-        let (_, n, slots) = if last.0 == kernel { last } else { self.entries.iter().find(|(k, _, _)| *k == kernel)? };
-        Some(&slots[..usize::from(*n)])
-    }
-
-    fn insert(&mut self, kernel: u64, layout: &[ParamSlot]) {
-        if layout.len() <= CACHED_PARAMS {
-            let (k, n, slots) = &mut self.entries[self.next];
-            (*k, *n) = (kernel, layout.len() as u8);
-            slots[..layout.len()].copy_from_slice(layout);
-            self.next = (self.next + 1) % LAYOUT_CACHE;
-        }
-    }
-}
-
-/// Splits the packed argument buffer by the kernel's layout and launches.
+/// Launches with liboffload's packed argument buffer: the runtime checks it against the
+/// kernel's parameter layout (kept with the kernel) and CUDA hands it to the driver whole.
 ///
 /// # Safety
 /// `data` is valid for `size` bytes; the buffer holds the kernel's arguments laid out as its
 /// parameters are (liboffload's contract).
+#[inline]
 pub(super) unsafe fn launch_packed(
     device: Device,
     q: Queue,
@@ -55,63 +18,16 @@ pub(super) unsafe fn launch_packed(
     size: usize,
     dims: &LaunchDims,
 ) -> OlResult<()> {
-    let launch = |params: &[*mut c_void], sizes: &[usize]| -> OlResult<()> {
-        // SAFETY: as many sizes as pointers, and no pointer is null: each points into `data`,
-        // which is non-null whenever the layout has a parameter (`size >= end > 0`, and
-        // `olLaunchKernel` refuses a NULL buffer with a non-zero size).
-        let args = unsafe { KernelArgs::new_unchecked(params, sizes) };
-        // SAFETY: each pointer points at its parameter's bytes in the caller's buffer.
-        let r = unsafe { runtime().launch_on(device, q, kernel, dims, &args) };
-        r.map_err(|e| launch_error(e, device, q))
+    let args: &[u8] = if size == 0 {
+        &[]
+    } else {
+        // SAFETY: non-null (`olLaunchKernel` refuses a NULL buffer with a non-zero size) and
+        // readable for `size` bytes by the caller's contract.
+        unsafe { core::slice::from_raw_parts(data.cast::<u8>(), size) }
     };
-    let with_layout = |layout: &[ParamSlot]| -> OlResult<()> {
-        let end = layout.last().map_or(0, |s| s.offset as usize + s.size as usize);
-        if size < end {
-            return Err(err(OL_ERRC_INVALID_SIZE, "ArgumentsSize is smaller than the kernel's parameters"));
-        }
-        let arg = |s: &ParamSlot| {
-            // SAFETY: `offset + size <= end <= size` bytes of `data`.
-            unsafe { data.cast::<u8>().add(s.offset as usize) }.cast_mut().cast::<c_void>()
-        };
-        // Kernels with few parameters (nearly all) split into small stack arrays, written only
-        // as far as used; others into heap vectors (a launch of such a kernel costs an
-        // allocation).
-        const INLINE: usize = 16;
-        let n = layout.len();
-        if n <= INLINE {
-            let mut params = [core::mem::MaybeUninit::<*mut c_void>::uninit(); INLINE];
-            let mut sizes = [core::mem::MaybeUninit::<usize>::uninit(); INLINE];
-            for (i, s) in layout.iter().enumerate() {
-                params[i].write(arg(s));
-                sizes[i].write(s.size as usize);
-            }
-            // SAFETY: the first `n` elements of both arrays were written just above.
-            let (params, sizes) = unsafe {
-                (
-                    core::slice::from_raw_parts(params.as_ptr().cast::<*mut c_void>(), n),
-                    core::slice::from_raw_parts(sizes.as_ptr().cast::<usize>(), n),
-                )
-            };
-            launch(params, sizes)
-        } else {
-            let params: Vec<*mut c_void> = layout.iter().map(arg).collect();
-            let sizes: Vec<usize> = layout.iter().map(|s| s.size as usize).collect();
-            launch(&params, &sizes)
-        }
-    };
-    // (A launch from inside a host kernel finds the cache borrowed and takes the slow path.)
-    let cached = LAYOUTS.with(|cache| Some(with_layout(cache.try_borrow().ok()?.find(kernel.to_raw())?)));
-    if let Some(r) = cached {
-        return r;
-    }
-    let layout = on(Arg::Other, runtime().kernel_param_layout(kernel))?;
-    let r = with_layout(&layout);
-    LAYOUTS.with(|cache| {
-        if let Ok(mut cache) = cache.try_borrow_mut() {
-            cache.insert(kernel.to_raw(), &layout);
-        }
-    });
-    r
+    // SAFETY: each parameter's bytes in the buffer are a value of its type (the contract).
+    let r = unsafe { runtime().launch_packed_on(device, q, kernel, dims, args) };
+    r.map_err(|e| launch_error(e, device, q))
 }
 
 /// liboffload's code for a failed launch: which handle was bad, or a queue of another device.

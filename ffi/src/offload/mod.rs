@@ -31,13 +31,13 @@
 #![allow(non_snake_case)] // liboffload's parameter and field names are the ABI's.
 
 use core::ffi::{c_char, c_void};
-use std::cell::{RefCell, UnsafeCell};
+use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use ordo_core::{
-    BackendKind, Device, DeviceInfo, DevicePtr, Error, ErrorCode, Event, Global, InfoValue, Kernel, KernelArgs,
-    LaunchDims, MemKind, ObjectKind, ParamSlot, Platform, Program, Queue, RawHandle, Shutdown,
+    BackendKind, Device, DeviceInfo, DevicePtr, Error, ErrorCode, Event, Global, InfoValue, Kernel, LaunchDims,
+    MemKind, ObjectKind, Platform, Program, Queue, RawHandle, Shutdown,
 };
 
 use crate::boundary::{catch, detail_pointer, handle_to_ptr, ptr_to_handle, set_detail, set_detail_of};
