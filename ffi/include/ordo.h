@@ -621,8 +621,10 @@ ordo_status_t ordo_device_get_info(struct ordo_device_t device,
                                    ordo_device_info_t key,
                                    struct ordo_info_value_t *out);
 
-// Loads a program image on a device: for the host platform the name of a built-in program
-// ("ordo.builtin"); for CUDA, PTX (NUL-terminated or not), cubin or fatbin; for AMDGPU, a code
+// Loads a program image on a device: for the host platform the name of a built-in or
+// registered program ("ordo.builtin", `ordo_host_program_register`) or, with `std` on Linux, a
+// host image (a shared object of this machine exporting `ordo_host_kernels` and
+// `ordo_host_kernel_count`, loaded from memory and kept for the process: see README); for CUDA, PTX (NUL-terminated or not), cubin or fatbin; for AMDGPU, a code
 // object (ELF) or a clang offload bundle holding one for the device's ISA. The image is copied
 // as needed and need not outlive the call. A bad image is `ORDO_ERROR_INVALID_BINARY`, with the
 // JIT log in `ordo_last_error_detail()`.
@@ -725,7 +727,8 @@ ordo_status_t ordo_kernel_native(struct ordo_kernel_t kernel, void **out);
 // `*valid` = 1 when `image` (`size` bytes) is a program the device can load, else 0, checked
 // without loading it: CUDA reads a PTX image's `.target` and a cubin's architecture (a
 // well-formed fatbin counts as valid: the driver picks its entry); the host platform compares
-// program names. `ORDO_ERROR_INVALID_SIZE` for size 0; `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
+// program names, and checks a host image's ELF header (class, byte order, machine, shared
+// object) without loading it. `ORDO_ERROR_INVALID_SIZE` for size 0; `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function

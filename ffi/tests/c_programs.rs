@@ -88,14 +88,20 @@ fn assert_quiet_success(what: &str, out: &Output) {
 
 /// Runs the program plainly, then under valgrind memcheck when available.
 fn run(source: &str) {
+    run_with(source, &[]);
+}
+
+/// As `run`, with arguments.
+fn run_with(source: &str, args: &[&Path]) {
     let exe = build(source);
-    let out = Command::new(&exe).env_remove("RUST_LOG").output().expect("the program runs");
+    let out = Command::new(&exe).args(args).env_remove("RUST_LOG").output().expect("the program runs");
     assert_quiet_success(source, &out);
     if tool("valgrind") {
         let out = Command::new("valgrind")
             .args(["-q", "--error-exitcode=97", "--leak-check=full", "--errors-for-leak-kinds=definite"])
             .args(["--show-leak-kinds=definite"])
             .arg(&exe)
+            .args(args)
             .output()
             .expect("valgrind runs");
         assert_quiet_success(&format!("{source} under valgrind"), &out);
@@ -143,6 +149,30 @@ fn bad_input_table() {
 #[test]
 fn host_kernels_written_in_c() {
     run("host_kernels.c");
+}
+
+/// Host images: `host_image_kernels.c` built as a shared object (and once without its kernel
+/// table), read into memory and loaded on the host device by `host_image.c`.
+#[test]
+fn host_images_loaded_from_memory() {
+    let shared_object = |name: &str, defines: &[&str]| {
+        let so = out_dir().join(name);
+        let out = Command::new("cc")
+            .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-shared", "-fPIC"])
+            .args(defines)
+            .arg("-I")
+            .arg(ffi_dir().join("include"))
+            .arg(ffi_dir().join("tests/c/host_image_kernels.c"))
+            .arg("-o")
+            .arg(&so)
+            .output()
+            .expect("the C compiler runs");
+        assert!(out.status.success(), "compiling {name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        so
+    };
+    let image = shared_object("host_image.so", &[]);
+    let bare = shared_object("host_image_bare.so", &["-DNO_TABLE"]);
+    run_with("host_image.c", &[&image, &bare]);
 }
 
 #[test]

@@ -146,7 +146,16 @@ unsafe fn name(p: *const c_char, null: &'static str) -> Result<&'static str, Err
     Ok(s)
 }
 
-fn register(name_ptr: *const c_char, kernels: *const ordo_host_kernel_t, count: u32) -> Result<(), Error> {
+/// Registers a program of C kernels (`ordo_host_program_register`; host images too).
+///
+/// # Safety
+/// As `ordo_host_program_register`: the name, the table and what it names stay valid and
+/// unchanged for the rest of the program.
+pub(super) unsafe fn register(
+    name_ptr: *const c_char,
+    kernels: *const ordo_host_kernel_t,
+    count: u32,
+) -> Result<(), Error> {
     // SAFETY: the caller's contract (see `ordo_host_program_register`).
     let program_name = unsafe { name(name_ptr, "name is NULL") }?;
     if count > 0 && kernels.is_null() {
@@ -245,5 +254,6 @@ pub unsafe extern "C" fn ordo_host_program_register(
     kernels: *const ordo_host_kernel_t,
     count: u32,
 ) -> ordo_status_t {
-    guard(|| status(register(name, kernels, count)))
+    // SAFETY: forwarded contract.
+    guard(|| status(unsafe { register(name, kernels, count) }))
 }

@@ -2,6 +2,8 @@
 //! (`objects`), memory, queues and events, programs and kernels, and the C types they share.
 
 pub(crate) mod host;
+#[cfg(feature = "std")]
+pub(crate) mod host_image;
 pub(crate) mod lifecycle;
 pub(crate) mod memory;
 pub(crate) mod objects;

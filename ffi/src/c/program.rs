@@ -12,8 +12,10 @@ use crate::boundary::{fail, guard, non_null, output, ready, status};
 use crate::c::types::*;
 use ordo::runtime;
 
-/// Loads a program image on a device: for the host platform the name of a built-in program
-/// ("ordo.builtin"); for CUDA, PTX (NUL-terminated or not), cubin or fatbin; for AMDGPU, a code
+/// Loads a program image on a device: for the host platform the name of a built-in or
+/// registered program ("ordo.builtin", `ordo_host_program_register`) or, with `std` on Linux, a
+/// host image (a shared object of this machine exporting `ordo_host_kernels` and
+/// `ordo_host_kernel_count`, loaded from memory and kept for the process: see README); for CUDA, PTX (NUL-terminated or not), cubin or fatbin; for AMDGPU, a code
 /// object (ELF) or a clang offload bundle holding one for the device's ISA. The image is copied
 /// as needed and need not outlive the call. A bad image is `ORDO_ERROR_INVALID_BINARY`, with the
 /// JIT log in `ordo_last_error_detail()`.
@@ -40,6 +42,11 @@ pub unsafe extern "C" fn ordo_program_load(
         // A refused image's detail carries the backend's log (CUDA: the JIT compiler's).
         #[cfg(feature = "std")]
         {
+            // A host image (an ELF shared object, on a host device) loads as its registration.
+            let bytes = match crate::c::host_image::program_bytes(Device::from_raw(device.raw), bytes) {
+                Ok(bytes) => bytes,
+                Err(e) => return fail(e),
+            };
             let mut log = std::string::String::new();
             match runtime().program_load_logged(Device::from_raw(device.raw), bytes, &mut |l| log.push_str(l)) {
                 Ok(p) => output(out, Ok(ordo_program_t { raw: p.to_raw() })),
@@ -291,7 +298,8 @@ pub unsafe extern "C" fn ordo_kernel_native(kernel: ordo_kernel_t, out: *mut *mu
 /// `*valid` = 1 when `image` (`size` bytes) is a program the device can load, else 0, checked
 /// without loading it: CUDA reads a PTX image's `.target` and a cubin's architecture (a
 /// well-formed fatbin counts as valid: the driver picks its entry); the host platform compares
-/// program names. `ORDO_ERROR_INVALID_SIZE` for size 0; `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
+/// program names, and checks a host image's ELF header (class, byte order, machine, shared
+/// object) without loading it. `ORDO_ERROR_INVALID_SIZE` for size 0; `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
 ///
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function
@@ -311,6 +319,10 @@ pub unsafe extern "C" fn ordo_program_image_check(
         }
         // SAFETY: non-NULL, valid for `size` bytes by the caller's contract.
         let bytes = unsafe { core::slice::from_raw_parts(image.cast::<u8>(), size) };
+        #[cfg(feature = "std")]
+        if let Some(fits) = crate::c::host_image::check(Device::from_raw(device.raw), bytes) {
+            return Ok(i32::from(fits));
+        }
         runtime().program_check(Device::from_raw(device.raw), bytes).map(i32::from)
     })
 }

@@ -19,6 +19,8 @@ ol_api! {
         let d = ordo_device(device_h, "the host device runs no programs")?;
         // SAFETY: non-NULL, valid for `ProgDataSize` bytes by the caller's contract.
         let image = unsafe { core::slice::from_raw_parts(ProgData.cast::<u8>(), ProgDataSize) };
+        // A host image (an ELF shared object, on ordo's CPU device) loads as its registration.
+        let image = on(Arg::Other, crate::c::host_image::program_bytes(d, image))?;
         let p = on(Arg::Device, runtime().program_load(d, image))?;
         // SAFETY: non-NULL, writable by the caller's contract.
         unsafe { program_h.write(handle_to_ptr(p.to_raw())) };
@@ -33,7 +35,8 @@ ol_api! {
     }
 
     /// Whether an image is a program the device can load, without loading it (the host device:
-    /// never; an empty image: not valid).
+    /// never; an empty image: not valid; on ordo's CPU device a host image's ELF header is
+    /// checked).
     fn olIsValidBinary / olIsValidBinaryWithCodeLoc(
         device_h: ol_device_handle_t, ProgData: *const c_void, ProgDataSize: usize, Valid: *mut bool,
     ) {
@@ -50,7 +53,10 @@ ol_api! {
                 }
                 // SAFETY: non-NULL, valid for `ProgDataSize` bytes by the caller's contract.
                 let image = unsafe { core::slice::from_raw_parts(ProgData.cast::<u8>(), ProgDataSize) };
-                on(Arg::Device, runtime().program_check(d, image))?
+                match crate::c::host_image::check(d, image) {
+                    Some(fits) => fits,
+                    None => on(Arg::Device, runtime().program_check(d, image))?,
+                }
             }
         };
         // SAFETY: non-NULL, writable by the caller's contract.
