@@ -72,9 +72,12 @@ static CUDA: ordo_cuda::CudaBackend = ordo_cuda::CudaBackend::new();
 static AMDGPU: ordo_amdgpu::AmdgpuBackend = ordo_amdgpu::AmdgpuBackend::new();
 
 /// With std the host device's queues are asynchronous, each with its own thread
-/// (`QueuedHost`); without std its work runs in the call that submits it.
+/// (`QueuedHost`); without std a queue's work waits for an execution point (the queue's next
+/// synchronise or query, an event's, a queue-less copy: `DeferredHost`) and runs there.
 #[cfg(feature = "std")]
 static HOST_DEVICE: crate::host_queues::QueuedHost = crate::host_queues::QueuedHost::new(&HOST);
+#[cfg(not(feature = "std"))]
+static HOST_DEVICE: ordo_core::host::DeferredHost = ordo_core::host::DeferredHost::new(&HOST);
 
 #[cfg(all(feature = "cuda", feature = "amdgpu"))]
 static BACKENDS: [&dyn Backend; 3] = [&HOST_DEVICE, &CUDA, &AMDGPU];
@@ -85,7 +88,7 @@ static BACKENDS: [&dyn Backend; 2] = [&HOST_DEVICE, &AMDGPU];
 #[cfg(all(feature = "std", not(any(feature = "cuda", feature = "amdgpu"))))]
 static BACKENDS: [&dyn Backend; 1] = [&HOST_DEVICE];
 #[cfg(not(feature = "std"))]
-static BACKENDS: [&dyn Backend; 1] = [&HOST];
+static BACKENDS: [&dyn Backend; 1] = [&HOST_DEVICE];
 
 ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 

@@ -532,12 +532,12 @@ impl<'c> Queue<'c> {
             // SAFETY: the kernel is a typed host kernel whose parameters are `P` (checked when
             // the function was looked up); every argument is `P`'s representation, made by
             // `LaunchArgs` from values and from buffers of the queue's device, borrowed until
-            // this returns; host launches finish before the call returns.
+            // this returns (host queues copy the argument values at submission).
             unsafe { self.rt.launch(self.raw, function.function.raw(), &dims, kernel_args) }?;
             Ok(())
         })?;
-        // The views must not outlive the borrows: wait for the queue (host launches have
-        // finished already; this keeps it so if host queues ever run later).
+        // The views must not outlive the borrows: wait for the queue (host queues run their
+        // work later, on a thread or at an execution point such as this synchronise).
         self.synchronize()
     }
 }

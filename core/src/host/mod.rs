@@ -4,22 +4,28 @@
 //! a heap (`with_heap`) from a system allocator when no arena was given; programs are named sets
 //! of host kernels (built in, or registered at run time: an image is a program's name; an
 //! unknown name is `InvalidBinary`); a launch runs the whole grid on the calling thread, so queues
-//! are in order and events complete when recorded (`ordo`'s `QueuedHost` puts a thread per queue
-//! in front of it). Depends on `backend`, `error`, `capacity`.
+//! are in order and events complete when recorded. In front of it, `DeferredHost` (here, no
+//! threads) keeps a queue's work until an execution point, and `ordo`'s `QueuedHost` (std) gives
+//! each queue a thread. Depends on `backend`, `error`, `capacity`.
 //!
 //! Files: `arena.rs` (the region memory comes from), `memory.rs` (blocks of it, or of a heap,
 //! and copies between addresses), `state.rs` (the bookkeeping kept with an arena), `kernels.rs`
 //! (host kernels, programs and their registry), `builtin.rs` (the built-in program),
+//! `deferred.rs` (queues that run their work at execution points),
 //! `sysinfo.rs` (what the host tells about its CPU), `tests.rs`; this file is the backend itself.
 
 mod arena;
 pub mod builtin;
+mod deferred;
 mod kernels;
 mod memory;
 mod state;
 mod sysinfo;
 
 pub use arena::{ArenaRegion, HOST_ALIGN, HostArena, ProvidedArena};
+pub use deferred::{
+    DEFERRED_ARG_BYTES, DEFERRED_ERRORS, DEFERRED_PARAMS, DEFERRED_PATTERN, DEFERRED_WORK, DeferredHost,
+};
 pub use kernels::{
     HostKernel, HostKernelFn, HostProgram, HostProgramRegistry, HostThread, MAX_REGISTERED_HOST_PROGRAMS,
 };

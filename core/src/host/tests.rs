@@ -186,3 +186,144 @@ fn patterns_host_functions_layouts_and_checks() {
     RT.mem_free(m).unwrap();
     RT.shutdown().unwrap();
 }
+
+// ---- DeferredHost: queues that run their work at execution points ----------------------------
+
+mod deferred {
+    use super::*;
+    use crate::{Event, FillValue};
+
+    static ARENA: HostArena<{ 8 * HOST_ALIGN }> = HostArena::new();
+    static KERNELS: &[HostKernel] = &[
+        HostKernel { name: "add_u32", run: add_u32, params: &[core::mem::size_of::<usize>(), 4] },
+        HostKernel { name: "fail", run: fail, params: &[] },
+    ];
+    static PROGRAMS: &[HostProgram] = &[HostProgram { name: "deferred.test", kernels: KERNELS }];
+    static HOST: HostBackend = HostBackend::new(&ARENA, PROGRAMS, None);
+    static DEVICE: DeferredHost = DeferredHost::new(&HOST);
+    static BACKENDS: [&dyn Backend; 1] = [&DEVICE];
+    crate::static_runtime!(static RT = &BACKENDS);
+
+    /// `*(u32 *)p += v` (one thread).
+    unsafe fn add_u32(_: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
+        // SAFETY: the test passes the address of a live `u32` of the arena and a `u32`.
+        unsafe {
+            let p = core::ptr::with_exposed_provenance_mut::<u32>(args.read::<usize>(0)?);
+            *p += args.read::<u32>(1)?;
+        }
+        Ok(())
+    }
+
+    unsafe fn fail(_: &HostThread, _: &KernelArgs<'_>) -> Result<(), Error> {
+        Err(Error::new(ErrorCode::InvalidValue, "this kernel fails"))
+    }
+
+    /// The order host functions ran in.
+    static LOG: spin::Mutex<heapless::Vec<u8, 64>> = spin::Mutex::new(heapless::Vec::new());
+
+    unsafe extern "C" fn log(data: *mut core::ffi::c_void) {
+        LOG.lock().push(data as usize as u8).unwrap();
+    }
+
+    fn logged() -> std::vec::Vec<u8> {
+        LOG.lock().to_vec()
+    }
+
+    fn enqueue_log(q: crate::Queue, n: u8) {
+        // SAFETY: `log` may run anywhere, once.
+        unsafe { RT.queue_host_function(q, log, n as usize as *mut core::ffi::c_void) }.unwrap();
+    }
+
+    /// Reads the `u32` at `p` directly (the arena is host memory), without an execution point.
+    fn peek(p: DevicePtr) -> u32 {
+        // SAFETY: a live allocation of the arena; the runtime exposed its provenance; no work
+        // runs while the test reads (it runs only at the test's own execution points).
+        unsafe { core::ptr::with_exposed_provenance::<u32>(p.0 as usize).read() }
+    }
+
+    /// Work waits for an execution point (the queue's synchronise or query, an event's, a
+    /// queue-less copy, `mem_free`, `queue_destroy`), runs in submission order, keeps its
+    /// arguments from submission, and reports its error at the queue's next synchronise.
+    #[test]
+    fn work_runs_at_execution_points_in_submission_order() {
+        RT.init().unwrap();
+        let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
+        let (q1, q2) = (RT.queue_create(d).unwrap(), RT.queue_create(d).unwrap());
+        enqueue_log(q1, 1);
+        assert_eq!(logged(), [], "nothing runs at submission");
+        assert_eq!(DEVICE.waiting(), 1);
+        assert_eq!(RT.queue_query(q1), Ok(true), "a query is an execution point");
+        assert_eq!(logged(), [1]);
+
+        // Across queues: q2 waits for an event recorded on q1, and only through that record.
+        let e: Event = RT.event_create(d).unwrap();
+        enqueue_log(q1, 2);
+        RT.event_record(e, q1).unwrap();
+        enqueue_log(q1, 4);
+        RT.queue_wait_event(q2, e).unwrap();
+        enqueue_log(q2, 3);
+        assert_eq!(logged(), [1]);
+        RT.queue_synchronize(q2).unwrap();
+        assert_eq!(logged(), [1, 2, 3], "q1 ran through the record only");
+        assert_eq!(RT.event_query(e), Ok(true));
+        RT.queue_synchronize(q1).unwrap();
+        assert_eq!(logged(), [1, 2, 3, 4]);
+
+        // Arguments are copied at submission; the kernel runs at the synchronise.
+        let m = RT.mem_alloc(d, MemKind::Device, 16).unwrap();
+        RT.fill(m, FillValue::U32(10), 4, None).unwrap();
+        let p = RT.program_load(d, b"deferred.test").unwrap();
+        let add = RT.kernel_get(p, "add_u32").unwrap();
+        let one = LaunchDims { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+        let (mut at, mut v) = (m.0 as usize, 5u32);
+        let sizes = [core::mem::size_of::<usize>(), 4];
+        let params = [(&raw mut at).cast::<core::ffi::c_void>(), (&raw mut v).cast()];
+        let args = KernelArgs::new(&params, &sizes).unwrap();
+        // SAFETY: the address of a live u32 and a u32, as the kernel declares.
+        unsafe { RT.launch(q1, add, &one, &args) }.unwrap();
+        v = 100;
+        let _ = v;
+        assert_eq!(peek(m), 10, "the launch waits");
+        RT.queue_synchronize(q1).unwrap();
+        assert_eq!(peek(m), 15, "it ran with the value given at submission");
+
+        // A queue-less copy runs every queue's waiting work first.
+        RT.fill(m, FillValue::U32(7), 1, Some(q2)).unwrap();
+        assert_eq!(peek(m), 15);
+        let mut out = [0u8; 4];
+        RT.copy_from_device(&mut out, m).unwrap();
+        assert_eq!(u32::from_ne_bytes(out), 7);
+
+        // A failing launch fails the queue's next synchronise, once.
+        let bad = RT.kernel_get(p, "fail").unwrap();
+        // SAFETY: the kernel takes no arguments.
+        unsafe { RT.launch(q2, bad, &one, &KernelArgs::new(&[], &[]).unwrap()) }.unwrap();
+        assert_eq!(RT.queue_synchronize(q2).unwrap_err().code, ErrorCode::InvalidValue);
+        assert_eq!(RT.queue_synchronize(q2), Ok(()));
+
+        // With every slot taken, a submission runs its queue's waiting work first.
+        for n in 0..DEFERRED_WORK as u8 {
+            enqueue_log(q2, 10 + n);
+        }
+        assert_eq!(logged().len(), 4);
+        enqueue_log(q2, 99);
+        assert_eq!(logged().len(), 4 + DEFERRED_WORK, "the full queue ran, the new work waits");
+        assert_eq!(DEVICE.waiting(), 1);
+
+        // Destroying a queue, and freeing memory, run what waits first.
+        RT.queue_destroy(q2).unwrap();
+        assert_eq!(logged().last(), Some(&99));
+        RT.fill(m, FillValue::U32(1), 1, Some(q1)).unwrap();
+        RT.program_unload(p).unwrap();
+        assert_eq!(peek(m), 1, "program_unload ran the waiting fill");
+        RT.fill(m, FillValue::U32(2), 1, Some(q1)).unwrap();
+        RT.mem_free(m).unwrap();
+        assert_eq!(DEVICE.waiting(), 0);
+        RT.event_destroy(e).unwrap();
+        // Work left at shutdown runs in the teardown's synchronise.
+        enqueue_log(q1, 50);
+        assert!(matches!(RT.shutdown(), Ok(crate::Shutdown::TornDown(_))));
+        assert_eq!(logged().last(), Some(&50));
+        assert_eq!(DEVICE.waiting(), 0);
+    }
+}

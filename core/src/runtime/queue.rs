@@ -26,7 +26,8 @@ impl Runtime {
     /// Enqueues `f(data)` on a queue (liboffload's `olLaunchHostFunction`): it runs on the host
     /// after all work submitted to the queue before it, and work submitted after it waits for it
     /// to return. On a bare host backend it runs before this call returns (the default runtime's
-    /// host device, `QueuedHost`, runs it on the queue's thread). `Unsupported` from
+    /// host device runs it on the queue's thread with std, `QueuedHost`, and without std at the
+    /// queue's next execution point, `DeferredHost`). `Unsupported` from
     /// backends without it (AMDGPU).
     ///
     /// # Safety

@@ -1,0 +1,583 @@
+//! Host queues without threads (`no_std`): `DeferredHost` wraps a `HostBackend` and keeps the
+//! work submitted to a queue — launches, copies, fills, host functions, event records and waits
+//! — until an execution point, where it runs in submission order on the calling thread. So a
+//! firmware's test catches a missing synchronise as a GPU would: the work has not run yet.
+//!
+//! Execution points: `queue_synchronize` and `queue_query` of the queue (its work); a
+//! `event_synchronize`, `event_query`, `event_elapsed_ms` or `event_destroy` of an event (the
+//! work of the queues it was recorded on, through its record); `queue_destroy` (the queue's
+//! work); the queue-less copies and fills, `mem_free` and `program_unload` (all waiting work:
+//! they start after everything submitted before them, and memory and kernels must not go while
+//! work still uses them); a queue's wait for an event, when it runs (the work of the queue the
+//! event was recorded on, through its record). Capacity: `DEFERRED_WORK` pieces over all queues;
+//! a submission that finds them taken runs its queue's waiting work first (then, if still
+//! none is free, all waiting work). A launch whose arguments exceed `DEFERRED_ARG_BYTES` or
+//! `DEFERRED_PARAMS`, and a fill whose pattern exceeds `DEFERRED_PATTERN`, run at submission,
+//! after their queue's waiting work. Kernel arguments and fill patterns are copied at
+//! submission; the host sides of copies must stay valid until the copy has run (the `Backend`
+//! contract). An error of waiting work is reported by the queue's next `queue_synchronize`
+//! (kept for up to `DEFERRED_ERRORS` queues at once; more are logged and lost). Host kernels and
+//! host functions run at an execution point must not call ordo (their contract); with std such
+//! calls fail with `Busy`. Depends on `host` (the backend it wraps), `backend`, `error`.
+
+use core::ffi::c_void;
+
+use crate::backend::{
+    Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue, KernelArgs,
+    LaunchDims, LaunchLimits, MemKind, ParamLayout, TensorMap, TensorMapTiled,
+};
+use crate::error::{BackendError, Error, ErrorCode};
+use crate::reentry;
+
+use super::{HOST_LOCAL_MEMORY_BYTES, HostBackend};
+
+/// Pieces of work a `DeferredHost` keeps waiting, over all its queues.
+pub const DEFERRED_WORK: usize = 16;
+/// Bytes of kernel arguments a waiting launch keeps (each argument at its C-struct offset).
+pub const DEFERRED_ARG_BYTES: usize = 128;
+/// Parameters a waiting launch keeps.
+pub const DEFERRED_PARAMS: usize = 16;
+/// Bytes of a waiting pattern fill's pattern.
+pub const DEFERRED_PATTERN: usize = 16;
+/// Queues whose waiting work's error is kept for their next synchronise at once.
+pub const DEFERRED_ERRORS: usize = 16;
+
+/// Argument bytes, aligned for any parameter type.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct ArgBytes([u8; DEFERRED_ARG_BYTES]);
+
+#[derive(Clone, Copy)]
+enum Work {
+    Launch {
+        kernel: u64,
+        dims: LaunchDims,
+        /// Offset and size of each parameter in `bytes`.
+        slots: [(u16, u16); DEFERRED_PARAMS],
+        count: u8,
+        bytes: ArgBytes,
+    },
+    Copy {
+        kind: CopyKind,
+        dst: u64,
+        src: u64,
+        size: usize,
+    },
+    Fill {
+        dst: u64,
+        value: FillValue,
+        count: usize,
+    },
+    Pattern {
+        dst: u64,
+        pattern: [u8; DEFERRED_PATTERN],
+        len: u8,
+        count: usize,
+    },
+    HostFunction {
+        f: HostFn,
+        data: *mut c_void,
+    },
+    Record {
+        event: u64,
+    },
+    Wait {
+        event: u64,
+    },
+}
+
+#[derive(Clone, Copy)]
+struct Pending {
+    device: u32,
+    queue: u64,
+    /// Submission order over all queues.
+    seq: u64,
+    work: Work,
+}
+
+struct State {
+    work: heapless::Vec<Pending, DEFERRED_WORK>,
+    next_seq: u64,
+    /// The first error of each queue's waiting work since its last synchronise.
+    errors: heapless::Vec<(u64, BackendError), DEFERRED_ERRORS>,
+}
+
+// SAFETY: the only non-`Send` values are host functions' data pointers, which the
+// `queue_host_function` contract makes sound to pass to the function from any thread.
+unsafe impl Send for State {}
+
+/// Which waiting work a run takes: one queue's or every queue's, up to a submission number.
+#[derive(Clone, Copy)]
+struct Take {
+    queue: Option<u64>,
+    through: u64,
+}
+
+impl Take {
+    const ALL: Self = Self { queue: None, through: u64::MAX };
+
+    fn queue(queue: u64) -> Self {
+        Self { queue: Some(queue), through: u64::MAX }
+    }
+
+    fn covers(&self, p: &Pending) -> bool {
+        self.queue.is_none_or(|q| q == p.queue) && p.seq <= self.through
+    }
+}
+
+fn err(code: ErrorCode, message: &'static str) -> BackendError {
+    BackendError::new(code, 0, message)
+}
+
+/// A host backend whose queues run their work at execution points instead of at submission
+/// (see the module docs). Build it in a `static` over a `static` `HostBackend`.
+pub struct DeferredHost {
+    inner: &'static HostBackend,
+    state: spin::Mutex<State>,
+    /// Held while waiting work runs, so that each queue's work runs in order, one piece at a
+    /// time, whichever thread reaches an execution point.
+    running: spin::Mutex<()>,
+}
+
+impl DeferredHost {
+    /// `inner` with deferred queues.
+    pub const fn new(inner: &'static HostBackend) -> Self {
+        Self {
+            inner,
+            state: spin::Mutex::new(State { work: heapless::Vec::new(), next_seq: 0, errors: heapless::Vec::new() }),
+            running: spin::Mutex::new(()),
+        }
+    }
+
+    /// How many pieces of work wait right now (for tests and diagnostics).
+    pub fn waiting(&self) -> usize {
+        self.state.lock().work.len()
+    }
+
+    /// Runs the waiting work `take` covers, oldest first. From inside a host kernel or host
+    /// function it fails with `Busy` instead of waiting for itself (std builds).
+    fn run(&self, take: Take) -> BackendResult<()> {
+        if reentry::in_callback() {
+            return Err(BackendError::from_error(Error::REENTRANT));
+        }
+        let _runner = self.running.lock();
+        self.run_held(take);
+        Ok(())
+    }
+
+    /// `run`, with `running` held by the caller.
+    fn run_held(&self, take: Take) {
+        loop {
+            let next = {
+                let mut s = self.state.lock();
+                let oldest = s.work.iter().enumerate().filter(|(_, p)| take.covers(p)).min_by_key(|(_, p)| p.seq);
+                match oldest.map(|(i, _)| i) {
+                    Some(i) => s.work.swap_remove(i),
+                    None => return,
+                }
+            };
+            if let Err(e) = self.execute(&next) {
+                let mut s = self.state.lock();
+                if !s.errors.iter().any(|(q, _)| *q == next.queue) && s.errors.push((next.queue, e)).is_err() {
+                    log::error!("ordo: a host queue's error was lost (more than DEFERRED_ERRORS queues hold one)");
+                }
+            }
+        }
+    }
+
+    /// The newest waiting record of `event` submitted before `before`: its queue and number.
+    fn pending_record(&self, event: u64, before: u64) -> Option<(u64, u64)> {
+        let s = self.state.lock();
+        s.work
+            .iter()
+            .filter(|p| matches!(p.work, Work::Record { event: e } if e == event) && p.seq < before)
+            .max_by_key(|p| p.seq)
+            .map(|p| (p.queue, p.seq))
+    }
+
+    /// Runs the work of the queues `event` was recorded on, through its newest waiting record.
+    fn run_through_record(&self, event: u64) -> BackendResult<()> {
+        match self.pending_record(event, u64::MAX) {
+            Some((queue, seq)) => self.run(Take { queue: Some(queue), through: seq }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs one piece of waiting work on the wrapped backend.
+    fn execute(&self, p: &Pending) -> BackendResult<()> {
+        let (device, queue) = (p.device, p.queue);
+        match p.work {
+            Work::Launch { kernel, dims, slots, count, mut bytes } => {
+                let n = usize::from(count);
+                let base = bytes.0.as_mut_ptr();
+                let mut params = [core::ptr::null_mut::<c_void>(); DEFERRED_PARAMS];
+                let mut sizes = [0usize; DEFERRED_PARAMS];
+                for (i, &(offset, size)) in slots[..n].iter().enumerate() {
+                    // SAFETY: each slot lies within `bytes` (checked at submission).
+                    params[i] = unsafe { base.add(usize::from(offset)) }.cast();
+                    sizes[i] = usize::from(size);
+                }
+                // SAFETY: as many sizes as pointers, none null.
+                let args = unsafe { KernelArgs::new_unchecked(&params[..n], &sizes[..n]) };
+                // SAFETY: the submission's contract; the arguments are the copies made then.
+                unsafe { self.inner.launch(device, queue, kernel, &dims, &args) }
+            }
+            Work::Copy { kind, dst, src, size } => {
+                // SAFETY: the submission's contract; the memory stays valid until the work has
+                // run (`mem_free` runs it first, and the host side's contract says so).
+                unsafe { self.inner.memcpy(device, kind, dst, src, size, None) }
+            }
+            Work::Fill { dst, value, count } => {
+                // SAFETY: as for copies.
+                unsafe { self.inner.fill(device, dst, value, count, None) }
+            }
+            Work::Pattern { dst, pattern, len, count } => {
+                let pattern = &pattern[..usize::from(len)];
+                // SAFETY: as for copies; the pattern is the copy made at submission.
+                unsafe { self.inner.fill_pattern(device, dst, pattern, count, None) }
+            }
+            // SAFETY: the caller's contract for `f(data)`.
+            Work::HostFunction { f, data } => unsafe { self.inner.queue_host_function(device, queue, f, data) },
+            // SAFETY: the event lives until its records have run (`event_destroy` runs them).
+            Work::Record { event } => unsafe { self.inner.event_record(device, event, queue) },
+            Work::Wait { event } => {
+                if let Some((q, seq)) = self.pending_record(event, p.seq) {
+                    self.run_held(Take { queue: Some(q), through: seq });
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Keeps `work` for `queue` (running the queue's waiting work first when no room is left,
+    /// then all waiting work if still none is).
+    fn submit(&self, device: u32, queue: u64, work: Work) -> BackendResult<()> {
+        for take in [None, Some(Take::queue(queue)), Some(Take::ALL)] {
+            if let Some(take) = take {
+                self.run(take)?;
+            }
+            let mut s = self.state.lock();
+            if !s.work.is_full() {
+                let seq = s.next_seq;
+                s.next_seq += 1;
+                // Cannot fail: not full, under the lock.
+                let _ = s.work.push(Pending { device, queue, seq, work });
+                return Ok(());
+            }
+        }
+        Err(err(ErrorCode::Internal, "deferred host work has no room after running all of it"))
+    }
+
+    /// Runs `queue`'s waiting work, then `now` (work that is not kept: it runs at submission).
+    fn run_now(&self, queue: u64, now: impl FnOnce() -> BackendResult<()>) -> BackendResult<()> {
+        self.run(Take::queue(queue))?;
+        now()
+    }
+
+    /// The error kept for `queue`, taken.
+    fn take_error(&self, queue: u64) -> Option<BackendError> {
+        let mut s = self.state.lock();
+        let i = s.errors.iter().position(|(q, _)| *q == queue)?;
+        Some(s.errors.swap_remove(i).1)
+    }
+}
+
+impl Backend for DeferredHost {
+    fn kind(&self) -> BackendKind {
+        self.inner.kind()
+    }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+
+    fn init(&self) -> BackendResult<u32> {
+        self.inner.init()
+    }
+
+    unsafe fn deinit(&self) -> BackendResult<()> {
+        {
+            // The teardown synchronised every queue: nothing waits; drop what might.
+            let mut s = self.state.lock();
+            s.work.clear();
+            s.errors.clear();
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.deinit() }
+    }
+
+    unsafe fn forget_after_fork(&self) {
+        // SAFETY: in a forked child only this thread exists, so a held lock belongs to a thread
+        // of the parent that will never release it.
+        unsafe {
+            if self.running.is_locked() {
+                self.running.force_unlock();
+            }
+            if self.state.is_locked() {
+                self.state.force_unlock();
+            }
+        }
+        {
+            let mut s = self.state.lock();
+            s.work.clear();
+            s.errors.clear();
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.forget_after_fork() }
+    }
+
+    unsafe fn device_release(&self, device: u32) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.device_release(device) }
+    }
+
+    fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
+        self.inner.device_info(device, key)
+    }
+
+    fn launch_limits(&self, device: u32) -> LaunchLimits {
+        self.inner.launch_limits(device)
+    }
+
+    fn mem_alloc(&self, device: u32, kind: MemKind, size: usize) -> BackendResult<u64> {
+        self.inner.mem_alloc(device, kind, size)
+    }
+
+    unsafe fn mem_free(&self, device: u32, kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
+        // Waiting work may still use the memory: it runs first (as `cuMemFree` waits).
+        self.run(Take::ALL)?;
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.mem_free(device, kind, addr, size) }
+    }
+
+    unsafe fn host_register(&self, device: u32, addr: u64, size: usize) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.host_register(device, addr, size) }
+    }
+
+    unsafe fn memcpy(
+        &self,
+        device: u32,
+        kind: CopyKind,
+        dst: u64,
+        src: u64,
+        size: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
+        match queue {
+            Some(q) => self.submit(device, q, Work::Copy { kind, dst, src, size }),
+            None => {
+                self.run(Take::ALL)?;
+                // SAFETY: forwarded contract.
+                unsafe { self.inner.memcpy(device, kind, dst, src, size, None) }
+            }
+        }
+    }
+
+    unsafe fn fill(
+        &self,
+        device: u32,
+        dst: u64,
+        value: FillValue,
+        count: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
+        match queue {
+            Some(q) => self.submit(device, q, Work::Fill { dst, value, count }),
+            None => {
+                self.run(Take::ALL)?;
+                // SAFETY: forwarded contract.
+                unsafe { self.inner.fill(device, dst, value, count, None) }
+            }
+        }
+    }
+
+    unsafe fn fill_pattern(
+        &self,
+        device: u32,
+        dst: u64,
+        pattern: &[u8],
+        count: usize,
+        queue: Option<u64>,
+    ) -> BackendResult<()> {
+        let now = || {
+            // SAFETY: forwarded contract.
+            unsafe { self.inner.fill_pattern(device, dst, pattern, count, None) }
+        };
+        match queue {
+            Some(q) if pattern.len() <= DEFERRED_PATTERN => {
+                let mut kept = [0u8; DEFERRED_PATTERN];
+                kept[..pattern.len()].copy_from_slice(pattern);
+                self.submit(device, q, Work::Pattern { dst, pattern: kept, len: pattern.len() as u8, count })
+            }
+            Some(q) => self.run_now(q, now),
+            None => {
+                self.run(Take::ALL)?;
+                now()
+            }
+        }
+    }
+
+    fn queue_create(&self, device: u32) -> BackendResult<u64> {
+        self.inner.queue_create(device)
+    }
+
+    fn queue_create_independent(&self, device: u32) -> BackendResult<u64> {
+        self.inner.queue_create_independent(device)
+    }
+
+    unsafe fn queue_destroy(&self, device: u32, queue: u64) -> BackendResult<()> {
+        // Its work runs first (a queue destroyed with work on it finishes that work, as CUDA's do).
+        self.run(Take::queue(queue))?;
+        let _ = self.take_error(queue);
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.queue_destroy(device, queue) }
+    }
+
+    unsafe fn queue_synchronize(&self, device: u32, queue: u64) -> BackendResult<()> {
+        self.run(Take::queue(queue))?;
+        if let Some(e) = self.take_error(queue) {
+            return Err(e);
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.queue_synchronize(device, queue) }
+    }
+
+    unsafe fn queue_query(&self, device: u32, queue: u64) -> BackendResult<bool> {
+        // An execution point: the queue's work runs, and then it has finished.
+        self.run(Take::queue(queue))?;
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.queue_query(device, queue) }
+    }
+
+    unsafe fn queue_wait_event(&self, device: u32, queue: u64, event: u64) -> BackendResult<()> {
+        self.submit(device, queue, Work::Wait { event })
+    }
+
+    fn event_create(&self, device: u32) -> BackendResult<u64> {
+        self.inner.event_create(device)
+    }
+
+    unsafe fn event_destroy(&self, device: u32, event: u64) -> BackendResult<()> {
+        // Its waiting records would write the event: they run first.
+        self.run_through_record(event)?;
+        // SAFETY: forwarded contract; no record of it waits any more.
+        unsafe { self.inner.event_destroy(device, event) }
+    }
+
+    unsafe fn event_record(&self, device: u32, event: u64, queue: u64) -> BackendResult<()> {
+        self.submit(device, queue, Work::Record { event })
+    }
+
+    unsafe fn event_synchronize(&self, device: u32, event: u64) -> BackendResult<()> {
+        self.run_through_record(event)?;
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.event_synchronize(device, event) }
+    }
+
+    unsafe fn event_query(&self, device: u32, event: u64) -> BackendResult<bool> {
+        self.run_through_record(event)?;
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.event_query(device, event) }
+    }
+
+    unsafe fn event_elapsed_ms(&self, device: u32, start: u64, end: u64) -> BackendResult<f32> {
+        self.run_through_record(start)?;
+        self.run_through_record(end)?;
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.event_elapsed_ms(device, start, end) }
+    }
+
+    fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
+        self.inner.program_load(device, image)
+    }
+
+    unsafe fn program_unload(&self, device: u32, program: u64) -> BackendResult<()> {
+        // Waiting launches of its kernels run first.
+        self.run(Take::ALL)?;
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.program_unload(device, program) }
+    }
+
+    unsafe fn kernel_get(&self, device: u32, program: u64, name: &str) -> BackendResult<u64> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.kernel_get(device, program, name) }
+    }
+
+    unsafe fn launch(
+        &self,
+        device: u32,
+        queue: u64,
+        kernel: u64,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        let mut layout = ParamLayout::new();
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.kernel_param_layout(device, kernel, &mut layout) }?;
+        // Checked now, as the backend and the kernel would when it ran.
+        if dims.shared_mem_bytes > HOST_LOCAL_MEMORY_BYTES {
+            return Err(err(ErrorCode::InvalidValue, "more local memory than a host block has (48 KiB)"));
+        }
+        if args.params().len() != layout.len() {
+            return Err(err(ErrorCode::InvalidArgument, "kernel argument index out of range"));
+        }
+        if args.sizes().is_some_and(|given| given.iter().zip(&layout).any(|(&g, s)| g != s.size as usize)) {
+            return Err(err(ErrorCode::InvalidSize, "kernel argument size does not match the kernel's parameter"));
+        }
+        let fits = layout.len() <= DEFERRED_PARAMS
+            && layout.iter().all(|s| (s.offset as usize).saturating_add(s.size as usize) <= DEFERRED_ARG_BYTES);
+        if !fits {
+            // Too many argument bytes to keep: it runs now, after its queue's waiting work.
+            // SAFETY: forwarded contract.
+            return self.run_now(queue, || unsafe { self.inner.launch(device, queue, kernel, dims, args) });
+        }
+        let mut bytes = ArgBytes([0; DEFERRED_ARG_BYTES]);
+        let mut slots = [(0u16, 0u16); DEFERRED_PARAMS];
+        for (i, (s, &p)) in layout.iter().zip(args.params()).enumerate() {
+            let (offset, size) = (s.offset as usize, s.size as usize);
+            // SAFETY: the caller's contract: each argument points to a value of its parameter's
+            // type (`size` readable bytes); the destination lies within `bytes` (checked above).
+            unsafe { core::ptr::copy_nonoverlapping(p.cast::<u8>(), bytes.0.as_mut_ptr().add(offset), size) };
+            slots[i] = (offset as u16, size as u16);
+        }
+        let work = Work::Launch { kernel, dims: *dims, slots, count: layout.len() as u8, bytes };
+        self.submit(device, queue, work)
+    }
+
+    unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.kernel_param_count(device, kernel) }
+    }
+
+    unsafe fn kernel_param_layout(&self, device: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.kernel_param_layout(device, kernel, out) }
+    }
+
+    unsafe fn kernel_optimal_block_size(&self, device: u32, kernel: u64, dynamic_shared: usize) -> BackendResult<u32> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.kernel_optimal_block_size(device, kernel, dynamic_shared) }
+    }
+
+    unsafe fn program_global(&self, device: u32, program: u64, name: &str) -> BackendResult<(u64, usize)> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.program_global(device, program, name) }
+    }
+
+    fn program_check(&self, device: u32, image: &[u8]) -> BackendResult<bool> {
+        self.inner.program_check(device, image)
+    }
+
+    fn tensor_map_encode_tiled(&self, device: u32, tensor: &TensorMapTiled<'_>) -> BackendResult<TensorMap> {
+        self.inner.tensor_map_encode_tiled(device, tensor)
+    }
+
+    unsafe fn queue_host_function(&self, device: u32, queue: u64, f: HostFn, data: *mut c_void) -> BackendResult<()> {
+        self.submit(device, queue, Work::HostFunction { f, data })
+    }
+}
