@@ -517,30 +517,12 @@ impl Backend for QueuedHost {
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
         // The argument values are copied now (the caller's storage may go once this returns),
-        // by the kernel's declared parameter sizes.
-        let mut layout = ParamLayout::new();
+        // by the kernel's declared parameter sizes. Checked here, as the backend and the kernel
+        // would when it ran: too much local memory, a wrong count or size fails the launch now
+        // rather than at the next synchronise.
         // SAFETY: forwarded contract.
-        unsafe { self.inner.kernel_param_layout(device, kernel, &mut layout) }?;
-        // Checked here, as the backend and the kernel would when it ran: too much local memory,
-        // a wrong count or size fails the launch now rather than at the next synchronise.
-        if dims.shared_mem_bytes > ordo_core::host::HOST_LOCAL_MEMORY_BYTES {
-            return Err(BackendError::new(
-                ErrorCode::InvalidValue,
-                0,
-                "more local memory than a host block has (48 KiB)",
-            ));
-        }
-        if args.params().len() != layout.len() {
-            return Err(BackendError::new(ErrorCode::InvalidArgument, 0, "kernel argument index out of range"));
-        }
+        let layout = unsafe { self.inner.check_launch(device, kernel, dims, args) }?;
         let sizes: Vec<usize> = layout.iter().map(|s| s.size as usize).collect();
-        if args.sizes().is_some_and(|given| given != sizes.as_slice()) {
-            return Err(BackendError::new(
-                ErrorCode::InvalidSize,
-                0,
-                "kernel argument size does not match the kernel's parameter",
-            ));
-        }
         let mut offsets = Vec::with_capacity(sizes.len());
         let mut bytes: Vec<u64> = Vec::new(); // 8-byte aligned storage for every value
         for (&p, &size) in args.params().iter().zip(&sizes) {

@@ -29,7 +29,7 @@ use crate::backend::{
 use crate::error::{BackendError, Error, ErrorCode};
 use crate::reentry;
 
-use super::{HOST_LOCAL_MEMORY_BYTES, HostBackend};
+use super::HostBackend;
 
 /// Pieces of work a `DeferredHost` keeps waiting, over all its queues.
 pub const DEFERRED_WORK: usize = 16;
@@ -516,19 +516,9 @@ impl Backend for DeferredHost {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
-        let mut layout = ParamLayout::new();
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.kernel_param_layout(device, kernel, &mut layout) }?;
         // Checked now, as the backend and the kernel would when it ran.
-        if dims.shared_mem_bytes > HOST_LOCAL_MEMORY_BYTES {
-            return Err(err(ErrorCode::InvalidValue, "more local memory than a host block has (48 KiB)"));
-        }
-        if args.params().len() != layout.len() {
-            return Err(err(ErrorCode::InvalidArgument, "kernel argument index out of range"));
-        }
-        if args.sizes().is_some_and(|given| given.iter().zip(&layout).any(|(&g, s)| g != s.size as usize)) {
-            return Err(err(ErrorCode::InvalidSize, "kernel argument size does not match the kernel's parameter"));
-        }
+        // SAFETY: forwarded contract.
+        let layout = unsafe { self.inner.check_launch(device, kernel, dims, args) }?;
         let fits = layout.len() <= DEFERRED_PARAMS
             && layout.iter().all(|s| (s.offset as usize).saturating_add(s.size as usize) <= DEFERRED_ARG_BYTES);
         if !fits {

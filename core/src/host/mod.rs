@@ -180,6 +180,35 @@ impl HostBackend {
         Ok(s)
     }
 
+    /// What a launch of `kernel` would be refused for when it ran, checked at submission by
+    /// the wrappers that run it later (`DeferredHost`, `ordo`'s `QueuedHost`): more local memory
+    /// than a block has, an argument count or a given size other than the kernel declares.
+    /// Returns the kernel's parameter layout (where to keep a copy of each argument).
+    ///
+    /// # Safety
+    /// `kernel` is a live kernel of this backend (the `Backend` contract).
+    pub unsafe fn check_launch(
+        &self,
+        device: u32,
+        kernel: u64,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<ParamLayout> {
+        let mut layout = ParamLayout::new();
+        // SAFETY: forwarded contract.
+        unsafe { self.kernel_param_layout(device, kernel, &mut layout) }?;
+        if dims.shared_mem_bytes > HOST_LOCAL_MEMORY_BYTES {
+            return Err(err(ErrorCode::InvalidValue, "more local memory than a host block has (48 KiB)"));
+        }
+        if args.params().len() != layout.len() {
+            return Err(err(ErrorCode::InvalidArgument, "kernel argument index out of range"));
+        }
+        if args.sizes().is_some_and(|given| given.iter().zip(&layout).any(|(&g, s)| g != s.size as usize)) {
+            return Err(err(ErrorCode::InvalidSize, "kernel argument size does not match the kernel's parameter"));
+        }
+        Ok(layout)
+    }
+
     /// Runs `work` as the host device's one piece of work in progress. From inside a host kernel
     /// (which holds the device) it fails with `Busy` instead of waiting for itself.
     fn execute<T>(&self, work: impl FnOnce() -> BackendResult<T>) -> BackendResult<T> {
