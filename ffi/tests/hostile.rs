@@ -6,32 +6,16 @@
 
 mod common;
 
+use common::{code, host_device};
+
 use core::ffi::c_void;
 use core::ptr::null_mut;
 
 use ordo_core::DevicePtr;
 use ordo_ffi::offload::*;
 
-/// The error code of an `ol_result_t` (`OL_ERRC_SUCCESS` for NULL).
-fn code(r: ol_result_t) -> ol_errc_t {
-    // SAFETY: a non-NULL result points to the thread's error struct.
-    if r.is_null() { OL_ERRC_SUCCESS } else { unsafe { (*r).Code } }
-}
-
 /// The tests share the process's one runtime and count init references: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn host_device() -> ol_device_handle_t {
-    let mut found: ol_device_handle_t = null_mut();
-    unsafe extern "C" fn last(device: ol_device_handle_t, data: *mut c_void) -> bool {
-        // SAFETY: `data` is `found` below, alive for the iteration.
-        unsafe { *data.cast::<ol_device_handle_t>() = device };
-        true
-    }
-    // SAFETY: a valid callback and its data; the last device iterated is liboffload's host device.
-    assert_eq!(code(unsafe { olIterateDevices(Some(last), (&raw mut found).cast()) }), OL_ERRC_SUCCESS);
-    found
-}
 
 #[test]
 fn hostile_calls_are_refused_and_touch_nothing() {

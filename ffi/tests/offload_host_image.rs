@@ -9,11 +9,9 @@ use std::process::Command;
 
 use ordo_ffi::offload::*;
 
-/// The error code of an `ol_result_t` (`OL_ERRC_SUCCESS` for NULL).
-fn code(r: ol_result_t) -> ol_errc_t {
-    // SAFETY: a non-NULL result points to an error struct that lives for the process.
-    if r.is_null() { OL_ERRC_SUCCESS } else { unsafe { (*r).Code } }
-}
+mod common;
+
+use common::{code, host_device};
 
 /// `host_image_kernels.c` as a shared object for this machine.
 fn image() -> Vec<u8> {
@@ -107,17 +105,4 @@ fn a_host_image_runs_through_liboffloads_api() {
         assert!(olDestroyProgram(program).is_null());
         assert!(olShutDown().is_null());
     }
-}
-
-/// liboffload's host device (the last device iterated).
-fn host_device() -> ol_device_handle_t {
-    let mut found: ol_device_handle_t = null_mut();
-    unsafe extern "C" fn last(device: ol_device_handle_t, data: *mut c_void) -> bool {
-        // SAFETY: `data` is `found` below, alive for the iteration.
-        unsafe { *data.cast::<ol_device_handle_t>() = device };
-        true
-    }
-    // SAFETY: a valid callback and its data.
-    assert_eq!(code(unsafe { olIterateDevices(Some(last), (&raw mut found).cast()) }), OL_ERRC_SUCCESS);
-    found
 }
