@@ -55,6 +55,21 @@ impl CudaBackend {
     pub fn clear_last_error_detail() {
         program::set_detail("");
     }
+
+    /// Runs `launch` in the device's context as this thread last made it current; if other code
+    /// switched the thread's context since and the driver rejected the launch (nothing was
+    /// enqueued), sets the context and launches once more.
+    #[inline(always)]
+    fn launching(&self, device: u32, launch: impl Fn() -> BackendResult<()>) -> BackendResult<()> {
+        let program_context = self.devices.make_current_trusted(device)?;
+        match launch() {
+            Err(e) if program_context.is_none() && conv::is_wrong_context(e.native) => {
+                let _program_context = self.devices.make_current(device)?;
+                launch()
+            }
+            other => other,
+        }
+    }
 }
 
 impl Default for CudaBackend {
@@ -262,19 +277,8 @@ impl Backend for CudaBackend {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
-        let program_context = self.devices.make_current_trusted(device)?;
         // SAFETY: forwarded contract.
-        let result = unsafe { program::launch(&self.kernels, queue, kernel, dims, args) };
-        match result {
-            // Other code switched this thread's context since ordo set it, and the driver
-            // rejected the launch (nothing was enqueued): set the context and launch once more.
-            Err(e) if program_context.is_none() && conv::is_wrong_context(e.native) => {
-                let _program_context = self.devices.make_current(device)?;
-                // SAFETY: forwarded contract.
-                unsafe { program::launch(&self.kernels, queue, kernel, dims, args) }
-            }
-            other => other,
-        }
+        self.launching(device, || unsafe { program::launch(&self.kernels, queue, kernel, dims, args) })
     }
 
     unsafe fn launch_packed(
@@ -285,18 +289,8 @@ impl Backend for CudaBackend {
         dims: &LaunchDims,
         args: &[u8],
     ) -> BackendResult<()> {
-        let program_context = self.devices.make_current_trusted(device)?;
         // SAFETY: forwarded contract.
-        let result = unsafe { program::launch_packed(&self.kernels, queue, kernel, dims, args) };
-        match result {
-            // As in `launch`: another context was current; set ours and launch once more.
-            Err(e) if program_context.is_none() && conv::is_wrong_context(e.native) => {
-                let _program_context = self.devices.make_current(device)?;
-                // SAFETY: forwarded contract.
-                unsafe { program::launch_packed(&self.kernels, queue, kernel, dims, args) }
-            }
-            other => other,
-        }
+        self.launching(device, || unsafe { program::launch_packed(&self.kernels, queue, kernel, dims, args) })
     }
 
     unsafe fn launch_cluster(

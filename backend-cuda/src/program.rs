@@ -180,31 +180,8 @@ pub(crate) unsafe fn launch(
     dims: &LaunchDims,
     args: &KernelArgs<'_>,
 ) -> BackendResult<()> {
-    debug_assert!(kernel != 0, "launch: a null function");
-    debug_assert!(dims.grid.iter().chain(&dims.block).all(|&d| d >= 1), "launch: a zero dimension");
-    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
-        kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
-    }
-    let [gx, gy, gz] = dims.grid;
-    let [bx, by, bz] = dims.block;
-    // SAFETY: live kernel and stream of the current context; `params` points to the arguments
-    // (the driver only reads through it despite the `*mut`).
-    let r = unsafe {
-        sys::cuLaunchKernel(
-            kernel as usize as CUfunction,
-            gx,
-            gy,
-            gz,
-            bx,
-            by,
-            bz,
-            dims.shared_mem_bytes,
-            stream(queue),
-            params_pointer(args),
-            std::ptr::null_mut(),
-        )
-    };
-    check("cuLaunchKernel", r)
+    // SAFETY: forwarded contract; `params` points to the arguments.
+    unsafe { launch_raw(kernels, queue, kernel, dims, params_pointer(args), std::ptr::null_mut()) }
 }
 
 /// `launch` with the arguments in one packed buffer, handed to the driver whole
@@ -222,12 +199,6 @@ pub(crate) unsafe fn launch_packed(
     dims: &LaunchDims,
     args: &[u8],
 ) -> BackendResult<()> {
-    debug_assert!(kernel != 0, "launch: a null function");
-    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
-        kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
-    }
-    let [gx, gy, gz] = dims.grid;
-    let [bx, by, bz] = dims.block;
     let mut size = args.len();
     // The driver's keys are small integers passed as pointers (`cuda.h`'s `CU_LAUNCH_PARAM_*`).
     let key = |k: u32| k as usize as *mut c_void;
@@ -240,8 +211,35 @@ pub(crate) unsafe fn launch_packed(
     ];
     // A kernel without parameters gets neither form.
     let extra = if args.is_empty() { std::ptr::null_mut() } else { extra.as_mut_ptr() };
-    // SAFETY: live kernel and stream of the current context; `extra` names `size` readable
-    // bytes at `args` and ends with the end key (the driver only reads through the pointers).
+    // SAFETY: forwarded contract; `extra` names `size` readable bytes at `args` and ends with
+    // the end key.
+    unsafe { launch_raw(kernels, queue, kernel, dims, std::ptr::null_mut(), extra) }
+}
+
+/// `cuLaunchKernel` with the arguments in either of its forms (`params`, or `extra`'s packed
+/// buffer; NULL for the other), after the opt-in a launch with more than the default dynamic
+/// shared memory needs.
+///
+/// # Safety
+/// As `launch`; `params` and `extra` are NULL or as `cuLaunchKernel` documents them, and stay
+/// valid for the call (the driver only reads through them despite the `*mut`).
+#[inline(always)]
+unsafe fn launch_raw(
+    kernels: &KernelRegistry,
+    queue: u64,
+    kernel: u64,
+    dims: &LaunchDims,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> BackendResult<()> {
+    debug_assert!(kernel != 0, "launch: a null function");
+    debug_assert!(dims.grid.iter().chain(&dims.block).all(|&d| d >= 1), "launch: a zero dimension");
+    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
+        kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
+    }
+    let [gx, gy, gz] = dims.grid;
+    let [bx, by, bz] = dims.block;
+    // SAFETY: live kernel and stream of the current context; the argument forms as documented.
     let r = unsafe {
         sys::cuLaunchKernel(
             kernel as usize as CUfunction,
@@ -253,7 +251,7 @@ pub(crate) unsafe fn launch_packed(
             bz,
             dims.shared_mem_bytes,
             stream(queue),
-            std::ptr::null_mut(),
+            params,
             extra,
         )
     };
