@@ -156,7 +156,7 @@ fn event_queue_reads_race_shutdown_and_never_answer_null() {
 #[test]
 fn a_child_forked_during_ol_calls_can_init_and_shut_down() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     static STOP: AtomicBool = AtomicBool::new(false);
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     // SAFETY: valid pointers throughout; handles cross threads as integers; the child only
@@ -200,22 +200,8 @@ fn a_child_forked_during_ol_calls_can_init_and_shut_down() {
                 }
                 libc::_exit(status);
             }
-            let deadline = Instant::now() + Duration::from_secs(10);
-            let mut status = 0;
-            loop {
-                if libc::waitpid(pid, &mut status, libc::WNOHANG) == pid {
-                    break;
-                }
-                if Instant::now() > deadline {
-                    libc::kill(pid, libc::SIGKILL);
-                    failures.push(format!("round {round}: the child hung"));
-                    libc::waitpid(pid, &mut status, 0);
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
-                failures.push(format!("round {round}: the child failed check {}", libc::WEXITSTATUS(status)));
+            if let Err(why) = common::wait_child(pid) {
+                failures.push(format!("round {round}: {why}"));
             }
         }
         STOP.store(true, Ordering::Relaxed);

@@ -106,3 +106,60 @@ fn a_host_image_runs_through_liboffloads_api() {
         assert!(olShutDown().is_null());
     }
 }
+
+/// A child forked while other threads load host images (and register their tables) can init,
+/// load an image and shut down: the registration's locks are free in the child (before the
+/// fork handling they could be held by a parent thread that does not exist there).
+#[test]
+fn a_child_forked_during_host_image_loads_can_load_one() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let image = image();
+    // SAFETY: valid pointers throughout; handles cross threads as integers; the child only
+    // makes ol* calls on its one thread and `_exit`s.
+    unsafe {
+        assert!(olInit().is_null());
+        let d = cpu_device() as usize;
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let image = image.clone();
+                std::thread::spawn(move || {
+                    while !STOP.load(Ordering::Relaxed) {
+                        let mut p: ol_program_handle_t = null_mut();
+                        let r = olCreateProgram(d as ol_device_handle_t, image.as_ptr().cast(), image.len(), &mut p);
+                        assert!(r.is_null());
+                        assert!(olDestroyProgram(p).is_null());
+                    }
+                })
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut failures = Vec::new();
+        for round in 0..40 {
+            let pid = libc::fork();
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                let mut p: ol_program_handle_t = null_mut();
+                let status = if !olInit().is_null() {
+                    1
+                } else if !olCreateProgram(cpu_device(), image.as_ptr().cast(), image.len(), &mut p).is_null() {
+                    2
+                } else if !olDestroyProgram(p).is_null() || !olShutDown().is_null() {
+                    3
+                } else {
+                    0
+                };
+                libc::_exit(status);
+            }
+            if let Err(why) = common::wait_child(pid) {
+                failures.push(format!("round {round}: {why}"));
+            }
+        }
+        STOP.store(true, Ordering::Relaxed);
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert!(failures.is_empty(), "{failures:#?}");
+        assert!(olShutDown().is_null());
+    }
+}

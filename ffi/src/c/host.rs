@@ -146,6 +146,26 @@ unsafe fn name(p: *const c_char, null: &'static str) -> Result<&'static str, Err
     Ok(s)
 }
 
+/// Before a `fork` (std, Unix: `host_image::fork`): takes the pools' locks and keeps them.
+#[cfg(all(feature = "std", unix))]
+pub(crate) fn hold_pools_for_fork() {
+    core::mem::forget(KERNELS.used.lock());
+    core::mem::forget(PROGRAMS.used.lock());
+}
+
+/// After a `fork`, in the parent and in the child: releases what `hold_pools_for_fork` took.
+///
+/// # Safety
+/// This thread took the locks with `hold_pools_for_fork` and has not released them.
+#[cfg(all(feature = "std", unix))]
+pub(crate) unsafe fn release_pools_after_fork() {
+    // SAFETY: the caller's contract; their guards were forgotten, so nothing else unlocks them.
+    unsafe {
+        PROGRAMS.used.force_unlock();
+        KERNELS.used.force_unlock();
+    }
+}
+
 /// Registers a program of C kernels (`ordo_host_program_register`; host images too).
 ///
 /// # Safety
@@ -156,6 +176,8 @@ pub(super) unsafe fn register(
     kernels: *const ordo_host_kernel_t,
     count: u32,
 ) -> Result<(), Error> {
+    #[cfg(all(feature = "std", unix))]
+    crate::c::host_image::fork::install();
     // SAFETY: the caller's contract (see `ordo_host_program_register`).
     let program_name = unsafe { name(name_ptr, "name is NULL") }?;
     if count > 0 && kernels.is_null() {

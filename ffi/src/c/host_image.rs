@@ -47,6 +47,51 @@ struct Loaded {
 
 static LOADED: Mutex<Vec<Loaded>> = Mutex::new(Vec::new());
 
+/// `fork` handling for the registration of host programs (C tables and host images): a child
+/// forked while another thread registers one must not find a lock that thread held. Before the
+/// fork the forking thread takes the image list's lock and the C registration's pool locks
+/// (waiting for a registration in progress), and releases them after it in both processes.
+/// Installed by the first registration.
+#[cfg(unix)]
+pub(crate) mod fork {
+    use std::cell::UnsafeCell;
+    use std::sync::{MutexGuard, Once};
+
+    use super::{LOADED, Loaded};
+
+    /// The image list's guard while a fork is in progress (only the forking thread touches it,
+    /// between its `prepare` and its `parent` or `child`; a second forking thread takes the
+    /// lock, so it waits for the first one's release before it writes here).
+    struct Held(UnsafeCell<Option<MutexGuard<'static, Vec<Loaded>>>>);
+    // SAFETY: see the type's doc: one thread at a time, ordered by `LOADED`'s lock.
+    unsafe impl Sync for Held {}
+    static HELD: Held = Held(UnsafeCell::new(None));
+
+    pub(crate) extern "C" fn prepare() {
+        let guard = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: see `Held`: this thread holds the lock.
+        unsafe { *HELD.0.get() = Some(guard) };
+        crate::c::host::hold_pools_for_fork();
+    }
+
+    pub(crate) extern "C" fn release() {
+        // SAFETY: taken by this thread's `prepare`.
+        unsafe { crate::c::host::release_pools_after_fork() };
+        // SAFETY: see `Held`; dropping the guard unlocks (in the child the forking thread is the
+        // one that locked it).
+        drop(unsafe { (*HELD.0.get()).take() });
+    }
+
+    /// Installs the handlers, once.
+    pub(crate) fn install() {
+        static INSTALLED: Once = Once::new();
+        INSTALLED.call_once(|| {
+            // SAFETY: handlers with C linkage that only take and release ordo's locks.
+            unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(release)) };
+        });
+    }
+}
+
 /// Whether `bytes` starts as an ELF file does (a host image, on a host device).
 pub(crate) fn is_elf(bytes: &[u8]) -> bool {
     bytes.starts_with(b"\x7fELF")
@@ -105,6 +150,8 @@ pub(crate) fn register_image(bytes: &[u8]) -> Result<&'static CStr, Error> {
     if !fits(bytes) {
         return Err(refused("the image is not an ELF shared object for this machine"));
     }
+    #[cfg(unix)]
+    fork::install();
     let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(image) = loaded.iter().find(|image| image.bytes == bytes) {
         return Ok(image.name);

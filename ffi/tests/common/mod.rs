@@ -44,3 +44,30 @@ pub fn cuda_device_for_mgpu() -> bool {
     }
     cuda
 }
+
+/// Waits up to 10 s for forked child `pid`: `Err` with why when it hung (it is killed) or
+/// exited with a non-zero status (`check N` for status N).
+pub fn wait_child(pid: libc::pid_t) -> Result<(), String> {
+    use std::time::{Duration, Instant};
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut status = 0;
+    loop {
+        // SAFETY: our own child; `status` is writable.
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+            break;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: as above.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return Err("the child hung".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
+        return Err(format!("the child failed check {}", libc::WEXITSTATUS(status)));
+    }
+    Ok(())
+}
