@@ -793,7 +793,8 @@ ordo_status_t ordo_event_elapsed_ms(struct ordo_event_t start, struct ordo_event
 
 // Enqueues `f(data)` on a queue: it runs on the host after all work submitted to the queue
 // before it, and work submitted after it waits until it returns (CUDA: on a driver thread; the
-// host platform: before this call returns). `f` must not call ordo or the driver.
+// host platform: on the queue's thread, or without std at the queue's next execution point,
+// such as its synchronise). `f` must not call ordo or the driver.
 // `ORDO_ERROR_NULL_POINTER` for a NULL `f`; `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
 //
 // # Safety
