@@ -1,6 +1,7 @@
 /* Links the no_std build of ordo's C library (host backend only, no Rust std), gives it its
  * arena and wait step as a firmware host does, and runs init -> alloc -> copy -> launch ->
- * verify -> shutdown. Exit status 0 when all of it worked. */
+ * verify -> shutdown, with a host function that waits for the queue's next execution point.
+ * Exit status 0 when all of it worked. */
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +20,8 @@
 static _Alignas(256) unsigned char arena[64 * 1024];
 static unsigned waits;
 static void wait_step(void) { waits++; }
+
+static void count_call(void *calls) { (*(unsigned *)calls)++; }
 
 int main(void) {
   uint32_t platforms;
@@ -64,6 +67,14 @@ int main(void) {
   size_t sizes[] = {sizeof da, sizeof db, sizeof dc, sizeof n};
   ordo_launch_dims_t dims = {{2, 1, 1}, {256, 1, 1}, 0};
   CHECK(ordo_launch(q, k, &dims, args, sizes, 4));
+  /* Without std a queue's work waits for an execution point (the queue's synchronise or query,
+   * a copy without a queue, ...): the host function has not run yet, then the query runs it. */
+  unsigned calls = 0;
+  int32_t done = 0;
+  CHECK(ordo_queue_host_function(q, count_call, &calls));
+  if (calls != 0) return 13;
+  CHECK(ordo_queue_query(q, &done));
+  if (calls != 1 || !done) return 14;
   CHECK(ordo_memcpy(c, dc, sizeof c, ORDO_COPY_DEVICE_TO_HOST));
   for (int i = 0; i < 512; i++)
     if (c[i] != 2.0f * (float)i) return 4;
