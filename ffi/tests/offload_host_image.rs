@@ -13,20 +13,26 @@ mod common;
 
 use common::{code, host_device};
 
-/// `host_image_kernels.c` as a shared object for this machine.
+/// `host_image_kernels.c` as a shared object for this machine (built once per process: the
+/// tests run in parallel).
 fn image() -> Vec<u8> {
-    let ffi = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let so = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("offload_host_image.so");
-    let out = Command::new("cc")
-        .args(["-std=c99", "-O1", "-shared", "-fPIC", "-I"])
-        .arg(ffi.join("include"))
-        .arg(ffi.join("tests/c/host_image_kernels.c"))
-        .arg("-o")
-        .arg(&so)
-        .output()
-        .expect("the C compiler runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    std::fs::read(&so).expect("the shared object")
+    static IMAGE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            let ffi = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+            let so = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("offload_host_image.so");
+            let out = Command::new("cc")
+                .args(["-std=c99", "-O1", "-shared", "-fPIC", "-I"])
+                .arg(ffi.join("include"))
+                .arg(ffi.join("tests/c/host_image_kernels.c"))
+                .arg("-o")
+                .arg(&so)
+                .output()
+                .expect("the C compiler runs");
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            std::fs::read(&so).expect("the shared object")
+        })
+        .clone()
 }
 
 /// ordo's CPU device (`OL_DEVICE_TYPE_CPU`).
