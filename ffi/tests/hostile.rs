@@ -35,6 +35,17 @@ fn hostile_calls_are_refused_and_touch_nothing() {
         assert_eq!(code(r), OL_ERRC_INVALID_SIZE);
         assert!(olMemcpy(null_mut(), dst.as_mut_ptr().cast(), host, src.as_ptr().cast(), host, 16).is_null());
         assert_eq!(dst, [2u8; 16], "a sane host copy still works");
+        // olLaunchKernel with an argument size beyond isize::MAX: INVALID_SIZE before anything
+        // reads the buffer (the runtime takes it as a slice).
+        let dims = ol_kernel_launch_size_args_t {
+            Dimensions: 1,
+            NumGroups: ol_dimensions_t { x: 1, y: 1, z: 1 },
+            GroupSize: ol_dimensions_t { x: 1, y: 1, z: 1 },
+            DynSharedMemory: 0,
+        };
+        let any_kernel = 1usize as ol_symbol_handle_t;
+        let r = olLaunchKernel(null_mut(), host, any_kernel, src.as_ptr().cast(), usize::MAX, &dims);
+        assert_eq!(code(r), OL_ERRC_INVALID_SIZE);
 
         // An ol_result_t outlives the thread that got it (it pointed into that thread's
         // thread-local storage and dangled after the thread exited).

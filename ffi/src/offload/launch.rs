@@ -21,8 +21,9 @@ pub(super) unsafe fn launch_packed(
     let args: &[u8] = if size == 0 {
         &[]
     } else {
-        // SAFETY: non-null (`olLaunchKernel` refuses a NULL buffer with a non-zero size) and
-        // readable for `size` bytes by the caller's contract.
+        // SAFETY: non-null (`olLaunchKernel` refuses a NULL buffer with a non-zero size), at most
+        // `isize::MAX` bytes (refused above that) and readable for `size` bytes by the caller's
+        // contract.
         unsafe { core::slice::from_raw_parts(data.cast::<u8>(), size) }
     };
     // SAFETY: each parameter's bytes in the buffer are a value of its type (the contract).
@@ -86,6 +87,9 @@ pub unsafe extern "C" fn olLaunchKernel(
             Some(err(OL_ERRC_INVALID_NULL_POINTER, "NULL == LaunchSizeArgs"))
         } else if ArgumentsSize > 0 && ArgumentsData.is_null() {
             Some(err(OL_ERRC_INVALID_ARGUMENT, "ArgumentsSize > 0 && ArgumentsData == NULL"))
+        } else if ArgumentsSize > isize::MAX as usize {
+            // No buffer is that large (and the runtime reads the buffer as a slice).
+            Some(err(OL_ERRC_INVALID_SIZE, "ArgumentsSize is larger than isize::MAX"))
         } else {
             None
         };
