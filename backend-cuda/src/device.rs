@@ -9,8 +9,8 @@
 use std::cell::Cell;
 use std::ffi::c_int;
 use std::ptr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use cudarc::driver::sys::{self, CUcontext, CUctx_st, CUdevice_attribute, CUresult};
 use ordo_core::{BackendError, BackendResult, DeviceInfo, ErrorCode, InfoValue, LaunchLimits};
@@ -19,6 +19,43 @@ use crate::conv::{check, check_release, code, name};
 
 /// The most CUDA devices one process can use through ordo.
 pub const MAX_CUDA_DEVICES: usize = 64;
+
+/// `cuLaunchKernel` (cuda.h; cudarc's binding has the same type).
+pub(crate) type LaunchKernelFn = unsafe extern "C" fn(
+    sys::CUfunction,
+    std::ffi::c_uint,
+    std::ffi::c_uint,
+    std::ffi::c_uint,
+    std::ffi::c_uint,
+    std::ffi::c_uint,
+    std::ffi::c_uint,
+    std::ffi::c_uint,
+    sys::CUstream,
+    *mut *mut std::ffi::c_void,
+    *mut *mut std::ffi::c_void,
+) -> CUresult;
+
+/// cudarc's `cuLaunchKernel` binding as a `LaunchKernelFn` (before the first init's lookup).
+///
+/// # Safety
+/// As `cuLaunchKernel`.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn launch_through_cudarc(
+    f: sys::CUfunction,
+    gx: std::ffi::c_uint,
+    gy: std::ffi::c_uint,
+    gz: std::ffi::c_uint,
+    bx: std::ffi::c_uint,
+    by: std::ffi::c_uint,
+    bz: std::ffi::c_uint,
+    shared: std::ffi::c_uint,
+    stream: sys::CUstream,
+    params: *mut *mut std::ffi::c_void,
+    extra: *mut *mut std::ffi::c_void,
+) -> CUresult {
+    // SAFETY: forwarded contract.
+    unsafe { sys::cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) }
+}
 
 /// Every driver symbol ordo calls. A driver missing one is reported as absent.
 const REQUIRED_SYMBOLS: &[&str] = &[
@@ -110,15 +147,20 @@ impl Drop for ProgramContext {
     }
 }
 
-/// The devices' primary contexts (null when not retained). `repr(C)`: what a launch reads
-/// (`count`, then device 0's context) shares one cache line.
-#[repr(C)]
+/// The devices' primary contexts (null when not retained). `repr(C)`, aligned to a cache line:
+/// what a launch reads (`count`, the driver's `cuLaunchKernel`, then the first devices'
+/// contexts) shares the struct's first line.
+#[repr(C, align(64))]
 pub(crate) struct Devices {
-    /// Between a successful `init` and `deinit` (one backend serves one runtime at a time).
-    up: AtomicBool,
     /// Devices up (0 when down). With exactly one, ordo has one context, so a launch is tried
     /// with whatever context the thread has current (see `make_current_trusted`).
     count: AtomicU32,
+    /// Between a successful `init` and `deinit` (one backend serves one runtime at a time).
+    up: AtomicBool,
+    /// The driver's `cuLaunchKernel`, looked up in the library cudarc loaded at the first init
+    /// (the library stays loaded for the life of the process), so that a launch reads it from
+    /// this line rather than from cudarc's per-function static.
+    launch_kernel: OnceLock<LaunchKernelFn>,
     contexts: [AtomicPtr<CUctx_st>; MAX_CUDA_DEVICES],
     /// Each device's launch limits, read from the driver at init.
     limits: Mutex<[LaunchLimits; MAX_CUDA_DEVICES]>,
@@ -129,8 +171,9 @@ pub(crate) struct Devices {
 impl Devices {
     pub(crate) const fn new() -> Self {
         Self {
-            up: AtomicBool::new(false),
             count: AtomicU32::new(0),
+            up: AtomicBool::new(false),
+            launch_kernel: OnceLock::new(),
             contexts: [const { AtomicPtr::new(ptr::null_mut()) }; MAX_CUDA_DEVICES],
             limits: Mutex::new([LaunchLimits::CUDA; MAX_CUDA_DEVICES]),
             epoch: AtomicU64::new(0),
@@ -168,6 +211,13 @@ impl Devices {
             return Err(BackendError::not_present("no CUDA devices"));
         }
         let count = (count as usize).min(MAX_CUDA_DEVICES);
+        if self.launch_kernel.get().is_none() {
+            // SAFETY: the driver library is loaded (checked above); `cuLaunchKernel` has this
+            // type in cuda.h (the type of cudarc's own binding).
+            if let Ok(f) = unsafe { sys::culib().get::<LaunchKernelFn>(b"cuLaunchKernel\0") } {
+                let _ = self.launch_kernel.set(*f);
+            }
+        }
         for ordinal in 0..count {
             if let Err(e) = self.read_limits(ordinal).and_then(|()| self.retain(ordinal)) {
                 for done in (0..ordinal).rev() {
@@ -250,6 +300,15 @@ impl Devices {
         }
         self.epoch.fetch_add(1, Ordering::AcqRel);
         self.deinit();
+    }
+
+    /// The driver's `cuLaunchKernel` (cudarc's binding until the first init looked it up).
+    #[inline(always)]
+    pub(crate) fn launch_kernel(&self) -> LaunchKernelFn {
+        match self.launch_kernel.get() {
+            Some(&f) => f,
+            None => launch_through_cudarc,
+        }
     }
 
     fn slot(&self, ordinal: u32) -> BackendResult<&AtomicPtr<CUctx_st>> {

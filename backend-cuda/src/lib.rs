@@ -21,6 +21,7 @@ mod program;
 mod queue;
 pub mod tensor_map;
 
+use crate::device::LaunchKernelFn;
 use ordo_core::{
     Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue, KernelArgs,
     LaunchDims, LaunchLimits, MemKind, ParamLayout,
@@ -60,12 +61,13 @@ impl CudaBackend {
     /// switched the thread's context since and the driver rejected the launch (nothing was
     /// enqueued), sets the context and launches once more.
     #[inline(always)]
-    fn launching(&self, device: u32, launch: impl Fn() -> BackendResult<()>) -> BackendResult<()> {
+    fn launching(&self, device: u32, launch: impl Fn(LaunchKernelFn) -> BackendResult<()>) -> BackendResult<()> {
         let program_context = self.devices.make_current_trusted(device)?;
-        match launch() {
+        let cu_launch_kernel = self.devices.launch_kernel();
+        match launch(cu_launch_kernel) {
             Err(e) if program_context.is_none() && conv::is_wrong_context(e.native) => {
                 let _program_context = self.devices.make_current(device)?;
-                launch()
+                launch(cu_launch_kernel)
             }
             other => other,
         }
@@ -278,7 +280,7 @@ impl Backend for CudaBackend {
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
         // SAFETY: forwarded contract.
-        self.launching(device, || unsafe { program::launch(&self.kernels, queue, kernel, dims, args) })
+        self.launching(device, |f| unsafe { program::launch(f, &self.kernels, queue, kernel, dims, args) })
     }
 
     unsafe fn launch_packed(
@@ -290,7 +292,7 @@ impl Backend for CudaBackend {
         args: &[u8],
     ) -> BackendResult<()> {
         // SAFETY: forwarded contract.
-        self.launching(device, || unsafe { program::launch_packed(&self.kernels, queue, kernel, dims, args) })
+        self.launching(device, |f| unsafe { program::launch_packed(f, &self.kernels, queue, kernel, dims, args) })
     }
 
     unsafe fn launch_cluster(

@@ -17,6 +17,7 @@ use cudarc::driver::sys::{self, CUfunction, CUfunction_attribute, CUjit_option, 
 use ordo_core::{BackendError, BackendResult, ErrorCode, KernelArgs, LaunchDims};
 
 use crate::conv::{check, check_release, code, name};
+use crate::device::LaunchKernelFn;
 use crate::queue::stream;
 
 /// Dynamic shared memory a kernel may use without opting in.
@@ -174,6 +175,7 @@ impl KernelRegistry {
 /// The arguments match the kernel's parameters (see `Runtime::launch`).
 #[inline]
 pub(crate) unsafe fn launch(
+    cu_launch_kernel: LaunchKernelFn,
     kernels: &KernelRegistry,
     queue: u64,
     kernel: u64,
@@ -181,7 +183,7 @@ pub(crate) unsafe fn launch(
     args: &KernelArgs<'_>,
 ) -> BackendResult<()> {
     // SAFETY: forwarded contract; `params` points to the arguments.
-    unsafe { launch_raw(kernels, queue, kernel, dims, params_pointer(args), std::ptr::null_mut()) }
+    unsafe { launch_raw(cu_launch_kernel, kernels, queue, kernel, dims, params_pointer(args), std::ptr::null_mut()) }
 }
 
 /// `launch` with the arguments in one packed buffer, handed to the driver whole
@@ -193,6 +195,7 @@ pub(crate) unsafe fn launch(
 /// parameter's type at its offset.
 #[inline]
 pub(crate) unsafe fn launch_packed(
+    cu_launch_kernel: LaunchKernelFn,
     kernels: &KernelRegistry,
     queue: u64,
     kernel: u64,
@@ -213,18 +216,19 @@ pub(crate) unsafe fn launch_packed(
     let extra = if args.is_empty() { std::ptr::null_mut() } else { extra.as_mut_ptr() };
     // SAFETY: forwarded contract; `extra` names `size` readable bytes at `args` and ends with
     // the end key.
-    unsafe { launch_raw(kernels, queue, kernel, dims, std::ptr::null_mut(), extra) }
+    unsafe { launch_raw(cu_launch_kernel, kernels, queue, kernel, dims, std::ptr::null_mut(), extra) }
 }
 
-/// `cuLaunchKernel` with the arguments in either of its forms (`params`, or `extra`'s packed
-/// buffer; NULL for the other), after the opt-in a launch with more than the default dynamic
-/// shared memory needs.
+/// `cuLaunchKernel` (the driver's function, `cu_launch_kernel`) with the arguments in either of
+/// its forms (`params`, or `extra`'s packed buffer; NULL for the other), after the opt-in a
+/// launch with more than the default dynamic shared memory needs.
 ///
 /// # Safety
 /// As `launch`; `params` and `extra` are NULL or as `cuLaunchKernel` documents them, and stay
 /// valid for the call (the driver only reads through them despite the `*mut`).
 #[inline(always)]
 unsafe fn launch_raw(
+    cu_launch_kernel: LaunchKernelFn,
     kernels: &KernelRegistry,
     queue: u64,
     kernel: u64,
@@ -241,7 +245,7 @@ unsafe fn launch_raw(
     let [bx, by, bz] = dims.block;
     // SAFETY: live kernel and stream of the current context; the argument forms as documented.
     let r = unsafe {
-        sys::cuLaunchKernel(
+        cu_launch_kernel(
             kernel as usize as CUfunction,
             gx,
             gy,

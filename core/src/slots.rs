@@ -37,20 +37,33 @@ pub(crate) const SLOTS: usize = 4;
 #[cfg(not(loom))]
 mod claim {
     use core::cell::Cell;
-    use core::sync::atomic::{AtomicBool, Ordering};
+    use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-    use super::SLOTS;
+    use super::{Mine, SLOTS};
 
     /// The thread has not asked yet.
     const UNCLAIMED: u32 = u32::MAX;
     /// The thread has no slot (all taken, or it is exiting).
     const NONE: u32 = u32::MAX - 1;
+    /// Set beside a claimed index when readers may use the light side (`asymmetric()`, decided
+    /// once per process before the first claim returns): one thread-local read gives both.
+    const ASYMMETRIC: u32 = 1 << 16;
+    /// The index bits of a claimed value.
+    const INDEX: u32 = ASYMMETRIC - 1;
 
     static CLAIMED: [AtomicBool; SLOTS] = [const { AtomicBool::new(false) }; SLOTS];
 
+    /// Per slot, the thread pointer of the thread that claimed it as its home slot (`home`),
+    /// with bit 0 set when readers may use the light side; 0 otherwise. A thread's thread
+    /// pointer is unique among live threads, so a thread that finds its own here owns the slot:
+    /// the fast path reads this one word instead of a thread-local, which in a shared library is
+    /// a call into the dynamic loader (`__tls_get_addr`) and the lines it reads.
+    static HOMES: [AtomicUsize; SLOTS] = [const { AtomicUsize::new(0) }; SLOTS];
+
     std::thread_local! {
         /// This thread's slot, `UNCLAIMED` or `NONE` (no destructor, so it is readable while the
-        /// thread's other thread-locals are destroyed).
+        /// thread's other thread-locals are destroyed). A claimed value is the index, with
+        /// `ASYMMETRIC` when the light side may be used.
         static MINE: Cell<u32> = const { Cell::new(UNCLAIMED) };
         /// Gives the slot back when the thread exits.
         static RELEASER: Releaser = const { Releaser };
@@ -62,40 +75,153 @@ mod claim {
         fn drop(&mut self) {
             // No call is in flight on an exiting thread's slot (calls are scoped), so every
             // gate's counter at this index is 0; the release store hands that on to the next owner.
-            let index = MINE.with(|m| m.replace(NONE));
+            let index = MINE.with(|m| m.replace(NONE)) & INDEX;
             if let Some(flag) = CLAIMED.get(index as usize) {
+                if let Some(tp) = thread_pointer() {
+                    let home = &HOMES[index as usize];
+                    if home.load(Ordering::Relaxed) & !1 == tp {
+                        home.store(0, Ordering::Relaxed);
+                    }
+                }
                 flag.store(false, Ordering::Release);
             }
         }
     }
 
-    /// The calling thread's slot, claiming one on first use.
-    #[inline]
-    pub(crate) fn mine() -> Option<usize> {
-        let index = MINE.with(Cell::get);
-        if (index as usize) < SLOTS {
-            return Some(index as usize);
+    /// The calling thread's thread pointer (the address of its thread control block, unique
+    /// among live threads), where the architecture has it in a register.
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+    #[inline(always)]
+    fn thread_pointer() -> Option<usize> {
+        let tp: usize;
+        // SAFETY: reads the first word of the thread control block, which the x86-64 TLS ABI
+        // (glibc and musl alike) keeps pointing at itself; no memory is written.
+        unsafe {
+            core::arch::asm!("mov {}, qword ptr fs:[0]", out(reg) tp, options(nostack, readonly, preserves_flags))
+        };
+        Some(tp)
+    }
+
+    /// The calling thread's thread pointer (`TPIDR_EL0`, unique among live threads).
+    #[cfg(all(target_os = "linux", target_arch = "aarch64", not(miri)))]
+    #[inline(always)]
+    fn thread_pointer() -> Option<usize> {
+        let tp: usize;
+        // SAFETY: reads a system register that user code may read; no memory is touched.
+        unsafe { core::arch::asm!("mrs {}, tpidr_el0", out(reg) tp, options(nomem, nostack, preserves_flags)) };
+        Some(tp)
+    }
+
+    /// Elsewhere (and under Miri): no thread pointer; every thread uses its thread-local.
+    #[cfg(not(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64"), not(miri))))]
+    #[inline(always)]
+    fn thread_pointer() -> Option<usize> {
+        None
+    }
+
+    /// The slot a thread tries first: a hash of its thread pointer.
+    #[inline(always)]
+    fn home(tp: usize) -> usize {
+        ((tp as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % SLOTS
+    }
+
+    /// The calling thread's slot, claiming one on first use: its home slot when the home
+    /// records it, else the one its thread-local names.
+    #[inline(always)]
+    pub(crate) fn mine() -> Option<Mine> {
+        if let Some(tp) = thread_pointer() {
+            let index = home(tp);
+            let owner = HOMES[index].load(Ordering::Relaxed);
+            if owner & !1 == tp {
+                return Some(Mine { index, asymmetric: owner & 1 != 0 });
+            }
         }
-        if index == UNCLAIMED { claim() } else { None }
+        mine_local()
+    }
+
+    /// `mine` through the thread-local.
+    #[inline]
+    fn mine_local() -> Option<Mine> {
+        let value = MINE.with(Cell::get);
+        if ((value & INDEX) as usize) < SLOTS {
+            return Some(Mine { index: (value & INDEX) as usize, asymmetric: value & ASYMMETRIC != 0 });
+        }
+        if value == UNCLAIMED { claim() } else { None }
     }
 
     #[cold]
-    fn claim() -> Option<usize> {
+    fn claim() -> Option<Mine> {
         // Register the releaser first: a thread whose thread-locals are being destroyed gets none.
         if RELEASER.try_with(|_| ()).is_err() {
             MINE.with(|m| m.set(NONE));
             return None;
         }
-        for (index, flag) in CLAIMED.iter().enumerate() {
-            if !flag.load(Ordering::Relaxed)
+        let take = |index: usize| {
+            let flag = &CLAIMED[index];
+            !flag.load(Ordering::Relaxed)
                 && flag.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok()
-            {
-                MINE.with(|m| m.set(index as u32));
-                return Some(index);
+        };
+        let tp = thread_pointer();
+        let first = tp.map(home);
+        let Some(index) = first.into_iter().chain(0..SLOTS).find(|&i| take(i)) else {
+            MINE.with(|m| m.set(NONE));
+            return None;
+        };
+        let asymmetric = super::asymmetric();
+        MINE.with(|m| m.set(index as u32 | if asymmetric { ASYMMETRIC } else { 0 }));
+        if let Some(tp) = tp.filter(|&tp| first == Some(index) && tp & 1 == 0) {
+            // Only this thread writes its home record while it holds the slot.
+            HOMES[index].store(tp | usize::from(asymmetric), Ordering::Relaxed);
+        }
+        Some(Mine { index, asymmetric })
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn a_thread_finds_its_slot_through_its_home_or_its_thread_local() {
+            // Each thread gets one slot and keeps it; threads alive together get different ones,
+            // and a thread whose home slot is taken still gets one (through its thread-local).
+            let slots: std::vec::Vec<usize> = (0..8)
+                .map(|_| std::thread::spawn(|| (0..3).map(|_| mine().unwrap().index).collect::<std::vec::Vec<_>>()))
+                .collect::<std::vec::Vec<_>>()
+                .into_iter()
+                .map(|t| {
+                    let seen = t.join().unwrap();
+                    assert!(seen.windows(2).all(|w| w[0] == w[1]), "a thread keeps its slot: {seen:?}");
+                    seen[0]
+                })
+                .collect();
+            assert!(slots.iter().all(|&s| s < SLOTS));
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+            let together: std::vec::Vec<usize> = (0..4)
+                .map(|_| {
+                    let b = barrier.clone();
+                    std::thread::spawn(move || {
+                        let s = mine().unwrap().index;
+                        b.wait();
+                        assert_eq!(mine().unwrap().index, s);
+                        s
+                    })
+                })
+                .collect::<std::vec::Vec<_>>()
+                .into_iter()
+                .map(|t| t.join().unwrap())
+                .collect();
+            let mut sorted = together.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(sorted.len(), together.len(), "live threads share no slot: {together:?}");
+            // Where the architecture has a thread pointer, a thread that claimed its home slot
+            // is recorded there (and the record is gone once it exits).
+            if let Some(tp) = thread_pointer() {
+                let m = mine().unwrap();
+                let recorded = HOMES[home(tp)].load(Ordering::Relaxed) & !1 == tp;
+                assert_eq!(recorded, m.index == home(tp));
             }
         }
-        MINE.with(|m| m.set(NONE));
-        None
     }
 }
 
@@ -121,7 +247,7 @@ mod claim {
     };
 
     /// The calling thread's slot, by `COUNTERS`.
-    pub(crate) fn mine() -> Option<usize> {
+    pub(crate) fn mine() -> Option<super::Mine> {
         MINE.with(|m| {
             let number = m.get().unwrap_or_else(|| NEXT.fetch_add(1, Ordering::Relaxed));
             m.set(Some(number));
@@ -131,12 +257,20 @@ mod claim {
                 b"mixed" => number / 2,
                 _ => number,
             };
-            (slot < super::SLOTS).then_some(slot)
+            (slot < super::SLOTS).then_some(super::Mine { index: slot, asymmetric: super::asymmetric() })
         })
     }
 }
 
 pub(crate) use claim::mine;
+
+/// The calling thread's slot, and whether readers may use the light side (`asymmetric()`,
+/// kept with the slot so that a shared call reads one thread-local and no other static).
+#[derive(Clone, Copy)]
+pub(crate) struct Mine {
+    pub(crate) index: usize,
+    pub(crate) asymmetric: bool,
+}
 
 /// `membarrier(2)` on Linux (on architectures whose system-call number ordo knows).
 #[cfg(all(not(loom), not(miri), target_os = "linux"))]

@@ -185,10 +185,7 @@ pub(crate) fn init_default() -> ordo_core::Result<()> {
 /// out-parameters, then this, then every other argument (the runtime checks the lifecycle
 /// again on entry, so a shutdown racing this check still gets `Uninitialized`).
 pub(crate) fn ready() -> ordo_core::Result<()> {
-    match ordo::runtime().state() {
-        ordo_core::State::Ready(_) => Ok(()),
-        _ => Err(Error::UNINITIALIZED),
-    }
+    if ordo::runtime().is_ready() { Ok(()) } else { Err(Error::UNINITIALIZED) }
 }
 
 /// The status of `r`, recording the detail on failure.

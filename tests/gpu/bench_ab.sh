@@ -8,10 +8,11 @@
 # Usage (from the repository root, with gpu-bin/ carried):
 #   PASSES=3 bash tests/gpu/bench_ab.sh DIR_A DIR_B [DIR_C ...]
 # DIR_X/mlir/libordo.so.0 (feature mlir) and, when present, DIR_X/offload/libordo.so.0 (feature
-# offload) with gpu-bin/offload/kernels.ptx. PASSES defaults to 3.
+# offload) with the kernels at $PTX (default gpu-bin/offload/kernels.ptx) and DIR_X/libordo.a (the
+# C-ABI benchmark, c_launch_bench.c, linked statically as run.sh links it). PASSES defaults to 3.
 # tests/gpu/upstream/CudaRuntimeWrappers.cpp, when present, is built as mlir_bench's baseline.
 set -uo pipefail
-dirs=("$@") passes=${PASSES:-3}
+dirs=("$@") passes=${PASSES:-3} ptx=${PTX:-gpu-bin/offload/kernels.ptx}
 [ ${#dirs[@]} -ge 2 ] || { echo "usage: bench_ab.sh DIR_A DIR_B [DIR ...]"; exit 2; }
 cc=$(command -v cc || command -v gcc || true)
 cuda_inc=$(for d in /usr/local/cuda/include /usr/include; do [ -f "$d/cuda.h" ] && echo "$d" && break; done)
@@ -29,12 +30,19 @@ for side in "${!dirs[@]}"; do
     "$cc" -O2 -I"$cuda_inc" tests/gpu/offload_bench.c "$dir/offload/libordo.so.0" -lcuda \
       -Wl,-rpath,"$dir/offload" -o /tmp/ab_offload_$side || exit 1
   fi
+  if [ -f "$dir/libordo.a" ]; then
+    "$cc" -std=c99 -O2 -D_POSIX_C_SOURCE=200809L -I ffi/include tests/gpu/c_launch_bench.c "$dir/libordo.a" \
+      -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc -o /tmp/ab_c_$side || exit 1
+  fi
 done
 run() { # side, run number
   echo "== ${dirs[$1]}, run $2"
   /tmp/ab_mlir_$1 "${upstream[@]}" | grep -E '^\| (mgpuLaunchKernel|host time|diagnosis|synchronous launch sequence vs)'
   if [ -x /tmp/ab_offload_$1 ]; then
-    /tmp/ab_offload_$1 gpu-bin/offload/kernels.ptx | grep -E '^\| (empty kernel|same CUfunction|diagnosis: ordo_launch)'
+    /tmp/ab_offload_$1 "$ptx" | grep -E '^\| (empty kernel|vector_add_f32|same CUfunction|diagnosis)'
+  fi
+  if [ -x /tmp/ab_c_$1 ]; then
+    /tmp/ab_c_$1 | grep -E '^\| C ABI'
   fi
 }
 order=("${!dirs[@]}")

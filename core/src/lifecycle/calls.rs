@@ -10,19 +10,19 @@ impl Gate {
     #[inline(always)]
     pub(crate) fn enter_shared(&self) -> Result<SharedGuard<'_>> {
         #[cfg(any(feature = "std", loom))]
-        if let Some(index) = crate::slots::mine() {
+        if let Some(mine) = crate::slots::mine() {
             // The calling thread's own counter: a plain load and store (no other thread writes
             // it), then the reader's side of the asymmetric barrier.
-            let count = &self.slots[index].calls;
+            let count = &self.slots[mine.index].calls;
             let n = count.load(Ordering::Relaxed);
             count.store(n.wrapping_add(1), Ordering::Relaxed);
-            crate::slots::light(crate::slots::asymmetric());
+            crate::slots::light(mine.asymmetric);
             let w = self.load();
             if w.phase() == Phase::Ready && !w.writer() {
                 return Ok(SharedGuard { count, owned: true });
             }
             count.store(n, Ordering::Release);
-            return self.enter_shared_owned_slow(count, w);
+            return self.enter_shared_owned_slow(count, mine.asymmetric, w);
         }
         self.enter_shared_hashed()
     }
@@ -31,7 +31,12 @@ impl Gate {
     #[cfg(any(feature = "std", loom))]
     #[cold]
     #[inline(never)]
-    pub(super) fn enter_shared_owned_slow<'a>(&'a self, count: &'a AtomicU32, mut w: Word) -> Result<SharedGuard<'a>> {
+    pub(super) fn enter_shared_owned_slow<'a>(
+        &'a self,
+        count: &'a AtomicU32,
+        asymmetric: bool,
+        mut w: Word,
+    ) -> Result<SharedGuard<'a>> {
         loop {
             if w.phase() != Phase::Ready {
                 return Err(Error::UNINITIALIZED);
@@ -41,7 +46,7 @@ impl Gate {
             }
             let n = count.load(Ordering::Relaxed);
             count.store(n.wrapping_add(1), Ordering::Relaxed);
-            crate::slots::light(crate::slots::asymmetric());
+            crate::slots::light(asymmetric);
             w = self.load();
             if w.phase() == Phase::Ready && !w.writer() {
                 return Ok(SharedGuard { count, owned: true });

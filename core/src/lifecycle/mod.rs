@@ -275,6 +275,12 @@ impl Gate {
         0
     }
 
+    /// Whether the gate is `Ready` (one load of the word: `state` also counts references).
+    #[inline]
+    pub(crate) fn is_ready(&self) -> bool {
+        self.load().phase() == Phase::Ready
+    }
+
     pub(crate) fn state(&self) -> State {
         let w = self.load();
         match w.phase() {

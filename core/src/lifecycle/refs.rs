@@ -13,9 +13,9 @@ impl Gate {
     /// against the counting flag.
     #[cfg(any(feature = "std", loom))]
     #[inline(always)]
-    pub(super) fn enter_refs(&self, slot: &Slot) -> Option<Word> {
+    pub(super) fn enter_refs(&self, slot: &Slot, asymmetric: bool) -> Option<Word> {
         slot.busy.store(1, Ordering::Relaxed);
-        crate::slots::light(crate::slots::asymmetric());
+        crate::slots::light(asymmetric);
         let w = self.load();
         if w.phase() == Phase::Ready && !w.counting() {
             return Some(w);
@@ -42,9 +42,9 @@ impl Gate {
     #[inline(always)]
     pub(crate) fn try_add_reference(&self) -> bool {
         #[cfg(any(feature = "std", loom))]
-        if let Some(index) = crate::slots::mine() {
-            let slot = &self.slots[index];
-            let Some(w) = self.enter_refs(slot) else { return false };
+        if let Some(mine) = crate::slots::mine() {
+            let (index, slot) = (mine.index, &self.slots[mine.index]);
+            let Some(w) = self.enter_refs(slot, mine.asymmetric) else { return false };
             let r = slot.refs.load(Ordering::Relaxed);
             // Without adding the slots up: below these bounds the total stays within MAX_REFS
             // whatever the other slots hold; past them the general path counts exactly.
@@ -84,12 +84,12 @@ impl Gate {
     #[inline(always)]
     pub(crate) fn try_drop_reference(&self) -> Option<u32> {
         #[cfg(any(feature = "std", loom))]
-        if let Some(index) = crate::slots::mine() {
-            let slot = &self.slots[index];
+        if let Some(mine) = crate::slots::mine() {
+            let slot = &self.slots[mine.index];
             // Only a counting shutdown changes another thread's slot, and only to move its
             // references to the word: re-read inside the section.
             if slot.refs.load(Ordering::Relaxed) > 0 {
-                let w = self.enter_refs(slot)?;
+                let w = self.enter_refs(slot, mine.asymmetric)?;
                 let r = slot.refs.load(Ordering::Relaxed);
                 let ok = r >= 2 || (r == 1 && w.refs() >= 1);
                 let left = ok.then(|| {

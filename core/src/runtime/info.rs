@@ -127,7 +127,7 @@ impl Runtime {
     pub fn device_info(&self, device: Device, key: DeviceInfo) -> Result<InfoValue> {
         self.with_shared(|t| {
             let d = self.dev(t, device)?;
-            if let Some(v) = t.devices.at(d.slot).limits.info(key) {
+            if let Some(v) = t.devices.at(d.slot).limits().info(key) {
                 return Ok(v);
             }
             Ok(d.backend.device_info(d.ordinal, key)?)

@@ -95,15 +95,7 @@ impl Runtime {
     ) -> core::result::Result<(), BackendError> {
         let backend = self.backends[index];
         for ordinal in 0..count {
-            let limits = backend.launch_limits(ordinal);
-            let device = DeviceEntry {
-                driver: backend,
-                backend: index as u8,
-                platform: slot,
-                ordinal,
-                limits,
-                default_queue: None,
-            };
+            let device = DeviceEntry::new(backend, index as u8, slot, ordinal);
             let Ok(d) = t.devices.insert(device) else { break };
             // Cannot overflow: it holds at most as many entries as the device table.
             let _ = t.platforms.at_mut(slot).devices.push(d.index() as u32);

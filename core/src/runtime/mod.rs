@@ -34,7 +34,7 @@ use crate::handle::{ObjectKind, RuntimeId};
 use crate::lifecycle::{Gate, InitStep, ShutdownStep, State};
 use crate::reentry;
 use crate::report::{TeardownEvent, TeardownReport, TeardownSummary};
-use crate::table::Table;
+use crate::table::{Align32, Align64, Table};
 
 pub use info::PlatformInfo;
 
@@ -60,22 +60,62 @@ pub(crate) struct PlatformEntry {
     pub devices: heapless::Vec<u32, MAX_DEVICES>,
 }
 
+/// A device. What every launch reads comes first (`repr(C)`, after the slot's 8-byte
+/// generation and tag): the backend, the launch limits (flattened, so that the ordinal fills
+/// their padding) and the ordinal, 64 bytes with the header in a 64-byte-aligned slot.
+#[repr(C)]
 pub(crate) struct DeviceEntry {
     /// The backend itself, so that resolving a device needs no lookup in the backend list.
     pub driver: &'static dyn Backend,
-    pub backend: u8,
-    pub platform: u32,
+    /// `LaunchLimits::threads_per_launch`.
+    threads_per_launch: u64,
+    /// `LaunchLimits::grid`.
+    grid: [u32; 3],
+    /// `LaunchLimits::block`.
+    block: [u32; 3],
+    /// `LaunchLimits::threads_per_block`.
+    threads_per_block: u32,
     pub ordinal: u32,
-    /// What launches on this device may ask for (checked before any backend call).
-    pub limits: LaunchLimits,
+    pub platform: u32,
+    pub backend: u8,
     /// The device's default queue (`Runtime::default_queue`), once made; it may have been
     /// destroyed since (then the next call makes another).
     pub default_queue: Option<crate::handle::Queue>,
 }
 
+impl DeviceEntry {
+    pub(crate) fn new(driver: &'static dyn Backend, backend: u8, platform: u32, ordinal: u32) -> Self {
+        let limits = driver.launch_limits(ordinal);
+        Self {
+            driver,
+            threads_per_launch: limits.threads_per_launch,
+            grid: limits.grid,
+            block: limits.block,
+            threads_per_block: limits.threads_per_block,
+            ordinal,
+            platform,
+            backend,
+            default_queue: None,
+        }
+    }
+
+    /// What launches on this device may ask for (checked before any backend call).
+    #[inline(always)]
+    pub(crate) fn limits(&self) -> LaunchLimits {
+        LaunchLimits {
+            grid: self.grid,
+            block: self.block,
+            threads_per_block: self.threads_per_block,
+            threads_per_launch: self.threads_per_launch,
+        }
+    }
+}
+
+/// A queue (or an event): a launch reads both fields, right after the slot's generation and tag.
+#[repr(C)]
 pub(crate) struct QueueEntry {
-    pub device: u32,
     pub raw: u64,
+    pub device: u32,
 }
 
 pub(crate) type EventEntry = QueueEntry;
@@ -90,16 +130,19 @@ pub(crate) struct ProgramEntry {
     pub globals: u32,
 }
 
+/// A kernel. What a launch reads comes first (`repr(C)`): the backend's kernel, its device
+/// and the packed arguments' end, 24 bytes with the slot's generation and tag.
+#[repr(C)]
 pub(crate) struct KernelEntry {
-    pub program: u32,
+    pub raw: u64,
     /// Device slot (the program's), kept here so a launch needs no program lookup.
     pub device: u32,
-    pub raw: u64,
-    pub next: u32,
     /// Where the kernel's last parameter ends (bytes of a packed argument buffer), read from
     /// the backend at its first packed launch; `ARGS_END_UNKNOWN` until then. A cache of a
     /// fixed value, so relaxed access suffices (racing first launches store the same value).
     pub args_end: core::sync::atomic::AtomicU32,
+    pub program: u32,
+    pub next: u32,
 }
 
 /// `KernelEntry::args_end` before the first packed launch.
@@ -107,11 +150,11 @@ pub(crate) const ARGS_END_UNKNOWN: u32 = u32::MAX;
 
 pub(crate) struct Tables {
     pub platforms: Table<PlatformEntry, MAX_PLATFORMS, { ObjectKind::Platform as u8 }>,
-    pub devices: Table<DeviceEntry, MAX_DEVICES, { ObjectKind::Device as u8 }>,
-    pub queues: Table<QueueEntry, MAX_QUEUES, { ObjectKind::Queue as u8 }>,
+    pub devices: Table<DeviceEntry, MAX_DEVICES, { ObjectKind::Device as u8 }, Align64>,
+    pub queues: Table<QueueEntry, MAX_QUEUES, { ObjectKind::Queue as u8 }, Align32>,
     pub events: Table<EventEntry, MAX_EVENTS, { ObjectKind::Event as u8 }>,
     pub programs: Table<ProgramEntry, MAX_PROGRAMS, { ObjectKind::Program as u8 }>,
-    pub kernels: Table<KernelEntry, MAX_KERNELS, { ObjectKind::Kernel as u8 }>,
+    pub kernels: Table<KernelEntry, MAX_KERNELS, { ObjectKind::Kernel as u8 }, Align32>,
     pub allocations: AllocTable<MAX_ALLOCATIONS>,
 }
 
@@ -290,6 +333,14 @@ impl Runtime {
         self.state.gate.state()
     }
 
+    /// Whether the lifecycle state is `Ready` right now (it may change as soon as this
+    /// returns): `matches!(self.state(), State::Ready(_))`, without counting the references
+    /// (one load, where `state` also reads every thread's reference count).
+    #[inline]
+    pub fn is_ready(&self) -> bool {
+        self.state.gate.is_ready()
+    }
+
     /// Runs `f` with shared access to the tables, as a call in flight.
     #[inline]
     fn with_shared<R>(&self, f: impl FnOnce(&Tables) -> Result<R>) -> Result<R> {
@@ -378,3 +429,12 @@ mod tests {
         drop(unsafe { std::boxed::Box::from_raw(storage) });
     }
 }
+
+// The launch path's reads (see the entry types): a device's backend, limits and ordinal in the
+// first 64 bytes of its slot (8 of them the slot's generation and tag), a kernel's in the first
+// 24 and a queue's in the first 24 of theirs.
+const _: () = {
+    assert!(core::mem::offset_of!(DeviceEntry, ordinal) + 4 + 8 <= 64);
+    assert!(core::mem::offset_of!(KernelEntry, args_end) + 4 + 8 <= 32);
+    assert!(core::mem::size_of::<QueueEntry>() + 8 <= 32);
+};

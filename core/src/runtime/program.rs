@@ -385,7 +385,7 @@ impl Runtime {
             return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
         }
         let d = t.devices.at(q.device);
-        dims.validate(&d.limits)?;
+        dims.validate(&d.limits())?;
         Ok((d, q.device, q.raw, k))
     }
 }

@@ -121,7 +121,7 @@ pub extern "C" fn ordo_shutdown_at_exit() -> ordo_status_t {
         #[cfg(feature = "std")]
         {
             AT_EXIT_REQUESTED.store(true, Ordering::SeqCst);
-            if matches!(runtime().state(), State::Ready(_)) {
+            if runtime().is_ready() {
                 return crate::boundary::status(at_exit::register());
             }
             ORDO_SUCCESS

@@ -49,7 +49,7 @@ pub unsafe extern "C" fn mgpuMemcpy(dst: *mut c_void, src: *mut c_void, size: i6
             return;
         }
         let rt = runtime();
-        if !matches!(rt.state(), ordo_core::State::Ready(_)) {
+        if !rt.is_ready() {
             return; // after the at-exit teardown: silence, and no memory touched
         }
         if dst.is_null() || src.is_null() {

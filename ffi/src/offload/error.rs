@@ -127,9 +127,10 @@ pub(super) fn entry(body: impl FnOnce() -> OlResult<()>) -> ol_result_t {
 
 /// `OL_ERRC_UNINITIALIZED` unless ordo is initialised (the first check of every entry point).
 pub(super) fn ready() -> OlResult<()> {
-    match runtime().state() {
-        ordo_core::State::Ready(_) => Ok(()),
-        _ => Err(err(OL_ERRC_UNINITIALIZED, "ordo is not initialised: call olInit first")),
+    if runtime().is_ready() {
+        Ok(())
+    } else {
+        Err(err(OL_ERRC_UNINITIALIZED, "ordo is not initialised: call olInit first"))
     }
 }
 
