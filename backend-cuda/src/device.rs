@@ -307,7 +307,10 @@ impl Devices {
     pub(crate) fn launch_kernel(&self) -> LaunchKernelFn {
         match self.launch_kernel.get() {
             Some(&f) => f,
-            None => launch_through_cudarc,
+            None => {
+                crate::conv::cold_path();
+                launch_through_cudarc
+            }
         }
     }
 
@@ -370,8 +373,26 @@ impl Devices {
     /// runs; on any other, the driver refuses it without enqueuing anything. With several, this
     /// thread's record says whether the device's context is the one ordo left current (so
     /// launches alternating between devices switch first instead of failing first).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn make_current_trusted(&self, ordinal: u32) -> BackendResult<Option<ProgramContext>> {
+        // One branch for the common case (one device, its context up): the slot read is
+        // clamped into the table and the checks combined.
+        let index = (ordinal as usize).min(MAX_CUDA_DEVICES - 1);
+        let ctx = self.contexts[index].load(Ordering::Acquire);
+        // The differences OR-ed together: compilers turn even `&` on booleans into a branch each.
+        let differences = usize::from(ordinal as usize >= MAX_CUDA_DEVICES)
+            | usize::from(ctx.is_null())
+            | (self.count.load(Ordering::Acquire) ^ 1) as usize;
+        if differences == 0 {
+            return Ok(None);
+        }
+        crate::conv::cold_path();
+        self.make_current_trusted_slow(ordinal)
+    }
+
+    /// `make_current_trusted` with several devices, or for a bad ordinal.
+    #[inline(never)]
+    fn make_current_trusted_slow(&self, ordinal: u32) -> BackendResult<Option<ProgramContext>> {
         let ctx = self.context(ordinal)?;
         if self.count.load(Ordering::Acquire) == 1
             || CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire))

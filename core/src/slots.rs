@@ -136,6 +136,7 @@ mod claim {
                 return Some(Mine { index, asymmetric: owner & 1 != 0 });
             }
         }
+        crate::sync::cold_path();
         mine_local()
     }
 
@@ -373,6 +374,9 @@ pub(crate) fn light(asymmetric: bool) {
     if asymmetric {
         core::sync::atomic::compiler_fence(Ordering::SeqCst);
     } else {
+        // Laid out off the straight path (where membarrier is missing it is taken every time,
+        // and a fence costs far more than the jump).
+        crate::sync::cold_path();
         fence(Ordering::SeqCst);
     }
 }

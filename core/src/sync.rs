@@ -47,3 +47,10 @@ pub(crate) fn relax() {
     #[cfg(loom)]
     loom::thread::yield_now();
 }
+
+/// Marks the path that calls it as rarely taken, so that the compiler lays the other side out
+/// as the straight path (`core::hint::cold_path` from Rust 1.95, written for the MSRV: a call
+/// to an empty `#[cold]` function has the same effect and compiles to nothing).
+#[cold]
+#[inline(always)]
+pub(crate) fn cold_path() {}

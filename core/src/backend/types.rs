@@ -319,8 +319,16 @@ impl LaunchDims {
     /// one beyond the limits (products computed without overflow).
     #[inline]
     pub fn validate(&self, limits: &LaunchLimits) -> Result<()> {
-        // One branch on the path every launch takes; the cold path says which check failed.
-        // `d - 1 < max` (wrapping) is `1 <= d <= max` in one compare.
+        if self.fits(limits) { Ok(()) } else { self.explain(limits) }
+    }
+
+    /// `validate` as one flag, without a branch (the launch path folds it into its other checks).
+    /// `d - 1 < max` (wrapping) is `1 <= d <= max` in one compare. The products are taken in
+    /// 128 bits, each clamped to 2^64 (past every limit) before the next factor, so nothing
+    /// overflows (`saturating_mul` compiles to a branch on the overflow flag); a product of
+    /// 2^64 or more exceeds every limit but "none" (`threads_per_launch == u64::MAX`).
+    #[inline(always)]
+    pub(crate) fn fits(&self, limits: &LaunchLimits) -> bool {
         let ([gx, gy, gz], [bx, by, bz]) = (self.grid, self.block);
         let in_range = |d: u32, max: u32| d.wrapping_sub(1) < max;
         let dims_ok = in_range(bx, limits.block[0])
@@ -329,17 +337,13 @@ impl LaunchDims {
             & in_range(gx, limits.grid[0])
             & in_range(gy, limits.grid[1])
             & in_range(gz, limits.grid[2]);
-        // A product that overflows a u64 exceeds every limit (both limits are at most u64::MAX,
-        // and "no limit" is u64::MAX itself, which is skipped).
-        let per_block = (u64::from(bx) * u64::from(by)).checked_mul(u64::from(bz));
-        let block_ok = per_block.is_some_and(|n| n <= u64::from(limits.threads_per_block));
-        let launch_ok = limits.threads_per_launch == u64::MAX
-            || per_block
-                .and_then(|n| n.checked_mul(u64::from(gx)))
-                .and_then(|n| n.checked_mul(u64::from(gy)))
-                .and_then(|n| n.checked_mul(u64::from(gz)))
-                .is_some_and(|n| n <= limits.threads_per_launch);
-        if dims_ok & block_ok & launch_ok { Ok(()) } else { self.explain(limits) }
+        const PAST_U64: u128 = 1 << 64;
+        let times = |n: u128, d: u32| (n * u128::from(d)).min(PAST_U64);
+        let per_block = times(u128::from(u64::from(bx) * u64::from(by)), bz);
+        let total = times(times(times(per_block, gx), gy), gz);
+        let block_ok = per_block <= u128::from(limits.threads_per_block);
+        let launch_ok = (total <= u128::from(limits.threads_per_launch)) | (limits.threads_per_launch == u64::MAX);
+        dims_ok & block_ok & launch_ok
     }
 
     /// Which check of `validate` failed (only called when one did).
@@ -397,7 +401,8 @@ impl<'a> KernelArgs<'a> {
     /// Arguments without sizes (the MLIR `mgpuLaunchKernel` form).
     #[inline]
     pub fn unsized_params(params: &'a [*mut c_void]) -> Result<Self> {
-        if params.iter().any(|p| p.is_null()) {
+        // Every pointer looked at, no early exit: one branch after the loop.
+        if params.iter().fold(false, |null, p| null | p.is_null()) {
             return fail(ErrorCode::NullPointer, "a kernel argument pointer is null");
         }
         Ok(Self { params, sizes: None })

@@ -21,9 +21,11 @@ impl Gate {
             if w.phase() == Phase::Ready && !w.writer() {
                 return Ok(SharedGuard { count, owned: true });
             }
+            crate::sync::cold_path();
             count.store(n, Ordering::Release);
             return self.enter_shared_owned_slow(count, mine.asymmetric, w);
         }
+        crate::sync::cold_path();
         self.enter_shared_hashed()
     }
 

@@ -330,17 +330,32 @@ impl Runtime {
     ) -> Result<()> {
         self.with_shared(|t| {
             let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-            if t.devices.handle_at(slot) != device.0 {
-                return Self::other_device(t, device);
+            // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
+            // the kernel's first packed launch takes the other side too).
+            let end = k.args_end.load(Relaxed);
+            let ok = (t.devices.handle_at(slot) == device.0) & (end != ARGS_END_UNKNOWN) & (end as usize <= args.len());
+            if !ok {
+                crate::sync::cold_path();
+                if t.devices.handle_at(slot) != device.0 {
+                    return Self::other_device(t, device);
+                }
+                let end = match end {
+                    ARGS_END_UNKNOWN => {
+                        let end = Self::args_end(d, k.raw)?;
+                        k.args_end.store(end, Relaxed);
+                        end
+                    }
+                    end => end,
+                };
+                let Some(args) = args.get(..end as usize) else {
+                    return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
+                };
+                // SAFETY: as in `launch`; `args` ends where the last parameter does.
+                return Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?);
             }
-            let mut end = k.args_end.load(Relaxed);
-            if end == ARGS_END_UNKNOWN {
-                end = Self::args_end(d, k.raw)?;
-                k.args_end.store(end, Relaxed);
-            }
-            let Some(args) = args.get(..end as usize) else {
-                return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
-            };
+            // SAFETY: as in `launch`; `args` ends where the last parameter does (`end` is at
+            // most its length, checked above).
+            let args = unsafe { args.get_unchecked(..end as usize) };
             // SAFETY: as in `launch`; `args` ends where the last parameter does.
             Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?)
         })
@@ -371,7 +386,8 @@ impl Runtime {
 
     /// What every launch checks: a live queue and a live kernel of one device, and dimensions
     /// within that device's limits. The device's entry and slot, and the backend's queue and
-    /// kernel.
+    /// kernel. Three branches on the way (each handle's, then the device and the dimensions
+    /// together); the errors, in that order, come from the cold side.
     #[inline(always)]
     fn launch_target<'t>(
         t: &'t Tables,
@@ -381,11 +397,14 @@ impl Runtime {
     ) -> Result<(&'t DeviceEntry, u32, u64, &'t KernelEntry)> {
         let q = t.queues.get(queue.0)?;
         let k = t.kernels.get(kernel.0)?;
-        if k.device != q.device {
-            return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
-        }
         let d = t.devices.at(q.device);
-        dims.validate(&d.limits())?;
+        if !((k.device == q.device) & dims.fits(&d.limits())) {
+            crate::sync::cold_path();
+            if k.device != q.device {
+                return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
+            }
+            dims.validate(&d.limits())?;
+        }
         Ok((d, q.device, q.raw, k))
     }
 }

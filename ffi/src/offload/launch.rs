@@ -9,7 +9,7 @@ use super::*;
 /// # Safety
 /// `data` is valid for `size` bytes; the buffer holds the kernel's arguments laid out as its
 /// parameters are (liboffload's contract).
-#[inline]
+#[inline(always)]
 pub(super) unsafe fn launch_packed(
     device: Device,
     q: Queue,
@@ -46,6 +46,24 @@ pub(super) fn launch_error(e: Error, device: Device, q: Queue) -> OlError {
     OlError::from_ordo(code_of(&e, arg), e)
 }
 
+/// `launch_dims` without its errors: the dimensions and whether they are valid, without a
+/// branch (dimensions beyond `Dimensions` are 1).
+#[inline(always)]
+fn launch_dims_unchecked(a: &ol_kernel_launch_size_args_t) -> (LaunchDims, bool) {
+    let ok = (a.Dimensions.wrapping_sub(1) < 3) & (a.DynSharedMemory <= u32::MAX as usize);
+    // `v` where the dimension is used, else 1: a mask, not a branch.
+    let used = |v: u32, dim: usize| {
+        let mask = 0u32.wrapping_sub(u32::from(dim < a.Dimensions));
+        (v & mask) | (1 & !mask)
+    };
+    let dims = LaunchDims {
+        grid: [used(a.NumGroups.x, 0), used(a.NumGroups.y, 1), used(a.NumGroups.z, 2)],
+        block: [used(a.GroupSize.x, 0), used(a.GroupSize.y, 1), used(a.GroupSize.z, 2)],
+        shared_mem_bytes: a.DynSharedMemory as u32,
+    };
+    (dims, ok)
+}
+
 pub(super) fn launch_dims(a: &ol_kernel_launch_size_args_t) -> OlResult<LaunchDims> {
     if !(1..=3).contains(&a.Dimensions) {
         return Err(err(OL_ERRC_INVALID_VALUE, "Dimensions must be 1, 2 or 3"));
@@ -78,55 +96,99 @@ pub unsafe extern "C" fn olLaunchKernel(
     LaunchSizeArgs: *const ol_kernel_launch_size_args_t,
 ) -> ol_result_t {
     entry(|| {
-        // The cheap argument checks first; when one fails, initialisation is reported first.
-        let bad = if device_h.is_null() {
-            Some(err(OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"))
-        } else if kernel_h.is_null() {
-            Some(err(OL_ERRC_INVALID_NULL_HANDLE, "NULL == Kernel"))
-        } else if LaunchSizeArgs.is_null() {
-            Some(err(OL_ERRC_INVALID_NULL_POINTER, "NULL == LaunchSizeArgs"))
-        } else if ArgumentsSize > 0 && ArgumentsData.is_null() {
-            Some(err(OL_ERRC_INVALID_ARGUMENT, "ArgumentsSize > 0 && ArgumentsData == NULL"))
-        } else if ArgumentsSize > isize::MAX as usize {
-            // No buffer is that large (and the runtime reads the buffer as a slice).
-            Some(err(OL_ERRC_INVALID_SIZE, "ArgumentsSize is larger than isize::MAX"))
-        } else {
-            None
-        };
-        if let Some(e) = bad {
+        // The common case in one branch: every cheap check as a flag (a driver call before
+        // this one has evicted the branch predictor's history, where each branch costs more
+        // than a compare). Anything else takes `launch_checked`, which says what is wrong.
+        let raw = RawHandle(ptr_to_handle(kernel_h));
+        let ok = !device_h.is_null()
+            & !kernel_h.is_null()
+            & !LaunchSizeArgs.is_null()
+            & !queue_h.is_null()
+            & ((ArgumentsSize == 0) | !ArgumentsData.is_null())
+            & (ArgumentsSize <= isize::MAX as usize)
+            & (raw.0 >> 60 == ObjectKind::Kernel as u64)
+            & (device_h != host_device());
+        if ok {
+            // SAFETY: non-NULL (checked), readable by the caller's contract.
+            let (dims, dims_ok) = launch_dims_unchecked(unsafe { &*LaunchSizeArgs });
+            if dims_ok {
+                let device = ordo_core::Device::from_raw(ptr_to_handle(device_h));
+                // SAFETY: the caller's contract for the buffer (non-NULL when not empty, at most
+                // isize::MAX bytes: checked).
+                return unsafe {
+                    launch_packed(device, queue(queue_h), ordo_core::Kernel(raw), ArgumentsData, ArgumentsSize, &dims)
+                };
+            }
+        }
+        crate::boundary::cold_path();
+        // SAFETY: forwarded contract.
+        unsafe { launch_checked(queue_h, device_h, kernel_h, ArgumentsData, ArgumentsSize, LaunchSizeArgs) }
+    })
+}
+
+/// `olLaunchKernel` with each check in its documented order and its own error, and the launch
+/// without a queue: the path of every call the fast path does not take.
+///
+/// # Safety
+/// As `olLaunchKernel`.
+#[cold]
+#[inline(never)]
+unsafe fn launch_checked(
+    queue_h: ol_queue_handle_t,
+    device_h: ol_device_handle_t,
+    kernel_h: ol_symbol_handle_t,
+    ArgumentsData: *const c_void,
+    ArgumentsSize: usize,
+    LaunchSizeArgs: *const ol_kernel_launch_size_args_t,
+) -> OlResult<()> {
+    // The cheap argument checks first; when one fails, initialisation is reported first.
+    let bad = if device_h.is_null() {
+        Some(err(OL_ERRC_INVALID_NULL_HANDLE, "NULL == Device"))
+    } else if kernel_h.is_null() {
+        Some(err(OL_ERRC_INVALID_NULL_HANDLE, "NULL == Kernel"))
+    } else if LaunchSizeArgs.is_null() {
+        Some(err(OL_ERRC_INVALID_NULL_POINTER, "NULL == LaunchSizeArgs"))
+    } else if ArgumentsSize > 0 && ArgumentsData.is_null() {
+        Some(err(OL_ERRC_INVALID_ARGUMENT, "ArgumentsSize > 0 && ArgumentsData == NULL"))
+    } else if ArgumentsSize > isize::MAX as usize {
+        // No buffer is that large (and the runtime reads the buffer as a slice).
+        Some(err(OL_ERRC_INVALID_SIZE, "ArgumentsSize is larger than isize::MAX"))
+    } else {
+        None
+    };
+    if let Some(e) = bad {
+        ready()?;
+        return Err(e);
+    }
+    let raw = RawHandle(ptr_to_handle(kernel_h));
+    if raw.kind() != Some(ObjectKind::Kernel) {
+        ready()?;
+        symbol(kernel_h)?;
+        return Err(err(OL_ERRC_SYMBOL_KIND, "the symbol is not a kernel"));
+    }
+    if device_h == host_device() {
+        ready()?;
+        return Err(err(OL_ERRC_INVALID_DEVICE, "the host device runs no kernels"));
+    }
+    // SAFETY: non-NULL (checked), readable by the caller's contract.
+    let dims = match launch_dims(unsafe { &*LaunchSizeArgs }) {
+        Ok(d) => d,
+        Err(e) => {
             ready()?;
             return Err(e);
         }
-        let raw = RawHandle(ptr_to_handle(kernel_h));
-        if raw.kind() != Some(ObjectKind::Kernel) {
-            ready()?;
-            symbol(kernel_h)?;
-            return Err(err(OL_ERRC_SYMBOL_KIND, "the symbol is not a kernel"));
-        }
-        if device_h == host_device() {
-            ready()?;
-            return Err(err(OL_ERRC_INVALID_DEVICE, "the host device runs no kernels"));
-        }
-        // SAFETY: non-NULL (checked), readable by the caller's contract.
-        let dims = match launch_dims(unsafe { &*LaunchSizeArgs }) {
-            Ok(d) => d,
-            Err(e) => {
-                ready()?;
-                return Err(e);
-            }
-        };
-        let device = ordo_core::Device::from_raw(ptr_to_handle(device_h));
-        let kernel = ordo_core::Kernel(raw);
-        if queue_h.is_null() {
-            ready()?;
-            let q = sync_queue(device)?;
-            // SAFETY: the caller's contract for the buffer.
-            unsafe { launch_packed(device, q, kernel, ArgumentsData, ArgumentsSize, &dims) }?;
-            return on(Arg::Device, runtime().queue_synchronize(q));
-        }
-        // SAFETY: as above.
-        unsafe { launch_packed(device, queue(queue_h), kernel, ArgumentsData, ArgumentsSize, &dims) }
-    })
+    };
+    let device = ordo_core::Device::from_raw(ptr_to_handle(device_h));
+    let kernel = ordo_core::Kernel(raw);
+    if queue_h.is_null() {
+        ready()?;
+        let q = sync_queue(device)?;
+        // SAFETY: the caller's contract for the buffer.
+        unsafe { launch_packed(device, q, kernel, ArgumentsData, ArgumentsSize, &dims) }?;
+        return on(Arg::Device, runtime().queue_synchronize(q));
+    }
+    // SAFETY: as above.
+    unsafe { launch_packed(device, queue(queue_h), kernel, ArgumentsData, ArgumentsSize, &dims) }
 }
 
 /// `olLaunchKernel`; the code location is accepted and not used.
