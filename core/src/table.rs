@@ -19,7 +19,7 @@ use core::mem::MaybeUninit;
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use crate::error::{ErrorCode, Result, fail};
-use crate::handle::{ObjectKind, RawHandle, RuntimeId};
+use crate::handle::{MAX_RUNTIME_ID, ObjectKind, RawHandle, RuntimeId};
 
 /// A link to a slot: 0 is "none", `i + 1` names slot `i` (so an empty table is all zeros and a
 /// `static` of one sits in `.bss`).
@@ -36,9 +36,13 @@ const fn target(l: Link) -> Option<u32> {
     if l == NONE { None } else { Some(l - 1) }
 }
 
-/// What a slot's `tag` holds while it is live: the owner's identity with this bit set (so a
-/// live slot's tag is never 0, even in a table without an owner yet).
-const LIVE: u16 = 0x8000;
+/// A live slot's tag: the top 16 bits of the handles that name it, the table's kind (4 bits,
+/// never 0) over the owner's identity (12 bits), so one compare checks a handle's kind and
+/// owner and the slot's liveness together; a free slot's tag is 0.
+#[inline(always)]
+const fn tag_of(handle_bits: u64) -> u16 {
+    (handle_bits >> 48) as u16
+}
 
 /// A slot alignment (`Table`'s `A`): a zero-length array of it aligns a slot without taking
 /// space. A table whose lookups sit on the launch path aligns its slots so that the slot's
@@ -70,8 +74,8 @@ struct Slot<T, A> {
     /// Written under exclusive access, except by `reissue` (shared access, compare-and-swap);
     /// the entry's value never depends on it, so relaxed ordering suffices.
     generation: AtomicU32,
-    /// `LIVE | owner` while live (the owner the slot's handles carry), 0 while free. Written
-    /// under exclusive access only.
+    /// While live, the top 16 bits of its handles (`tag_of`: the kind and the owner), never 0;
+    /// 0 while free. Written under exclusive access only.
     tag: u16,
     /// Initialised exactly when live.
     value: MaybeUninit<T>,
@@ -149,7 +153,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
     #[inline]
     fn handle_of(&self, index: u32) -> RawHandle {
         let slot = &self.slots[index as usize];
-        RawHandle::pack(Self::KIND, slot.tag & !LIVE, slot.generation.load(Relaxed), index)
+        RawHandle::pack(Self::KIND, slot.tag & MAX_RUNTIME_ID, slot.generation.load(Relaxed), index)
     }
 
     /// Inserts `value` as the newest entry; hands it back when the table is full.
@@ -173,7 +177,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
         let newest = self.newest;
         let slot = &mut self.slots[index as usize];
         slot.value.write(value);
-        slot.tag = LIVE | self.owner;
+        slot.tag = tag_of(RawHandle::pack(Self::KIND, self.owner, 0, 0).0);
         slot.prev = newest;
         slot.next = NONE;
         match target(newest) {
@@ -186,20 +190,19 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
     }
 
     /// The slot index of a live object named by `h`, or the specific error for a bad handle.
-    /// A live slot's generation and tag are what `h` carries. Every check is computed (the slot
-    /// read is clamped into the table) and the result taken in one branch: the launch path runs
-    /// after a driver call that has evicted the branch predictor's history, where each branch
-    /// taken costs more than the compares.
+    /// A live slot's generation and tag are what `h` carries (the tag: its kind and owner).
+    /// Every check is computed (the slot read is clamped into the table) and the result taken
+    /// in one branch: the launch path runs after a driver call that has evicted the branch
+    /// predictor's history, where each branch costs more than the compares.
     #[inline(always)]
     pub(crate) fn resolve(&self, h: RawHandle) -> Result<u32> {
         let index = h.index();
         let slot = &self.slots[index.min(N - 1)];
         // The differences OR-ed together (compilers keep this arithmetic; a chain of `&&`, or
         // even of `&` on booleans, becomes a branch per compare).
-        let differences = ((h.0 >> 60) ^ KIND as u64)
-            | u64::from(index >= N)
-            | u64::from(slot.generation.load(Relaxed) ^ h.generation())
-            | u64::from(slot.tag ^ (LIVE | h.runtime()));
+        let differences = u32::from(index >= N)
+            | (slot.generation.load(Relaxed) ^ h.generation())
+            | u32::from(slot.tag ^ tag_of(h.0));
         if differences == 0 { Ok(index as u32) } else { self.unresolved(h) }
     }
 
@@ -221,7 +224,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
     #[inline(always)]
     pub(crate) fn get(&self, h: RawHandle) -> Result<&T> {
         let i = self.resolve(h)?;
-        // SAFETY: `resolve` found `i` in range and slot `i` live (its tag is `LIVE | owner`),
+        // SAFETY: `resolve` found `i` in range and slot `i` live (its tag is not 0),
         // so its value is initialised; no second look at the index or the tag.
         Ok(unsafe { self.slots.get_unchecked(i as usize).value.assume_init_ref() })
     }
@@ -431,7 +434,7 @@ mod tests {
         let h = t.insert(1).unwrap();
         assert_eq!(h.runtime(), 7);
         assert_eq!(t.handle_at(h.index() as u32), h);
-        assert_eq!(t.slots[h.index()].tag, LIVE | 7);
+        assert_eq!(t.slots[h.index()].tag, (ObjectKind::Queue as u16) << 12 | 7);
         t.remove(h).unwrap();
         assert_eq!(t.slots[h.index()].tag, 0);
         // A handle of this owner naming the free slot's current generation is still refused.

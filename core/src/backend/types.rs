@@ -322,28 +322,45 @@ impl LaunchDims {
         if self.fits(limits) { Ok(()) } else { self.explain(limits) }
     }
 
-    /// `validate` as one flag, without a branch (the launch path folds it into its other checks).
-    /// `d - 1 < max` (wrapping) is `1 <= d <= max` in one compare. The products are taken in
-    /// 128 bits, each clamped to 2^64 (past every limit) before the next factor, so nothing
-    /// overflows (`saturating_mul` compiles to a branch on the overflow flag); a product of
-    /// 2^64 or more exceeds every limit but "none" (`threads_per_launch == u64::MAX`).
+    /// `validate` as one flag (the launch path folds it into its other checks). `d - 1 < max`
+    /// (wrapping) is `1 <= d <= max` in one compare. The threads per launch are only counted for a device that
+    /// limits them (CUDA's do not): in 128 bits, each product clamped to 2^64 (past every limit)
+    /// before the next factor, so nothing overflows (`saturating_mul` compiles to a branch on the
+    /// overflow flag, and a chain of them is the longest latency on this path).
     #[inline(always)]
     pub(crate) fn fits(&self, limits: &LaunchLimits) -> bool {
+        self.fits_parts(&limits.grid, &limits.block, limits.threads_per_block, limits.threads_per_launch)
+    }
+
+    /// `fits` with the limits' fields where they are (a device entry keeps them flattened): no
+    /// copy into a `LaunchLimits` on the launch path.
+    #[inline(always)]
+    pub(crate) fn fits_parts(
+        &self,
+        grid: &[u32; 3],
+        block: &[u32; 3],
+        per_block_limit: u32,
+        launch_limit: u64,
+    ) -> bool {
         let ([gx, gy, gz], [bx, by, bz]) = (self.grid, self.block);
         let in_range = |d: u32, max: u32| d.wrapping_sub(1) < max;
-        let dims_ok = in_range(bx, limits.block[0])
-            & in_range(by, limits.block[1])
-            & in_range(bz, limits.block[2])
-            & in_range(gx, limits.grid[0])
-            & in_range(gy, limits.grid[1])
-            & in_range(gz, limits.grid[2]);
+        let dims_ok = in_range(bx, block[0])
+            & in_range(by, block[1])
+            & in_range(bz, block[2])
+            & in_range(gx, grid[0])
+            & in_range(gy, grid[1])
+            & in_range(gz, grid[2]);
+        // x·y fits a u64; clamped to 2^32 (past every per-block limit) it times z still does,
+        // and is exact whenever it can pass.
+        let per_block = (u64::from(bx) * u64::from(by)).min(1 << 32) * u64::from(bz);
+        let ok = dims_ok & (per_block <= u64::from(per_block_limit));
+        if launch_limit == u64::MAX {
+            return ok;
+        }
         const PAST_U64: u128 = 1 << 64;
-        let times = |n: u128, d: u32| (n * u128::from(d)).min(PAST_U64);
-        let per_block = times(u128::from(u64::from(bx) * u64::from(by)), bz);
-        let total = times(times(times(per_block, gx), gy), gz);
-        let block_ok = per_block <= u128::from(limits.threads_per_block);
-        let launch_ok = (total <= u128::from(limits.threads_per_launch)) | (limits.threads_per_launch == u64::MAX);
-        dims_ok & block_ok & launch_ok
+        let times = |n: u128, d: u32| n.min(PAST_U64) * u128::from(d);
+        let total = times(times(times(u128::from(per_block), gx), gy), gz).min(PAST_U64);
+        ok & (total <= u128::from(launch_limit))
     }
 
     /// Which check of `validate` failed (only called when one did).

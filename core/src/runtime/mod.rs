@@ -99,6 +99,12 @@ impl DeviceEntry {
         }
     }
 
+    /// Whether `dims` fit this device's launch limits (`LaunchDims::fits` on the fields in place).
+    #[inline(always)]
+    pub(crate) fn fits(&self, dims: &crate::backend::LaunchDims) -> bool {
+        dims.fits_parts(&self.grid, &self.block, self.threads_per_block, self.threads_per_launch)
+    }
+
     /// What launches on this device may ask for (checked before any backend call).
     #[inline(always)]
     pub(crate) fn limits(&self) -> LaunchLimits {

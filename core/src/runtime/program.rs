@@ -398,7 +398,7 @@ impl Runtime {
         let q = t.queues.get(queue.0)?;
         let k = t.kernels.get(kernel.0)?;
         let d = t.devices.at(q.device);
-        if !((k.device == q.device) & dims.fits(&d.limits())) {
+        if !((k.device == q.device) & d.fits(dims)) {
             crate::sync::cold_path();
             if k.device != q.device {
                 return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
