@@ -200,9 +200,13 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
         let slot = &self.slots[index.min(N - 1)];
         // The differences OR-ed together (compilers keep this arithmetic; a chain of `&&`, or
         // even of `&` on booleans, becomes a branch per compare).
+        // A free slot's tag is 0, and so is the tag of a forged handle with neither kind nor
+        // owner: such a handle must not match a free slot of its generation.
+        let tag = tag_of(h.0);
         let differences = u32::from(index >= N)
+            | u32::from(tag == 0)
             | (slot.generation.load(Relaxed) ^ h.generation())
-            | u32::from(slot.tag ^ tag_of(h.0));
+            | u32::from(slot.tag ^ tag);
         if differences == 0 { Ok(index as u32) } else { self.unresolved(h) }
     }
 
@@ -445,6 +449,15 @@ mod tests {
             (e.code, e.message),
             (ErrorCode::InvalidHandle, "handle is stale (object released or from an earlier init)")
         );
+        // Neither kind nor owner (a bare slot index, as a forged pointer-sized handle reads):
+        // a slot never used (tag 0, generation 0) is not named by it.
+        let mut fresh: Table<u32, 32, Q, Align32> = Table::new();
+        fresh.set_owner(7);
+        fresh.insert(1).unwrap();
+        for bare in [RawHandle(0x10), RawHandle(0x1), RawHandle(0x0)] {
+            let e = fresh.get(bare).unwrap_err();
+            assert!(matches!(e.code, ErrorCode::InvalidHandle | ErrorCode::NullHandle), "{bare:?}: {e:?}");
+        }
         let out_of_range = RawHandle::pack(ObjectKind::Queue, 7, 0, 2);
         assert_eq!(t.get(out_of_range).unwrap_err().message, "handle is forged (slot out of range)");
     }
