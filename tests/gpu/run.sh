@@ -163,6 +163,9 @@ if [ -n "$cc" ] && [ -n "$cuda_inc" ] && [ -x gpu-bin/offload/conformance ]; the
   step offload_bench_build "$cc" -O2 -I"$cuda_inc" tests/gpu/offload_bench.c gpu-bin/offload/libordo.so.0 -lcuda \
     -Wl,-rpath,"$PWD/gpu-bin/offload" -o /tmp/offload_bench
   step offload_bench /tmp/offload_bench gpu-bin/offload/kernels.ptx
+  # What raises a cuLaunchKernel loop's cost on this host (no libordo: the driver alone).
+  step launch_probe_build "$cc" -O2 -I"$cuda_inc" tests/gpu/launch_probe.c -lcuda -o /tmp/launch_probe
+  step launch_probe /tmp/launch_probe gpu-bin/offload/kernels.ptx
 else
   echo "FAIL offload_bench (needs cc, cuda.h and gpu-bin/offload)"; status=1
 fi
