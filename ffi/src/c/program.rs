@@ -119,7 +119,10 @@ pub unsafe extern "C" fn ordo_launch(
             if let Err(err) = ready().and(non_null(dims, "dims is NULL")) {
                 return fail(err);
             }
-            return fail(Error::new(ErrorCode::NullPointer, "args is NULL but arg_count is not 0"));
+            if arg_count > 0 && args.is_null() {
+                return fail(Error::new(ErrorCode::NullPointer, "args is NULL but arg_count is not 0"));
+            }
+            // Not ready a moment ago, ready now (another thread's init): the launch goes on.
         }
         // SAFETY: `dims` is non-NULL; by the C caller's contract it points to an ordo_launch_dims_t.
         let d = unsafe { dims.read() };
