@@ -202,13 +202,6 @@ pub(crate) fn check_release(call: &'static str, r: CUresult) -> BackendResult<()
     if released_by_driver(r) { Err(BackendError::released(r as i64, name(r)).in_call(call)) } else { check(call, r) }
 }
 
-/// Marks the path that calls it as rarely taken, so that the compiler lays the other side out
-/// as the straight path (`core::hint::cold_path` from Rust 1.95, written for the MSRV: a call
-/// to an empty `#[cold]` function has the same effect and compiles to nothing).
-#[cold]
-#[inline(always)]
-pub(crate) fn cold_path() {}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -308,7 +308,7 @@ impl Devices {
         match self.launch_kernel.get() {
             Some(&f) => f,
             None => {
-                crate::conv::cold_path();
+                ordo_core::cold_path();
                 launch_through_cudarc
             }
         }
@@ -386,7 +386,7 @@ impl Devices {
         if differences == 0 {
             return Ok(None);
         }
-        crate::conv::cold_path();
+        ordo_core::cold_path();
         self.make_current_trusted_slow(ordinal)
     }
 

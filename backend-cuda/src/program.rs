@@ -239,7 +239,7 @@ unsafe fn launch_raw(
     debug_assert!(kernel != 0, "launch: a null function");
     debug_assert!(dims.grid.iter().chain(&dims.block).all(|&d| d >= 1), "launch: a zero dimension");
     if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
-        crate::conv::cold_path();
+        ordo_core::cold_path();
         kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
     }
     let [gx, gy, gz] = dims.grid;
@@ -293,7 +293,7 @@ pub(crate) unsafe fn launch_cluster(
         return Err(old_driver("the CUDA driver is too old for cluster launches (cuLaunchKernelEx)"));
     }
     if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
-        crate::conv::cold_path();
+        ordo_core::cold_path();
         kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
     }
     let [gx, gy, gz] = dims.grid;

@@ -57,6 +57,8 @@ pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, Te
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use runtime::OwnedRuntime;
 pub use runtime::{LiveObjects, PlatformInfo, Runtime, RuntimeState, Shutdown};
+#[doc(hidden)]
+pub use sync::cold_path;
 #[cfg(not(loom))]
 pub use sync::{Relax, set_wait_strategy};
 

@@ -50,7 +50,8 @@ pub(crate) fn relax() {
 
 /// Marks the path that calls it as rarely taken, so that the compiler lays the other side out
 /// as the straight path (`core::hint::cold_path` from Rust 1.95, written for the MSRV: a call
-/// to an empty `#[cold]` function has the same effect and compiles to nothing).
+/// to an empty `#[cold]` function has the same effect and compiles to nothing). Exported
+/// (hidden) for ordo's other crates' launch paths.
 #[cold]
 #[inline(always)]
-pub(crate) fn cold_path() {}
+pub fn cold_path() {}

@@ -254,13 +254,6 @@ pub extern "C" fn ordo_last_error_detail() -> *const c_char {
     detail_pointer()
 }
 
-/// Marks the path that calls it as rarely taken, so that the compiler lays the other side out
-/// as the straight path (`core::hint::cold_path` from Rust 1.95, written for the MSRV: a call
-/// to an empty `#[cold]` function has the same effect and compiles to nothing).
-#[cold]
-#[inline(always)]
-pub(crate) fn cold_path() {}
-
 #[cfg(test)]
 mod tests {
     use super::*;

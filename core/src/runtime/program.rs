@@ -332,29 +332,22 @@ impl Runtime {
             let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
             // the kernel's first packed launch takes the other side too).
-            let end = k.args_end.load(Relaxed);
+            let mut end = k.args_end.load(Relaxed);
             let ok = (t.devices.handle_at(slot) == device.0) & (end != ARGS_END_UNKNOWN) & (end as usize <= args.len());
             if !ok {
                 crate::sync::cold_path();
                 if t.devices.handle_at(slot) != device.0 {
                     return Self::other_device(t, device);
                 }
-                let end = match end {
-                    ARGS_END_UNKNOWN => {
-                        let end = Self::args_end(d, k.raw)?;
-                        k.args_end.store(end, Relaxed);
-                        end
-                    }
-                    end => end,
-                };
-                let Some(args) = args.get(..end as usize) else {
+                if end == ARGS_END_UNKNOWN {
+                    end = Self::args_end(d, k.raw)?;
+                    k.args_end.store(end, Relaxed);
+                }
+                if end as usize > args.len() {
                     return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
-                };
-                // SAFETY: as in `launch`; `args` ends where the last parameter does.
-                return Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?);
+                }
             }
-            // SAFETY: as in `launch`; `args` ends where the last parameter does (`end` is at
-            // most its length, checked above).
+            // SAFETY: `end` is at most the buffer's length (checked on one side or the other).
             let args = unsafe { args.get_unchecked(..end as usize) };
             // SAFETY: as in `launch`; `args` ends where the last parameter does.
             Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?)

@@ -115,7 +115,7 @@ pub unsafe extern "C" fn ordo_launch(
         // evicted the branch predictor's history); the errors in their documented order on the
         // other side.
         if !(runtime().is_ready() & !dims.is_null() & ((arg_count == 0) | !args.is_null())) {
-            crate::boundary::cold_path();
+            ordo_core::cold_path();
             if let Err(err) = ready().and(non_null(dims, "dims is NULL")) {
                 return fail(err);
             }

@@ -68,15 +68,10 @@ pub(super) fn launch_dims(a: &ol_kernel_launch_size_args_t) -> OlResult<LaunchDi
     if !(1..=3).contains(&a.Dimensions) {
         return Err(err(OL_ERRC_INVALID_VALUE, "Dimensions must be 1, 2 or 3"));
     }
-    let Ok(shared) = u32::try_from(a.DynSharedMemory) else {
+    if u32::try_from(a.DynSharedMemory).is_err() {
         return Err(err(OL_ERRC_INVALID_VALUE, "DynSharedMemory is too large"));
-    };
-    let used = |v: u32, dim: usize| if dim < a.Dimensions { v } else { 1 };
-    Ok(LaunchDims {
-        grid: [used(a.NumGroups.x, 0), used(a.NumGroups.y, 1), used(a.NumGroups.z, 2)],
-        block: [used(a.GroupSize.x, 0), used(a.GroupSize.y, 1), used(a.GroupSize.z, 2)],
-        shared_mem_bytes: shared,
-    })
+    }
+    Ok(launch_dims_unchecked(a).0)
 }
 
 /// Launches a kernel: `ArgumentsData` is the packed argument struct, split by the kernel's
@@ -120,7 +115,7 @@ pub unsafe extern "C" fn olLaunchKernel(
                 };
             }
         }
-        crate::boundary::cold_path();
+        ordo_core::cold_path();
         // SAFETY: forwarded contract.
         unsafe { launch_checked(queue_h, device_h, kernel_h, ArgumentsData, ArgumentsSize, LaunchSizeArgs) }
     })
