@@ -7,7 +7,9 @@
 //! - a destroy (an exclusive call) racing a call on the same queue,
 //! - an exclusive call (a create) racing the final shutdown,
 //! - two exclusive calls (two destroys of one queue) racing,
-//! - a nested init + shutdown pair (the one-add / one-subtract fast paths) racing the last shutdown.
+//! - a nested init + shutdown pair (the one-add / one-subtract fast paths) racing the last shutdown,
+//! - launches (the launch paths' straight line, pointer and packed forms) racing a destroy of
+//!   their queue and the final shutdown.
 //!
 //! The backend here asserts, with loom-visible atomics, that no call reaches it outside init and
 //! no call uses a destroyed queue ("no call observes a torn-down object"); each model checks the
@@ -20,7 +22,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use ordo_core::{
     Backend, BackendError, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, ErrorCode, FillValue,
-    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, Queue, Runtime, Shutdown, State,
+    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, Queue, Runtime, Shutdown, State,
 };
 
 struct LoomBackend {
@@ -150,16 +152,33 @@ impl Backend for LoomBackend {
         unsupported()
     }
     fn program_load(&self, _: u32, _: &[u8]) -> BackendResult<u64> {
-        unsupported()
+        self.assert_up("program_load");
+        Ok(1)
     }
     unsafe fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
-        unsupported()
+        self.assert_up("program_unload");
+        Ok(())
     }
     unsafe fn kernel_get(&self, _: u32, _: u64, _: &str) -> BackendResult<u64> {
-        unsupported()
+        self.assert_up("kernel_get");
+        Ok(1)
+    }
+    unsafe fn kernel_param_layout(&self, _: u32, _: u64, out: &mut ParamLayout) -> BackendResult<()> {
+        self.assert_up("kernel_param_layout");
+        out.clear();
+        Ok(())
     }
     unsafe fn launch(&self, _: u32, _: u64, _: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
-        unsupported()
+        self.in_call.fetch_add(1, Ordering::SeqCst);
+        self.assert_queue("launch");
+        self.in_call.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
+    }
+    unsafe fn launch_packed(&self, _: u32, _: u64, _: u64, _: &LaunchDims, _: &[u8]) -> BackendResult<()> {
+        self.in_call.fetch_add(1, Ordering::SeqCst);
+        self.assert_queue("launch_packed");
+        self.in_call.fetch_sub(1, Ordering::SeqCst);
+        Ok(())
     }
 }
 
@@ -395,5 +414,45 @@ fn references_dropped_on_another_thread_than_they_were_taken() {
         assert!(matches!(last, Shutdown::TornDown(_)) || matches!(mine, Shutdown::TornDown(_)));
         assert_eq!(rt.state(), State::Uninit);
         assert_eq!((b.inits.load(Ordering::SeqCst), b.deinits.load(Ordering::SeqCst)), (1, 1));
+    });
+}
+
+/// Launches on the launch paths' straight line (`Runtime::launch`, and `launch_packed_on` after
+/// the kernel's first packed launch settled its buffer's end) racing a destroy of their queue and
+/// then the final shutdown: each launch reaches the backend while its queue is live (the backend
+/// asserts it, and that nothing is released while a launch is in it) or is turned away with the
+/// stale handle's or the teardown's error.
+#[test]
+fn launches_racing_a_destroy_and_the_final_shutdown() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(|| {
+        let (b, rt) = setup();
+        rt.init().unwrap();
+        let d = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+        let q = rt.queue_create(d).unwrap();
+        let program = rt.program_load(d, b"loom").unwrap();
+        let kernel = rt.kernel_get(program, "k").unwrap();
+        let dims = LaunchDims::linear(1, 1);
+        // SAFETY: the loom backend reads no argument.
+        unsafe { rt.launch_packed_on(d, q, kernel, &dims, &[]) }.unwrap();
+        let rt2 = rt.clone();
+        let launcher = loom::thread::spawn(move || {
+            // SAFETY: as above.
+            let pointers = unsafe { rt2.launch(q, kernel, &dims, &KernelArgs::EMPTY) };
+            // SAFETY: as above.
+            let packed = unsafe { rt2.launch_packed_on(d, q, kernel, &dims, &[]) };
+            [pointers, packed]
+        });
+        rt.queue_destroy(q).unwrap();
+        let outcome = rt.shutdown().unwrap();
+        assert!(matches!(outcome, Shutdown::TornDown(ref r) if r.is_clean()), "{outcome:?}");
+        for r in launcher.join().unwrap() {
+            if let Err(e) = r {
+                assert!(matches!(e.code, ErrorCode::InvalidHandle | ErrorCode::Uninitialized), "{e}");
+            }
+        }
+        assert_eq!(rt.state(), State::Uninit);
+        assert!(!b.up.load(Ordering::SeqCst) && !b.queue_live.load(Ordering::SeqCst));
     });
 }

@@ -354,13 +354,12 @@ impl LaunchDims {
         // and is exact whenever it can pass.
         let per_block = (u64::from(bx) * u64::from(by)).min(1 << 32) * u64::from(bz);
         let ok = dims_ok & (per_block <= u64::from(per_block_limit));
-        if launch_limit == u64::MAX {
-            return ok;
-        }
+        // The launch's total, clamped past u64 (exact whenever it can pass), computed whether
+        // or not the device limits it: multiplications instead of a branch.
         const PAST_U64: u128 = 1 << 64;
         let times = |n: u128, d: u32| n.min(PAST_U64) * u128::from(d);
         let total = times(times(times(u128::from(per_block), gx), gy), gz).min(PAST_U64);
-        ok & (total <= u128::from(launch_limit))
+        ok & ((launch_limit == u64::MAX) | (total <= u128::from(launch_limit)))
     }
 
     /// Which check of `validate` failed (only called when one did).

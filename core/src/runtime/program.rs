@@ -275,6 +275,34 @@ impl Runtime {
     /// must only access memory it may (e.g. pointers in its arguments must be large enough).
     #[inline]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
+        #[cfg(any(feature = "std", loom))]
+        {
+            // SAFETY: the straight line checked what `launch_checked` checks; the argument
+            // contract is the caller's.
+            let launch = |d: &DeviceEntry, q: u64, k: &KernelEntry, ()| unsafe {
+                d.driver.launch(d.ordinal, q, k.raw, dims, args)
+            };
+            if let Some(r) = self.launch_straight(queue, kernel, None, dims, |_| (0, ()), launch) {
+                return Ok(r?);
+            }
+            crate::sync::cold_path();
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.launch_checked(queue, kernel, dims, args) }
+    }
+
+    /// `launch` with every check in its order and its own error.
+    ///
+    /// # Safety
+    /// As `launch`.
+    #[inline(never)]
+    unsafe fn launch_checked(
+        &self,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> Result<()> {
         self.with_shared(|t| {
             let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
@@ -328,30 +356,105 @@ impl Runtime {
         dims: &LaunchDims,
         args: &[u8],
     ) -> Result<()> {
+        #[cfg(any(feature = "std", loom))]
+        {
+            // The buffer's end is known (the kernel was launched packed before) and within it.
+            let end_known = |k: &KernelEntry| {
+                let end = k.args_end.load(Relaxed);
+                (u64::from(end == ARGS_END_UNKNOWN) | u64::from(end as usize > args.len()), end as usize)
+            };
+            // SAFETY: the straight line checked what `launch_packed_checked` checks, `end` too;
+            // the argument contract is the caller's.
+            let launch = |d: &DeviceEntry, q: u64, k: &KernelEntry, end: usize| unsafe {
+                d.driver.launch_packed(d.ordinal, q, k.raw, dims, args.get_unchecked(..end))
+            };
+            if let Some(r) = self.launch_straight(queue, kernel, Some(device), dims, end_known, launch) {
+                return Ok(r?);
+            }
+            crate::sync::cold_path();
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.launch_packed_checked(device, queue, kernel, dims, args) }
+    }
+
+    /// `launch_packed_on` with every check in its order and its own error, and the kernel's
+    /// first packed launch (which asks the backend for the buffer's end).
+    ///
+    /// # Safety
+    /// As `launch_packed_on`.
+    #[inline(never)]
+    unsafe fn launch_packed_checked(
+        &self,
+        device: Device,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+        args: &[u8],
+    ) -> Result<()> {
         self.with_shared(|t| {
             let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-            // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
-            // the kernel's first packed launch takes the other side too).
-            let mut end = k.args_end.load(Relaxed);
-            let ok = (t.devices.handle_at(slot) == device.0) & (end != ARGS_END_UNKNOWN) & (end as usize <= args.len());
-            if !ok {
-                crate::sync::cold_path();
-                if t.devices.handle_at(slot) != device.0 {
-                    return Self::other_device(t, device);
-                }
-                if end == ARGS_END_UNKNOWN {
-                    end = Self::args_end(d, k.raw)?;
-                    k.args_end.store(end, Relaxed);
-                }
-                if end as usize > args.len() {
-                    return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
-                }
+            if t.devices.handle_at(slot) != device.0 {
+                return Self::other_device(t, device);
             }
-            // SAFETY: `end` is at most the buffer's length (checked on one side or the other).
-            let args = unsafe { args.get_unchecked(..end as usize) };
+            let mut end = k.args_end.load(Relaxed);
+            if end == ARGS_END_UNKNOWN {
+                end = Self::args_end(d, k.raw)?;
+                k.args_end.store(end, Relaxed);
+            }
+            let Some(args) = args.get(..end as usize) else {
+                return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
+            };
             // SAFETY: as in `launch`; `args` ends where the last parameter does.
             Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?)
         })
+    }
+
+    /// The launch paths' straight line, three branches before the backend's call: the light
+    /// entry (`Gate::enter_light`), both handles together, then the rest together (one device,
+    /// `device` when given, `dims` within its limits, and the caller's own check of the kernel,
+    /// `more`, whose first value is 0 when it passes; its second goes to `launch`). `launch`
+    /// then runs with the device's entry, the backend's queue and the kernel's entry, as a call
+    /// in flight. `None` when anything differs, having done nothing: the caller takes its
+    /// checked path, which says what.
+    #[cfg(any(feature = "std", loom))]
+    #[inline(always)]
+    fn launch_straight<C, R>(
+        &self,
+        queue: Queue,
+        kernel: Kernel,
+        device: Option<Device>,
+        dims: &LaunchDims,
+        more: impl FnOnce(&KernelEntry) -> (u64, C),
+        launch: impl FnOnce(&DeviceEntry, u64, &KernelEntry, C) -> R,
+    ) -> Option<R> {
+        use crate::sync::{cold_path, opaque};
+        let _in_flight = self.state.gate.enter_light()?;
+        // SAFETY: a call in flight excludes writers for its lifetime.
+        let t = unsafe { &*self.state.tables.get() };
+        let (qi, q_differences) = t.queues.probe(queue.0);
+        let (ki, k_differences) = t.kernels.probe(kernel.0);
+        if opaque(u64::from(q_differences | k_differences)) != 0 {
+            cold_path();
+            return None;
+        }
+        // SAFETY: both slots are live (no differences) and the tables do not change while the
+        // call is in flight.
+        let (q, k) = unsafe { (t.queues.value_unchecked(qi), t.kernels.value_unchecked(ki)) };
+        // SAFETY: a live queue's device is live: devices leave the table only in a teardown,
+        // after their queues (or at a failed init, before any queue).
+        let d = unsafe { t.devices.value_unchecked(q.device as usize) };
+        let device_differences = device.map_or(0, |device| {
+            let (di, differences) = t.devices.probe(device.0);
+            u64::from(differences) | (di as u64 ^ u64::from(q.device))
+        });
+        let (kernel_differences, carry) = more(k);
+        let differences =
+            u64::from(k.device ^ q.device) | u64::from(!d.fits(dims)) | device_differences | kernel_differences;
+        if opaque(differences) != 0 {
+            cold_path();
+            return None;
+        }
+        Some(launch(d, q.raw, k, carry))
     }
 
     /// Where a live kernel's last parameter ends, from the backend's layout.
