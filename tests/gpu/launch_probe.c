@@ -7,7 +7,11 @@
  *   - 16 loads from 16 cache lines that the driver's own work may have evicted;
  *   - 16 stores to 16 such lines;
  *   - a call through a pointer into ~60 predictable branches (code and branch-predictor footprint);
- *   - a thread-local read in this executable (the cheap model) for scale.
+ *   - a thread-local read in this executable (the cheap model) for scale;
+ *   - a chain of 6 dependent loads, each on its own page (a handle's slot, then the entry it
+ *     names, then the function it calls through: the shape of a runtime's lookups);
+ *   - a call into 40 never-taken branches (predictable: only their code and predictor entries);
+ *   - a call into 2 KiB of straight-line code (8-byte no-ops: the instruction-cache footprint).
  * And the driver against itself, where a runtime's launch differs from a hand-written one only
  * in the objects or the argument form it uses:
  *   - `vector_add_f32` with its arguments as kernelParams vs one packed buffer (`extra`,
@@ -44,6 +48,9 @@ static void *add_params[4] = {&add_args.a, &add_args.b, &add_args.c, &add_args.n
 /* Lines 4160 bytes apart: distinct sets, no adjacent-line prefetch. */
 static volatile char far_lines[LINES * 4160];
 static __thread volatile int local_value;
+/* A pointer chain through 6 pages (4160 bytes apart, as far_lines). */
+enum { CHAIN = 6 };
+static void *chain_pages[CHAIN * 4160 / sizeof(void *)];
 
 static void launch(void) { CU(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL)); }
 
@@ -79,6 +86,27 @@ static void stores(void) {
   for (int i = 0; i < LINES; i++) far_lines[i * 4160] = (char)i;
 }
 static void code(void) { sink = branches_ptr(sink); }
+static void chain(void) {
+  void **p = chain_pages;
+  for (int i = 0; i < CHAIN; i++) p = (void **)*p;
+  sink = (int)(uintptr_t)p;
+}
+static volatile int zero;
+__attribute__((noinline)) static int never_taken(int x) {
+#define T(k) if (__builtin_expect(x == 1000 + k, 0)) sink = k;
+  T(1) T(2) T(3) T(4) T(5) T(6) T(7) T(8) T(9) T(10) T(11) T(12) T(13) T(14) T(15) T(16) T(17) T(18) T(19) T(20)
+  T(21) T(22) T(23) T(24) T(25) T(26) T(27) T(28) T(29) T(30) T(31) T(32) T(33) T(34) T(35) T(36) T(37) T(38) T(39)
+  T(40)
+#undef T
+  return x;
+}
+static int (*volatile never_taken_ptr)(int) = never_taken;
+__attribute__((noinline)) static void straight_code(void) {
+  __asm__ volatile(".rept 256\n\t.byte 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00\n\t.endr" ::: "memory");
+}
+static void (*volatile straight_ptr)(void) = straight_code;
+static void predictable(void) { sink = never_taken_ptr(zero); }
+static void footprint(void) { straight_ptr(); }
 static void tls(void) { local_value++; }
 
 /* `n` launches of `f` on `st` with its arguments in either form, then a synchronise. */
@@ -107,6 +135,9 @@ static double with_loads(void) { return batch(loads); }
 static double with_stores(void) { return batch(stores); }
 static double with_code(void) { return batch(code); }
 static double with_tls(void) { return batch(tls); }
+static double with_chain(void) { return batch(chain); }
+static double with_predictable(void) { return batch(predictable); }
+static double with_footprint(void) { return batch(footprint); }
 
 int main(int argc, char **argv) {
   if (argc < 2) { fprintf(stderr, "usage: launch_probe kernels.ptx\n"); return 2; }
@@ -142,6 +173,8 @@ int main(int argc, char **argv) {
   CU(cuModuleGetFunction(&add_fn_b, module_b, "vector_add_f32"));
   CU(cuModuleGetFunction(&empty_b, module_b, "empty"));
   (void)abba_calls; /* abba.h's other form, not used here */
+  for (int i = 0; i < CHAIN; i++) /* page i points into page i + 1; the last to itself */
+    chain_pages[i * 4160 / sizeof(void *)] = &chain_pages[(i + (i + 1 < CHAIN)) * 4160 / sizeof(void *)];
   bare();
   printf("| extra work before each launch (batches of %d, then a synchronise) | bare | with it | ratio [p25, p75] | |\n", N);
   printf("|---|---|---|---|---|\n");
@@ -151,6 +184,9 @@ int main(int argc, char **argv) {
   abba_report("16 stores to 16 lines", bare, with_stores, ROUNDS, "");
   abba_report("an indirect call into 60 branches", bare, with_code, ROUNDS, "");
   abba_report("a thread-local increment", bare, with_tls, ROUNDS, "");
+  abba_report("a chain of 6 dependent loads, one page each", bare, with_chain, ROUNDS, "");
+  abba_report("an indirect call into 40 never-taken branches", bare, with_predictable, ROUNDS, "");
+  abba_report("an indirect call into 2 KiB of straight-line code", bare, with_footprint, ROUNDS, "");
   abba_report("nothing (control)", bare, bare, ROUNDS, "");
   printf("| the driver against itself (batches of %d) | first | second | ratio [p25, p75] | |\n", N);
   printf("|---|---|---|---|---|\n");
