@@ -322,6 +322,7 @@ impl Backend for CudaBackend {
         Ok(kernel)
     }
 
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text_ordo_launch"))]
     #[inline]
     unsafe fn launch(
         &self,
@@ -335,6 +336,7 @@ impl Backend for CudaBackend {
         self.launching(device, kernel, dims, |f| unsafe { program::launch(f, queue, kernel, dims, args) })
     }
 
+    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text_ordo_launch"))]
     unsafe fn launch_packed(
         &self,
         device: u32,

@@ -327,3 +327,62 @@ mod deferred {
         assert_eq!(DEVICE.waiting(), 0);
     }
 }
+
+// ---- packed launches: split by the kept layout, or whole -------------------------------------
+
+mod packed {
+    use super::*;
+
+    static ARENA: HostArena<{ 2 * HOST_ALIGN }> = HostArena::new();
+    const PTR: usize = core::mem::size_of::<usize>();
+    static KERNELS: &[HostKernel] = &[
+        HostKernel { name: "sum2", run: sum, params: &[PTR, 4, 4] },
+        HostKernel { name: "sum8", run: sum, params: &[PTR, 4, 4, 4, 4, 4, 4, 4, 4] },
+    ];
+    static PROGRAMS: &[HostProgram] = &[HostProgram { name: "packed.test", kernels: KERNELS }];
+    static HOST: HostBackend = HostBackend::new(&ARENA, PROGRAMS, None);
+    static BACKENDS: [&dyn Backend; 1] = [&HOST];
+    crate::static_runtime!(static RT = &BACKENDS);
+
+    /// `*(u32 *)p = sum of the u32 parameters after it` (one thread).
+    unsafe fn sum(_: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
+        let mut total = 0u32;
+        for i in 1..args.params().len() {
+            // SAFETY: every parameter after the first is a `u32`.
+            total += unsafe { args.read::<u32>(i) }?;
+        }
+        // SAFETY: the test passes the address of a live `u32` of the arena.
+        unsafe { *core::ptr::with_exposed_provenance_mut::<u32>(args.read::<usize>(0)?) = total };
+        Ok(())
+    }
+
+    /// A kernel whose layout the runtime keeps (at most `SPLIT_PARAMS` parameters) gets one
+    /// pointer and size per parameter; a wider one gets the buffer whole (split by the backend):
+    /// both read the same values, at every launch after the first (which learns the layout).
+    #[test]
+    fn packed_launches_read_the_same_arguments_split_or_whole() {
+        RT.init().unwrap();
+        let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
+        let q = RT.queue_create(d).unwrap();
+        let m = RT.mem_alloc(d, MemKind::Device, 4).unwrap();
+        let p = RT.program_load(d, b"packed.test").unwrap();
+        let dims = LaunchDims::linear(1, 1);
+        for (name, count) in [("sum2", 2u32), ("sum8", 8)] {
+            let k = RT.kernel_get(p, name).unwrap();
+            let mut packed = std::vec::Vec::from((m.0 as usize).to_ne_bytes());
+            for v in 1..=count {
+                packed.extend_from_slice(&(v * 10).to_ne_bytes());
+            }
+            for round in 0..3 {
+                RT.copy_to_device(m, &[0; 4]).unwrap();
+                // SAFETY: a pointer to a live u32 of the arena, then `count` u32 values.
+                unsafe { RT.launch_packed_on(d, q, k, &dims, &packed) }.unwrap();
+                RT.queue_synchronize(q).unwrap();
+                let mut out = [0u8; 4];
+                RT.copy_from_device(&mut out, m).unwrap();
+                assert_eq!(u32::from_ne_bytes(out), 10 * count * (count + 1) / 2, "{name}, launch {round}");
+            }
+        }
+        RT.shutdown().unwrap();
+    }
+}

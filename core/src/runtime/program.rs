@@ -13,9 +13,12 @@ use crate::backend::{KernelArgs, LaunchDims, MemKind, ParamLayout, TensorMap, Te
 use crate::error::{Error, ErrorCode, Result, fail};
 use crate::handle::{Device, DevicePtr, Global, Kernel, Program, Queue};
 
-use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU8, AtomicU32, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
 
-use super::{ARGS_END_UNKNOWN, DeviceEntry, KernelEntry, NO_SLOT, ProgramEntry, Runtime, Tables, teardown};
+use super::{
+    ARGS_END_UNKNOWN, DeviceEntry, KernelEntry, NO_SLOT, NO_SPLIT, ProgramEntry, Runtime, SPLIT_PARAMS, Tables,
+    teardown,
+};
 
 impl Runtime {
     // ---- programs and kernels -------------------------------------------------------------
@@ -102,6 +105,8 @@ impl Runtime {
                     raw,
                     next: first,
                     args_end: AtomicU32::new(ARGS_END_UNKNOWN),
+                    split: AtomicU8::new(NO_SPLIT),
+                    params: [const { AtomicU32::new(0) }; SPLIT_PARAMS],
                 })
                 .map_err(|_| Error::new(ErrorCode::OutOfResources, "kernel table is full (ORDO_MAX_KERNELS)"))?;
             t.programs.at_mut(slot).first_kernel = h.index() as u32;
@@ -273,7 +278,7 @@ impl Runtime {
     /// # Safety
     /// Each argument pointer must point to a value of the kernel's parameter type, and the kernel
     /// must only access memory it may (e.g. pointers in its arguments must be large enough).
-    #[inline]
+    #[inline(always)]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
         #[cfg(any(feature = "std", loom))]
         {
@@ -347,7 +352,7 @@ impl Runtime {
     ///
     /// # Safety
     /// As `launch`: each parameter's bytes in `args` are a value of the parameter's type.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn launch_packed_on(
         &self,
         device: Device,
@@ -360,13 +365,13 @@ impl Runtime {
         {
             // The buffer's end is known (the kernel was launched packed before) and within it.
             let end_known = |k: &KernelEntry| {
-                let end = k.args_end.load(Relaxed);
+                let end = k.args_end.load(Acquire);
                 (u64::from(end == ARGS_END_UNKNOWN) | u64::from(end as usize > args.len()), end as usize)
             };
             // SAFETY: the straight line checked what `launch_packed_checked` checks, `end` too;
             // the argument contract is the caller's.
             let launch = |d: &DeviceEntry, q: u64, k: &KernelEntry, end: usize| unsafe {
-                d.driver.launch_packed(d.ordinal, q, k.raw, dims, args.get_unchecked(..end))
+                Self::launch_packed_parts(d, q, k, dims, args.get_unchecked(..end))
             };
             if let Some(r) = self.launch_straight(queue, kernel, Some(device), dims, end_known, launch) {
                 return Ok(r?);
@@ -396,17 +401,60 @@ impl Runtime {
             if t.devices.handle_at(slot) != device.0 {
                 return Self::other_device(t, device);
             }
-            let mut end = k.args_end.load(Relaxed);
+            let mut end = k.args_end.load(Acquire);
             if end == ARGS_END_UNKNOWN {
-                end = Self::args_end(d, k.raw)?;
-                k.args_end.store(end, Relaxed);
+                end = Self::learn_layout(d, k)?;
             }
             let Some(args) = args.get(..end as usize) else {
                 return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
             };
-            // SAFETY: as in `launch`; `args` ends where the last parameter does.
-            Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?)
+            // SAFETY: as in `launch`; `args` ends where the last parameter does, and the
+            // kernel's layout is kept (`args_end` was read with `Acquire` or set here).
+            Ok(unsafe { Self::launch_packed_parts(d, q, k, dims, args) }?)
         })
+    }
+
+    /// A packed launch on the backend: one pointer (and size) per parameter, at the offsets
+    /// the kernel's entry keeps, through `Backend::launch` (for CUDA the driver's cheaper
+    /// argument form); the buffer whole through `Backend::launch_packed` for kernels whose
+    /// layout is not kept (`NO_SPLIT`).
+    ///
+    /// # Safety
+    /// As `launch_packed_on`, with everything checked: a live queue and kernel of `d`, `dims`
+    /// within its limits, `args` ending where the kernel's last parameter does, and the
+    /// kernel's layout read after its `args_end` (with `Acquire`).
+    #[inline(always)]
+    unsafe fn launch_packed_parts(
+        d: &DeviceEntry,
+        q: u64,
+        k: &KernelEntry,
+        dims: &LaunchDims,
+        args: &[u8],
+    ) -> core::result::Result<(), crate::BackendError> {
+        let n = k.split.load(Relaxed);
+        if n == NO_SPLIT {
+            crate::sync::cold_path();
+            // SAFETY: the caller's contract.
+            return unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) };
+        }
+        // Every slot filled (the unused ones point at the buffer's start, size 0), then the
+        // first `n` passed: no branch per parameter.
+        let mut pointers = [core::ptr::null_mut::<core::ffi::c_void>(); SPLIT_PARAMS];
+        let mut sizes = [0usize; SPLIT_PARAMS];
+        for (i, param) in k.params.iter().enumerate() {
+            let p = param.load(Relaxed);
+            pointers[i] = args.as_ptr().wrapping_add((p >> 16) as usize).cast_mut().cast();
+            sizes[i] = (p & 0xFFFF) as usize;
+        }
+        let n = usize::from(n).min(SPLIT_PARAMS);
+        // SAFETY: `n` is at most the arrays' length.
+        let (pointers, sizes) = unsafe { (pointers.get_unchecked(..n), sizes.get_unchecked(..n)) };
+        // Non-null pointers (into `args`) and one size each.
+        let split = KernelArgs::from_parts(pointers, sizes);
+        // SAFETY: each pointer addresses its parameter's bytes inside `args` (offsets and sizes
+        // from the kernel's layout, all ending by `args`' end), a value of its type by the
+        // caller's contract.
+        unsafe { d.driver.launch(d.ordinal, q, k.raw, dims, &split) }
     }
 
     /// The launch paths' straight line, three branches before the backend's call: the light
@@ -457,18 +505,29 @@ impl Runtime {
         Some(launch(d, q.raw, k, carry))
     }
 
-    /// Where a live kernel's last parameter ends, from the backend's layout.
+    /// Reads a live kernel's parameter layout from the backend and keeps it with the kernel:
+    /// where its last parameter ends (returned, and stored last, with `Release`) and, for up to
+    /// `SPLIT_PARAMS` parameters within 64 KiB, each one's offset and size.
     #[cold]
     #[inline(never)]
-    fn args_end(d: &DeviceEntry, kernel: u64) -> Result<u32> {
+    fn learn_layout(d: &DeviceEntry, k: &KernelEntry) -> Result<u32> {
         let mut layout = ParamLayout::new();
         // SAFETY: a live kernel of this device.
-        unsafe { d.driver.kernel_param_layout(d.ordinal, kernel, &mut layout) }?;
+        unsafe { d.driver.kernel_param_layout(d.ordinal, k.raw, &mut layout) }?;
         let end = layout.iter().try_fold(0u32, |end, s| Some(end.max(s.offset.checked_add(s.size)?)));
-        match end {
-            Some(end) if end != ARGS_END_UNKNOWN => Ok(end),
-            _ => fail(ErrorCode::BackendFailure, "the backend's parameter layout overflows"),
+        let end = match end {
+            Some(end) if end != ARGS_END_UNKNOWN => end,
+            _ => return fail(ErrorCode::BackendFailure, "the backend's parameter layout overflows"),
+        };
+        let small = |v: u32| v <= 0xFFFF;
+        if layout.len() <= SPLIT_PARAMS && layout.iter().all(|s| small(s.offset) && small(s.size)) {
+            for (param, s) in k.params.iter().zip(layout.iter()) {
+                param.store((s.offset << 16) | s.size, Relaxed);
+            }
+            k.split.store(layout.len() as u8, Relaxed);
         }
+        k.args_end.store(end, Release);
+        Ok(end)
     }
 
     /// `launch_on`'s error for a device other than the queue's: the device handle's own error,

@@ -101,6 +101,7 @@ pub unsafe extern "C" fn ordo_kernel_get(
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function
 /// documents, as C requires of its callers.
+#[cfg_attr(target_os = "linux", unsafe(link_section = ".text_ordo_launch"))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_launch(
     queue: ordo_queue_t,

@@ -90,6 +90,7 @@ pub(super) fn launch_dims(a: &ol_kernel_launch_size_args_t) -> OlResult<LaunchDi
 /// # Safety
 /// Pointer arguments are NULL or valid as liboffload's header documents; the buffer holds the
 /// kernel's arguments.
+#[cfg_attr(target_os = "linux", unsafe(link_section = ".text_ordo_launch"))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn olLaunchKernel(
     queue_h: ol_queue_handle_t,
