@@ -19,8 +19,7 @@
 #    (slots)". membarrier runs a full barrier on every CPU running a thread of the process, which
 #    is the reader-side fence the compiler fence leaves out, placed at a point between the
 #    writer's CAS and its loads; loom cannot run a system call, so it checks the mode that ships
-#    where membarrier is missing: a SeqCst fence on both sides (`slots::light(false)`; the light entry
-#    of the launch paths, `Gate::enter_light`, has the same fence in place of its compiler fence). The
+#    where membarrier is missing: a SeqCst fence on both sides (`slots::light(false)`). The
 #    barrier's semantics are the kernel's contract (membarrier(2)); the rest is the same code.
 #
 # Planting the bug back is caught: dropping the reader's fence (slots), the writer's fence, or

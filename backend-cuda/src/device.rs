@@ -9,8 +9,8 @@
 use std::cell::Cell;
 use std::ffi::c_int;
 use std::ptr;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use cudarc::driver::sys::{self, CUcontext, CUctx_st, CUdevice_attribute, CUresult};
 use ordo_core::{BackendError, BackendResult, DeviceInfo, ErrorCode, InfoValue, LaunchLimits};
@@ -160,9 +160,7 @@ pub(crate) struct Devices {
     /// The driver's `cuLaunchKernel`, looked up in the library cudarc loaded at the first init
     /// (the library stays loaded for the life of the process), so that a launch reads it from
     /// this line rather than from cudarc's per-function static.
-    /// A `LaunchKernelFn` as an address (0 until then): an atomic word rather than a
-    /// `OnceLock`, so that the launch path tests it together with its other checks.
-    launch_kernel: AtomicUsize,
+    launch_kernel: OnceLock<LaunchKernelFn>,
     contexts: [AtomicPtr<CUctx_st>; MAX_CUDA_DEVICES],
     /// Each device's launch limits, read from the driver at init.
     limits: Mutex<[LaunchLimits; MAX_CUDA_DEVICES]>,
@@ -175,7 +173,7 @@ impl Devices {
         Self {
             count: AtomicU32::new(0),
             up: AtomicBool::new(false),
-            launch_kernel: AtomicUsize::new(0),
+            launch_kernel: OnceLock::new(),
             contexts: [const { AtomicPtr::new(ptr::null_mut()) }; MAX_CUDA_DEVICES],
             limits: Mutex::new([LaunchLimits::CUDA; MAX_CUDA_DEVICES]),
             epoch: AtomicU64::new(0),
@@ -213,12 +211,11 @@ impl Devices {
             return Err(BackendError::not_present("no CUDA devices"));
         }
         let count = (count as usize).min(MAX_CUDA_DEVICES);
-        if self.launch_kernel.load(Ordering::Acquire) == 0 {
+        if self.launch_kernel.get().is_none() {
             // SAFETY: the driver library is loaded (checked above); `cuLaunchKernel` has this
             // type in cuda.h (the type of cudarc's own binding).
             if let Ok(f) = unsafe { sys::culib().get::<LaunchKernelFn>(b"cuLaunchKernel\0") } {
-                // Racing inits store the same address.
-                self.launch_kernel.store(*f as usize, Ordering::Release);
+                let _ = self.launch_kernel.set(*f);
             }
         }
         for ordinal in 0..count {
@@ -306,35 +303,15 @@ impl Devices {
     }
 
     /// The driver's `cuLaunchKernel` (cudarc's binding until the first init looked it up).
-    #[inline]
-    pub(crate) fn launch_kernel(&self) -> LaunchKernelFn {
-        match self.launch_kernel.load(Ordering::Acquire) {
-            0 => launch_through_cudarc,
-            // SAFETY: the word holds 0 or a `LaunchKernelFn`'s address (`init`).
-            f => unsafe { std::mem::transmute::<usize, LaunchKernelFn>(f) },
-        }
-    }
-
-    /// The launch path's straight line, in one branch: the driver's `cuLaunchKernel` when a
-    /// launch on `ordinal` may go ahead with the thread's current context as it is (one device
-    /// up, as `make_current_trusted` explains), the driver's function was looked up and
-    /// `shared_mem_bytes` needs no opt-in. `None` otherwise: the caller takes the general path.
     #[inline(always)]
-    pub(crate) fn straight_launcher(&self, ordinal: u32, shared_mem_bytes: u32) -> Option<LaunchKernelFn> {
-        let index = (ordinal as usize).min(MAX_CUDA_DEVICES - 1);
-        let ctx = self.contexts[index].load(Ordering::Acquire);
-        let f = self.launch_kernel.load(Ordering::Acquire);
-        let differences = u64::from(ordinal as usize >= MAX_CUDA_DEVICES)
-            | u64::from(ctx.is_null())
-            | u64::from(self.count.load(Ordering::Acquire) ^ 1)
-            | u64::from(shared_mem_bytes > crate::program::DEFAULT_SHARED_MEMORY_LIMIT)
-            | u64::from(f == 0);
-        if ordo_core::opaque(differences) != 0 {
-            ordo_core::cold_path();
-            return None;
+    pub(crate) fn launch_kernel(&self) -> LaunchKernelFn {
+        match self.launch_kernel.get() {
+            Some(&f) => f,
+            None => {
+                ordo_core::cold_path();
+                launch_through_cudarc
+            }
         }
-        // SAFETY: not 0, so a `LaunchKernelFn`'s address (`init`).
-        Some(unsafe { std::mem::transmute::<usize, LaunchKernelFn>(f) })
     }
 
     fn slot(&self, ordinal: u32) -> BackendResult<&AtomicPtr<CUctx_st>> {

@@ -22,7 +22,6 @@ mod queue;
 pub mod tensor_map;
 
 use crate::device::LaunchKernelFn;
-use cudarc::driver::sys::CUresult;
 use ordo_core::{
     Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue, KernelArgs,
     LaunchDims, LaunchLimits, MemKind, ParamLayout,
@@ -58,71 +57,20 @@ impl CudaBackend {
         program::set_detail("");
     }
 
-    /// Runs `launch` (one `cuLaunchKernel` call, returning the driver's result) for `kernel`
-    /// on `device`: on the straight line (`Devices::straight_launcher`) with one branch before
-    /// the call and one after it; otherwise after the thread's context and the kernel's dynamic
-    /// shared memory opt-in are settled. If other code switched the thread's context since and
-    /// the driver rejected the launch (nothing was enqueued), sets the context and launches
-    /// once more.
+    /// Runs `launch` in the device's context as this thread last made it current; if other code
+    /// switched the thread's context since and the driver rejected the launch (nothing was
+    /// enqueued), sets the context and launches once more.
     #[inline(always)]
-    fn launching(
-        &self,
-        device: u32,
-        kernel: u64,
-        dims: &LaunchDims,
-        launch: impl Fn(LaunchKernelFn) -> CUresult,
-    ) -> BackendResult<()> {
-        if let Some(cu_launch_kernel) = self.devices.straight_launcher(device, dims.shared_mem_bytes) {
-            let r = launch(cu_launch_kernel);
-            if r == CUresult::CUDA_SUCCESS {
-                return Ok(());
-            }
-            ordo_core::cold_path();
-            return self.launch_refused(device, r, false, &launch);
-        }
-        ordo_core::cold_path();
-        self.launching_slow(device, kernel, dims, &launch)
-    }
-
-    /// `launching` off the straight line: several devices, the context not yet up, or more
-    /// dynamic shared memory than the default.
-    #[cold]
-    #[inline(never)]
-    fn launching_slow(
-        &self,
-        device: u32,
-        kernel: u64,
-        dims: &LaunchDims,
-        launch: &impl Fn(LaunchKernelFn) -> CUresult,
-    ) -> BackendResult<()> {
+    fn launching(&self, device: u32, launch: impl Fn(LaunchKernelFn) -> BackendResult<()>) -> BackendResult<()> {
         let program_context = self.devices.make_current_trusted(device)?;
-        if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
-            self.kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
+        let cu_launch_kernel = self.devices.launch_kernel();
+        match launch(cu_launch_kernel) {
+            Err(e) if program_context.is_none() && conv::is_wrong_context(e.native) => {
+                let _program_context = self.devices.make_current(device)?;
+                launch(cu_launch_kernel)
+            }
+            other => other,
         }
-        let r = launch(self.devices.launch_kernel());
-        if r == CUresult::CUDA_SUCCESS {
-            return Ok(());
-        }
-        self.launch_refused(device, r, program_context.is_some(), launch)
-    }
-
-    /// The error of a launch the driver refused with `r`; when the context was trusted rather
-    /// than set (`switched` false) and `r` says it was the wrong one, sets it and launches once
-    /// more.
-    #[cold]
-    #[inline(never)]
-    fn launch_refused(
-        &self,
-        device: u32,
-        r: CUresult,
-        switched: bool,
-        launch: &impl Fn(LaunchKernelFn) -> CUresult,
-    ) -> BackendResult<()> {
-        if !switched && conv::is_wrong_context(r as i64) {
-            let _program_context = self.devices.make_current(device)?;
-            return conv::check("cuLaunchKernel", launch(self.devices.launch_kernel()));
-        }
-        Err(conv::error("cuLaunchKernel", r))
     }
 }
 
@@ -322,7 +270,6 @@ impl Backend for CudaBackend {
         Ok(kernel)
     }
 
-    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text_ordo_launch"))]
     #[inline]
     unsafe fn launch(
         &self,
@@ -333,10 +280,9 @@ impl Backend for CudaBackend {
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
         // SAFETY: forwarded contract.
-        self.launching(device, kernel, dims, |f| unsafe { program::launch(f, queue, kernel, dims, args) })
+        self.launching(device, |f| unsafe { program::launch(f, &self.kernels, queue, kernel, dims, args) })
     }
 
-    #[cfg_attr(target_os = "linux", unsafe(link_section = ".text_ordo_launch"))]
     unsafe fn launch_packed(
         &self,
         device: u32,
@@ -346,7 +292,7 @@ impl Backend for CudaBackend {
         args: &[u8],
     ) -> BackendResult<()> {
         // SAFETY: forwarded contract.
-        self.launching(device, kernel, dims, |f| unsafe { program::launch_packed(f, queue, kernel, dims, args) })
+        self.launching(device, |f| unsafe { program::launch_packed(f, &self.kernels, queue, kernel, dims, args) })
     }
 
     unsafe fn launch_cluster(

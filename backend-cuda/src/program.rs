@@ -139,7 +139,7 @@ impl KernelRegistry {
         });
     }
 
-    pub(crate) fn ensure_shared_memory(&self, kernel: u64, bytes: u32) -> BackendResult<()> {
+    fn ensure_shared_memory(&self, kernel: u64, bytes: u32) -> BackendResult<()> {
         self.with(|k| {
             let Some(entry) = k.by_kernel.get_mut(&kernel) else {
                 return Err(BackendError::new(ErrorCode::InvalidHandle, 0, "CUDA kernel was never looked up"));
@@ -171,21 +171,19 @@ impl KernelRegistry {
     }
 }
 
-/// `cuLaunchKernel` with the arguments as pointers; the driver's result.
-///
 /// # Safety
-/// The arguments match the kernel's parameters (see `Runtime::launch`); the kernel's dynamic
-/// shared memory opt-in is done (`KernelRegistry::ensure_shared_memory`).
-#[inline(always)]
+/// The arguments match the kernel's parameters (see `Runtime::launch`).
+#[inline]
 pub(crate) unsafe fn launch(
     cu_launch_kernel: LaunchKernelFn,
+    kernels: &KernelRegistry,
     queue: u64,
     kernel: u64,
     dims: &LaunchDims,
     args: &KernelArgs<'_>,
-) -> CUresult {
+) -> BackendResult<()> {
     // SAFETY: forwarded contract; `params` points to the arguments.
-    unsafe { launch_raw(cu_launch_kernel, queue, kernel, dims, params_pointer(args), std::ptr::null_mut()) }
+    unsafe { launch_raw(cu_launch_kernel, kernels, queue, kernel, dims, params_pointer(args), std::ptr::null_mut()) }
 }
 
 /// `launch` with the arguments in one packed buffer, handed to the driver whole
@@ -195,14 +193,15 @@ pub(crate) unsafe fn launch(
 /// # Safety
 /// As `launch`; `args` ends where the kernel's last parameter does and holds a value of each
 /// parameter's type at its offset.
-#[inline(always)]
+#[inline]
 pub(crate) unsafe fn launch_packed(
     cu_launch_kernel: LaunchKernelFn,
+    kernels: &KernelRegistry,
     queue: u64,
     kernel: u64,
     dims: &LaunchDims,
     args: &[u8],
-) -> CUresult {
+) -> BackendResult<()> {
     let mut size = args.len();
     // The driver's keys are small integers passed as pointers (`cuda.h`'s `CU_LAUNCH_PARAM_*`).
     let key = |k: u32| k as usize as *mut c_void;
@@ -217,11 +216,12 @@ pub(crate) unsafe fn launch_packed(
     let extra = if args.is_empty() { std::ptr::null_mut() } else { extra.as_mut_ptr() };
     // SAFETY: forwarded contract; `extra` names `size` readable bytes at `args` and ends with
     // the end key.
-    unsafe { launch_raw(cu_launch_kernel, queue, kernel, dims, std::ptr::null_mut(), extra) }
+    unsafe { launch_raw(cu_launch_kernel, kernels, queue, kernel, dims, std::ptr::null_mut(), extra) }
 }
 
 /// `cuLaunchKernel` (the driver's function, `cu_launch_kernel`) with the arguments in either of
-/// its forms (`params`, or `extra`'s packed buffer; NULL for the other).
+/// its forms (`params`, or `extra`'s packed buffer; NULL for the other), after the opt-in a
+/// launch with more than the default dynamic shared memory needs.
 ///
 /// # Safety
 /// As `launch`; `params` and `extra` are NULL or as `cuLaunchKernel` documents them, and stay
@@ -229,18 +229,23 @@ pub(crate) unsafe fn launch_packed(
 #[inline(always)]
 unsafe fn launch_raw(
     cu_launch_kernel: LaunchKernelFn,
+    kernels: &KernelRegistry,
     queue: u64,
     kernel: u64,
     dims: &LaunchDims,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
-) -> CUresult {
+) -> BackendResult<()> {
     debug_assert!(kernel != 0, "launch: a null function");
     debug_assert!(dims.grid.iter().chain(&dims.block).all(|&d| d >= 1), "launch: a zero dimension");
+    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
+        ordo_core::cold_path();
+        kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
+    }
     let [gx, gy, gz] = dims.grid;
     let [bx, by, bz] = dims.block;
     // SAFETY: live kernel and stream of the current context; the argument forms as documented.
-    unsafe {
+    let r = unsafe {
         cu_launch_kernel(
             kernel as usize as CUfunction,
             gx,
@@ -254,7 +259,8 @@ unsafe fn launch_raw(
             params,
             extra,
         )
-    }
+    };
+    check("cuLaunchKernel", r)
 }
 
 /// Whether the loaded driver exports `symbol` (for functions newer than ordo's minimum driver:

@@ -57,10 +57,10 @@ pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, Te
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use runtime::OwnedRuntime;
 pub use runtime::{LiveObjects, PlatformInfo, Runtime, RuntimeState, Shutdown};
+#[doc(hidden)]
+pub use sync::cold_path;
 #[cfg(not(loom))]
 pub use sync::{Relax, set_wait_strategy};
-#[doc(hidden)]
-pub use sync::{cold_path, opaque};
 
 /// Nanoseconds of a monotonic clock, for the host backend's event timing (feature `std`).
 #[cfg(feature = "std")]

@@ -140,19 +140,6 @@ mod claim {
         mine_local()
     }
 
-    /// `mine` for the launch paths' straight line: the slot, when the thread finds it through
-    /// its home record and readers may use the light side (one compare: the record holds the
-    /// thread pointer with bit 0 set). `None` otherwise (the caller takes `mine`).
-    #[inline(always)]
-    pub(crate) fn mine_light() -> Option<usize> {
-        let tp = thread_pointer()?;
-        let index = home(tp);
-        if HOMES[index].load(Ordering::Relaxed) == tp | 1 {
-            return Some(index);
-        }
-        None
-    }
-
     /// `mine` through the thread-local.
     #[inline]
     fn mine_local() -> Option<Mine> {
@@ -260,13 +247,6 @@ mod claim {
         None => "slots",
     };
 
-    /// The calling thread's slot for the light entry (`Gate::enter_light`, which under loom
-    /// puts the fence form of the handshake in place of the compiler fence, so the models check
-    /// that entry's protocol with every thread that has a slot).
-    pub(crate) fn mine_light() -> Option<usize> {
-        mine().map(|m| m.index)
-    }
-
     /// The calling thread's slot, by `COUNTERS`.
     pub(crate) fn mine() -> Option<super::Mine> {
         MINE.with(|m| {
@@ -283,7 +263,7 @@ mod claim {
     }
 }
 
-pub(crate) use claim::{mine, mine_light};
+pub(crate) use claim::mine;
 
 /// The calling thread's slot, and whether readers may use the light side (`asymmetric()`,
 /// kept with the slot so that a shared call reads one thread-local and no other static).

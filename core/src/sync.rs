@@ -55,26 +55,3 @@ pub(crate) fn relax() {
 #[cold]
 #[inline(always)]
 pub fn cold_path() {}
-
-/// `x`, unchanged, with how it was computed hidden from the optimiser, so that a test of the
-/// result stays one compare and one branch. LLVM splits a test of `a | b`, where `a` and `b`
-/// are comparisons, into a branch for each, even when they are OR-ed as integers; on a launch
-/// path, after a driver call has evicted the branch predictor's history, each such branch costs
-/// more than all the compares. Compiles to no instruction (an empty `asm!` on 64-bit targets;
-/// elsewhere, and under Miri, the plain value). Exported (hidden) for ordo's other crates'
-/// launch paths.
-#[doc(hidden)]
-#[inline(always)]
-pub fn opaque(x: u64) -> u64 {
-    #[cfg(all(not(miri), any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
-    {
-        let mut x = x;
-        // SAFETY: the template is a comment: no instruction, no memory, no stack, flags kept.
-        unsafe { core::arch::asm!("/* {0} */", inout(reg) x, options(pure, nomem, nostack, preserves_flags)) };
-        x
-    }
-    #[cfg(not(all(not(miri), any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64"))))]
-    {
-        x
-    }
-}

@@ -196,18 +196,8 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
     /// predictor's history, where each branch costs more than the compares.
     #[inline(always)]
     pub(crate) fn resolve(&self, h: RawHandle) -> Result<u32> {
-        let (index, differences) = self.probe(h);
-        if differences == 0 { Ok(index as u32) } else { self.unresolved(h) }
-    }
-
-    /// `resolve`'s test without its branch: the slot `h` names (clamped into the table) and the
-    /// differences between `h` and that slot, 0 exactly when `h` names a live entry. For launch
-    /// paths that test several handles with one branch.
-    #[inline(always)]
-    pub(crate) fn probe(&self, h: RawHandle) -> (usize, u32) {
         let index = h.index();
-        let clamped = index.min(N - 1);
-        let slot = &self.slots[clamped];
+        let slot = &self.slots[index.min(N - 1)];
         // The differences OR-ed together (compilers keep this arithmetic; a chain of `&&`, or
         // even of `&` on booleans, becomes a branch per compare).
         // A free slot's tag is 0, and so is the tag of a forged handle with neither kind nor
@@ -217,22 +207,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
             | u32::from(tag == 0)
             | (slot.generation.load(Relaxed) ^ h.generation())
             | u32::from(slot.tag ^ tag);
-        (clamped, differences)
-    }
-
-    /// The entry in slot `index`, without a check.
-    ///
-    /// # Safety
-    /// Slot `index` is live: `probe` returned it with no differences, or it is a live entry's
-    /// own reference (a live queue's device), and the table has not changed since.
-    #[cfg(any(feature = "std", loom))]
-    #[inline(always)]
-    pub(crate) unsafe fn value_unchecked(&self, index: usize) -> &T {
-        // SAFETY: the caller's contract: in range and live, so initialised.
-        let slot = unsafe { self.slots.get_unchecked(index) };
-        debug_assert!(slot.live(), "slot index names a live entry");
-        // SAFETY: as above.
-        unsafe { slot.value.assume_init_ref() }
+        if differences == 0 { Ok(index as u32) } else { self.unresolved(h) }
     }
 
     /// `resolve`'s error for `h`: its kind's error first, then another runtime's, a stale or a

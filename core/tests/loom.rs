@@ -8,8 +8,7 @@
 //! - an exclusive call (a create) racing the final shutdown,
 //! - two exclusive calls (two destroys of one queue) racing,
 //! - a nested init + shutdown pair (the one-add / one-subtract fast paths) racing the last shutdown,
-//! - launches (the launch paths' straight line, pointer and packed forms) racing a destroy of
-//!   their queue and the final shutdown.
+//! - launches (pointer and packed forms) racing a destroy of their queue and the final shutdown.
 //!
 //! The backend here asserts, with loom-visible atomics, that no call reaches it outside init and
 //! no call uses a destroyed queue ("no call observes a torn-down object"); each model checks the
@@ -417,11 +416,11 @@ fn references_dropped_on_another_thread_than_they_were_taken() {
     });
 }
 
-/// Launches on the launch paths' straight line (`Runtime::launch`, and `launch_packed_on` after
-/// the kernel's first packed launch settled its buffer's end) racing a destroy of their queue and
-/// then the final shutdown: each launch reaches the backend while its queue is live (the backend
-/// asserts it, and that nothing is released while a launch is in it) or is turned away with the
-/// stale handle's or the teardown's error.
+/// Launches (`Runtime::launch`, and `launch_packed_on` after the kernel's first packed launch
+/// settled its buffer's end) racing a destroy of their queue and then the final shutdown: each
+/// launch reaches the backend while its queue is live (the backend asserts it, and that nothing
+/// is released while a launch is in it) or is turned away with the stale handle's or the
+/// teardown's error.
 #[test]
 fn launches_racing_a_destroy_and_the_final_shutdown() {
     let mut builder = loom::model::Builder::new();

@@ -16,16 +16,6 @@
 
 mod boundary;
 mod c;
-
-// The launch entry points (`olLaunchKernel`, `ordo_launch`, `mgpuLaunchKernel`) and the CUDA
-// backend's launch functions are linked into one section of their own, `.text_ordo_launch`,
-// so that a launch runs through a few contiguous cache lines of one page: after the driver's
-// ~3 µs of work per launch, every further code page and line a launch touches is a miss
-// (tests/gpu/launch_probe.c; on the H100 machine, a build whose launch code spread over one
-// page more measured 2-3 % slower per launch than builds where it did not). The section starts
-// on a page boundary (this directive only raises its alignment; it emits no bytes).
-#[cfg(all(target_os = "linux", any(target_arch = "x86_64", target_arch = "aarch64")))]
-core::arch::global_asm!(".pushsection .text_ordo_launch,\"ax\",%progbits", ".p2align 12", ".popsection");
 #[cfg(feature = "mlir")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mlir")))]
 pub mod mlir;

@@ -354,20 +354,13 @@ impl LaunchDims {
         // and is exact whenever it can pass.
         let per_block = (u64::from(bx) * u64::from(by)).min(1 << 32) * u64::from(bz);
         let ok = dims_ok & (per_block <= u64::from(per_block_limit));
-        // The launch's total only for devices that limit it (out of line: its 128-bit
-        // arithmetic would be most of the launch path's code).
-        ok & ((launch_limit == u64::MAX) || Self::total_fits(per_block, self.grid, launch_limit))
-    }
-
-    /// Whether `per_block` threads in each block of `grid` are at most `launch_limit`.
-    #[cold]
-    #[inline(never)]
-    fn total_fits(per_block: u64, [gx, gy, gz]: [u32; 3], launch_limit: u64) -> bool {
-        // Clamped past u64 at each step (exact whenever it can pass).
+        if launch_limit == u64::MAX {
+            return ok;
+        }
         const PAST_U64: u128 = 1 << 64;
         let times = |n: u128, d: u32| n.min(PAST_U64) * u128::from(d);
         let total = times(times(times(u128::from(per_block), gx), gy), gz).min(PAST_U64);
-        total <= u128::from(launch_limit)
+        ok & (total <= u128::from(launch_limit))
     }
 
     /// Which check of `validate` failed (only called when one did).
@@ -419,13 +412,6 @@ impl<'a> KernelArgs<'a> {
     pub unsafe fn new_unchecked(params: &'a [*mut c_void], sizes: &'a [usize]) -> Self {
         debug_assert!(params.len() == sizes.len(), "argument pointer and size counts differ");
         debug_assert!(params.iter().all(|p| !p.is_null()), "a kernel argument pointer is null");
-        Self { params, sizes: Some(sizes) }
-    }
-
-    /// Arguments with sizes from pointers the runtime made into a buffer (never null).
-    #[inline(always)]
-    pub(crate) fn from_parts(params: &'a [*mut c_void], sizes: &'a [usize]) -> Self {
-        debug_assert!(params.len() == sizes.len() && params.iter().all(|p| !p.is_null()));
         Self { params, sizes: Some(sizes) }
     }
 

@@ -328,7 +328,7 @@ mod deferred {
     }
 }
 
-// ---- packed launches: split by the kept layout, or whole -------------------------------------
+// ---- packed launches: narrow and wide kernels -------------------------------------------------
 
 mod packed {
     use super::*;
@@ -356,11 +356,11 @@ mod packed {
         Ok(())
     }
 
-    /// A kernel whose layout the runtime keeps (at most `SPLIT_PARAMS` parameters) gets one
-    /// pointer and size per parameter; a wider one gets the buffer whole (split by the backend):
-    /// both read the same values, at every launch after the first (which learns the layout).
+    /// Packed argument buffers of a narrow (3 parameters) and a wide (9 parameters) kernel are
+    /// split by the kernel's layout into the values each parameter holds, at the first launch
+    /// (which learns where the buffer ends) and every one after it.
     #[test]
-    fn packed_launches_read_the_same_arguments_split_or_whole() {
+    fn packed_launches_read_every_parameter_of_narrow_and_wide_kernels() {
         RT.init().unwrap();
         let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
         let q = RT.queue_create(d).unwrap();

@@ -10,53 +10,28 @@ impl Gate {
     #[inline(always)]
     pub(crate) fn enter_shared(&self) -> Result<SharedGuard<'_>> {
         #[cfg(any(feature = "std", loom))]
-        if let Some(light) = self.enter_light() {
-            return Ok(light.into_shared());
-        }
-        crate::sync::cold_path();
-        self.enter_shared_other()
-    }
-
-    /// The straight path of `enter_shared`, in two branches: the calling thread's own counter,
-    /// found through its home record with the light side allowed (`slots::mine_light`), and the
-    /// word `Ready` without a writer. `None` (nothing held): the caller takes `enter_shared`.
-    #[cfg(any(feature = "std", loom))]
-    #[inline(always)]
-    pub(crate) fn enter_light(&self) -> Option<LightGuard<'_>> {
-        let count = &self.slots[crate::slots::mine_light()?].calls;
-        // The thread's own counter: a plain load and store (no other thread writes it), then
-        // the reader's side of the asymmetric barrier (under loom its fence form, which the
-        // models check; `slots.rs` gives the argument).
-        let n = count.load(Ordering::Relaxed);
-        count.store(n.wrapping_add(1), Ordering::Relaxed);
-        #[cfg(not(loom))]
-        core::sync::atomic::compiler_fence(Ordering::SeqCst);
-        #[cfg(loom)]
-        crate::sync::fence(Ordering::SeqCst);
-        if self.load().ready_without_writer() {
-            return Some(LightGuard(count));
-        }
-        crate::sync::cold_path();
-        count.store(n, Ordering::Release);
-        None
-    }
-
-    /// `enter_shared` for every thread the light entry does not take (no home record, no
-    /// membarrier, no slot left) and while the word is not `Ready` or a writer holds it.
-    #[inline(never)]
-    fn enter_shared_other(&self) -> Result<SharedGuard<'_>> {
-        #[cfg(any(feature = "std", loom))]
         if let Some(mine) = crate::slots::mine() {
+            // The calling thread's own counter: a plain load and store (no other thread writes
+            // it), then the reader's side of the asymmetric barrier.
             let count = &self.slots[mine.index].calls;
-            return self.enter_shared_owned_slow(count, mine.asymmetric, self.load());
+            let n = count.load(Ordering::Relaxed);
+            count.store(n.wrapping_add(1), Ordering::Relaxed);
+            crate::slots::light(mine.asymmetric);
+            let w = self.load();
+            if w.phase() == Phase::Ready && !w.writer() {
+                return Ok(SharedGuard { count, owned: true });
+            }
+            crate::sync::cold_path();
+            count.store(n, Ordering::Release);
+            return self.enter_shared_owned_slow(count, mine.asymmetric, w);
         }
+        crate::sync::cold_path();
         self.enter_shared_hashed()
     }
 
-    /// The owned-counter entry, from the word `w` loaded last (the path of threads that the
-    /// light entry does not take, and of every thread while the word is not `Ready` or a
-    /// writer holds it).
+    /// The owned-counter entry after a first attempt found `w` (not `Ready`, or a writer).
     #[cfg(any(feature = "std", loom))]
+    #[cold]
     #[inline(never)]
     pub(super) fn enter_shared_owned_slow<'a>(
         &'a self,
@@ -172,32 +147,6 @@ impl Gate {
             slot.busy.store(0, Ordering::SeqCst);
         }
         self.clear_slot_refs();
-    }
-}
-
-/// A call in flight entered by `Gate::enter_light`: one count of the calling thread's own
-/// counter, given back with a plain store (no flag to test on the way out).
-#[cfg(any(feature = "std", loom))]
-pub(crate) struct LightGuard<'a>(&'a AtomicU32);
-
-#[cfg(any(feature = "std", loom))]
-impl<'a> LightGuard<'a> {
-    /// The same count as a `SharedGuard`.
-    #[inline(always)]
-    fn into_shared(self) -> SharedGuard<'a> {
-        let count = self.0;
-        core::mem::forget(self);
-        SharedGuard { count, owned: true }
-    }
-}
-
-#[cfg(any(feature = "std", loom))]
-impl Drop for LightGuard<'_> {
-    #[inline(always)]
-    fn drop(&mut self) {
-        // Only this thread writes its slot: a plain store; `Release` hands the writer that
-        // waits for it everything this call did.
-        self.0.store(self.0.load(Ordering::Relaxed).wrapping_sub(1), Ordering::Release);
     }
 }
 

@@ -151,12 +151,6 @@ impl Word {
     fn writer(self) -> bool {
         self.0 & WRITER != 0
     }
-    /// `Ready` and no writer, in one compare.
-    #[cfg(any(feature = "std", loom))]
-    #[inline(always)]
-    fn ready_without_writer(self) -> bool {
-        self.0 & (PHASE_MASK | WRITER) == (Phase::Ready as u32) << PHASE_SHIFT
-    }
     #[inline]
     fn counting(self) -> bool {
         self.0 & COUNTING != 0

@@ -137,8 +137,7 @@ pub(crate) struct ProgramEntry {
 }
 
 /// A kernel. What a launch reads comes first (`repr(C)`): the backend's kernel, its device
-/// and the packed arguments' end, 24 bytes with the slot's generation and tag; a packed launch
-/// also reads the parameters' layout, in the rest of the slot's 64 bytes.
+/// and the packed arguments' end, 24 bytes with the slot's generation and tag.
 #[repr(C)]
 pub(crate) struct KernelEntry {
     pub raw: u64,
@@ -146,25 +145,14 @@ pub(crate) struct KernelEntry {
     pub device: u32,
     /// Where the kernel's last parameter ends (bytes of a packed argument buffer), read from
     /// the backend at its first packed launch; `ARGS_END_UNKNOWN` until then. A cache of a
-    /// fixed value (racing first launches store the same values); stored after `split` and
-    /// `params` with `Release`, so a launch that reads it with `Acquire` finds them set.
+    /// fixed value, so relaxed access suffices (racing first launches store the same value).
     pub args_end: core::sync::atomic::AtomicU32,
     pub program: u32,
     pub next: u32,
-    /// How many parameters `params` holds (a packed launch hands the backend one pointer per
-    /// parameter, the form drivers take most cheaply), or `NO_SPLIT` (more than
-    /// `SPLIT_PARAMS`, or a parameter beyond 64 KiB: the buffer goes to the backend whole).
-    pub split: core::sync::atomic::AtomicU8,
-    /// Each parameter's offset (high 16 bits) and size (low 16 bits) in a packed buffer.
-    pub params: [core::sync::atomic::AtomicU32; SPLIT_PARAMS],
 }
 
 /// `KernelEntry::args_end` before the first packed launch.
 pub(crate) const ARGS_END_UNKNOWN: u32 = u32::MAX;
-/// The most parameters whose layout a kernel's entry keeps (what fits its 64-byte slot).
-pub(crate) const SPLIT_PARAMS: usize = 7;
-/// `KernelEntry::split` for a kernel whose packed buffer goes to the backend whole.
-pub(crate) const NO_SPLIT: u8 = u8::MAX;
 
 pub(crate) struct Tables {
     pub platforms: Table<PlatformEntry, MAX_PLATFORMS, { ObjectKind::Platform as u8 }>,
@@ -454,6 +442,5 @@ mod tests {
 const _: () = {
     assert!(core::mem::offset_of!(DeviceEntry, ordinal) + 4 + 8 <= 64);
     assert!(core::mem::offset_of!(KernelEntry, args_end) + 4 + 8 <= 32);
-    assert!(core::mem::size_of::<KernelEntry>() + 8 <= 64);
     assert!(core::mem::size_of::<QueueEntry>() + 8 <= 32);
 };

@@ -13,12 +13,9 @@ use crate::backend::{KernelArgs, LaunchDims, MemKind, ParamLayout, TensorMap, Te
 use crate::error::{Error, ErrorCode, Result, fail};
 use crate::handle::{Device, DevicePtr, Global, Kernel, Program, Queue};
 
-use core::sync::atomic::{AtomicU8, AtomicU32, Ordering::Acquire, Ordering::Relaxed, Ordering::Release};
+use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
-use super::{
-    ARGS_END_UNKNOWN, DeviceEntry, KernelEntry, NO_SLOT, NO_SPLIT, ProgramEntry, Runtime, SPLIT_PARAMS, Tables,
-    teardown,
-};
+use super::{ARGS_END_UNKNOWN, DeviceEntry, KernelEntry, NO_SLOT, ProgramEntry, Runtime, Tables, teardown};
 
 impl Runtime {
     // ---- programs and kernels -------------------------------------------------------------
@@ -105,8 +102,6 @@ impl Runtime {
                     raw,
                     next: first,
                     args_end: AtomicU32::new(ARGS_END_UNKNOWN),
-                    split: AtomicU8::new(NO_SPLIT),
-                    params: [const { AtomicU32::new(0) }; SPLIT_PARAMS],
                 })
                 .map_err(|_| Error::new(ErrorCode::OutOfResources, "kernel table is full (ORDO_MAX_KERNELS)"))?;
             t.programs.at_mut(slot).first_kernel = h.index() as u32;
@@ -278,36 +273,8 @@ impl Runtime {
     /// # Safety
     /// Each argument pointer must point to a value of the kernel's parameter type, and the kernel
     /// must only access memory it may (e.g. pointers in its arguments must be large enough).
-    #[inline(always)]
+    #[inline]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
-        #[cfg(any(feature = "std", loom))]
-        {
-            // SAFETY: the straight line checked what `launch_checked` checks; the argument
-            // contract is the caller's.
-            let launch = |d: &DeviceEntry, q: u64, k: &KernelEntry, ()| unsafe {
-                d.driver.launch(d.ordinal, q, k.raw, dims, args)
-            };
-            if let Some(r) = self.launch_straight(queue, kernel, None, dims, |_| (0, ()), launch) {
-                return Ok(r?);
-            }
-            crate::sync::cold_path();
-        }
-        // SAFETY: forwarded contract.
-        unsafe { self.launch_checked(queue, kernel, dims, args) }
-    }
-
-    /// `launch` with every check in its order and its own error.
-    ///
-    /// # Safety
-    /// As `launch`.
-    #[inline(never)]
-    unsafe fn launch_checked(
-        &self,
-        queue: Queue,
-        kernel: Kernel,
-        dims: &LaunchDims,
-        args: &KernelArgs<'_>,
-    ) -> Result<()> {
         self.with_shared(|t| {
             let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
@@ -352,43 +319,8 @@ impl Runtime {
     ///
     /// # Safety
     /// As `launch`: each parameter's bytes in `args` are a value of the parameter's type.
-    #[inline(always)]
+    #[inline]
     pub unsafe fn launch_packed_on(
-        &self,
-        device: Device,
-        queue: Queue,
-        kernel: Kernel,
-        dims: &LaunchDims,
-        args: &[u8],
-    ) -> Result<()> {
-        #[cfg(any(feature = "std", loom))]
-        {
-            // The buffer's end is known (the kernel was launched packed before) and within it.
-            let end_known = |k: &KernelEntry| {
-                let end = k.args_end.load(Acquire);
-                (u64::from(end == ARGS_END_UNKNOWN) | u64::from(end as usize > args.len()), end as usize)
-            };
-            // SAFETY: the straight line checked what `launch_packed_checked` checks, `end` too;
-            // the argument contract is the caller's.
-            let launch = |d: &DeviceEntry, q: u64, k: &KernelEntry, end: usize| unsafe {
-                Self::launch_packed_parts(d, q, k, dims, args.get_unchecked(..end))
-            };
-            if let Some(r) = self.launch_straight(queue, kernel, Some(device), dims, end_known, launch) {
-                return Ok(r?);
-            }
-            crate::sync::cold_path();
-        }
-        // SAFETY: forwarded contract.
-        unsafe { self.launch_packed_checked(device, queue, kernel, dims, args) }
-    }
-
-    /// `launch_packed_on` with every check in its order and its own error, and the kernel's
-    /// first packed launch (which asks the backend for the buffer's end).
-    ///
-    /// # Safety
-    /// As `launch_packed_on`.
-    #[inline(never)]
-    unsafe fn launch_packed_checked(
         &self,
         device: Device,
         queue: Queue,
@@ -398,136 +330,42 @@ impl Runtime {
     ) -> Result<()> {
         self.with_shared(|t| {
             let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-            if t.devices.handle_at(slot) != device.0 {
-                return Self::other_device(t, device);
+            // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
+            // the kernel's first packed launch takes the other side too).
+            let mut end = k.args_end.load(Relaxed);
+            let ok = (t.devices.handle_at(slot) == device.0) & (end != ARGS_END_UNKNOWN) & (end as usize <= args.len());
+            if !ok {
+                crate::sync::cold_path();
+                if t.devices.handle_at(slot) != device.0 {
+                    return Self::other_device(t, device);
+                }
+                if end == ARGS_END_UNKNOWN {
+                    end = Self::args_end(d, k.raw)?;
+                    k.args_end.store(end, Relaxed);
+                }
+                if end as usize > args.len() {
+                    return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
+                }
             }
-            let mut end = k.args_end.load(Acquire);
-            if end == ARGS_END_UNKNOWN {
-                end = Self::learn_layout(d, k)?;
-            }
-            let Some(args) = args.get(..end as usize) else {
-                return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
-            };
-            // SAFETY: as in `launch`; `args` ends where the last parameter does, and the
-            // kernel's layout is kept (`args_end` was read with `Acquire` or set here).
-            Ok(unsafe { Self::launch_packed_parts(d, q, k, dims, args) }?)
+            // SAFETY: `end` is at most the buffer's length (checked on one side or the other).
+            let args = unsafe { args.get_unchecked(..end as usize) };
+            // SAFETY: as in `launch`; `args` ends where the last parameter does.
+            Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?)
         })
     }
 
-    /// A packed launch on the backend: one pointer (and size) per parameter, at the offsets
-    /// the kernel's entry keeps, through `Backend::launch` (for CUDA the driver's cheaper
-    /// argument form); the buffer whole through `Backend::launch_packed` for kernels whose
-    /// layout is not kept (`NO_SPLIT`).
-    ///
-    /// # Safety
-    /// As `launch_packed_on`, with everything checked: a live queue and kernel of `d`, `dims`
-    /// within its limits, `args` ending where the kernel's last parameter does, and the
-    /// kernel's layout read after its `args_end` (with `Acquire`).
-    #[inline(always)]
-    unsafe fn launch_packed_parts(
-        d: &DeviceEntry,
-        q: u64,
-        k: &KernelEntry,
-        dims: &LaunchDims,
-        args: &[u8],
-    ) -> core::result::Result<(), crate::BackendError> {
-        let n = k.split.load(Relaxed);
-        if n == NO_SPLIT {
-            crate::sync::cold_path();
-            // SAFETY: the caller's contract.
-            return unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) };
-        }
-        // Every slot filled (the unused ones point at the buffer's start, size 0), then the
-        // first `n` passed: no branch per parameter.
-        let mut pointers = [core::ptr::null_mut::<core::ffi::c_void>(); SPLIT_PARAMS];
-        let mut sizes = [0usize; SPLIT_PARAMS];
-        for (i, param) in k.params.iter().enumerate() {
-            let p = param.load(Relaxed);
-            pointers[i] = args.as_ptr().wrapping_add((p >> 16) as usize).cast_mut().cast();
-            sizes[i] = (p & 0xFFFF) as usize;
-        }
-        let n = usize::from(n).min(SPLIT_PARAMS);
-        // SAFETY: `n` is at most the arrays' length.
-        let (pointers, sizes) = unsafe { (pointers.get_unchecked(..n), sizes.get_unchecked(..n)) };
-        // Non-null pointers (into `args`) and one size each.
-        let split = KernelArgs::from_parts(pointers, sizes);
-        // SAFETY: each pointer addresses its parameter's bytes inside `args` (offsets and sizes
-        // from the kernel's layout, all ending by `args`' end), a value of its type by the
-        // caller's contract.
-        unsafe { d.driver.launch(d.ordinal, q, k.raw, dims, &split) }
-    }
-
-    /// The launch paths' straight line, three branches before the backend's call: the light
-    /// entry (`Gate::enter_light`), both handles together, then the rest together (one device,
-    /// `device` when given, `dims` within its limits, and the caller's own check of the kernel,
-    /// `more`, whose first value is 0 when it passes; its second goes to `launch`). `launch`
-    /// then runs with the device's entry, the backend's queue and the kernel's entry, as a call
-    /// in flight. `None` when anything differs, having done nothing: the caller takes its
-    /// checked path, which says what.
-    #[cfg(any(feature = "std", loom))]
-    #[inline(always)]
-    fn launch_straight<C, R>(
-        &self,
-        queue: Queue,
-        kernel: Kernel,
-        device: Option<Device>,
-        dims: &LaunchDims,
-        more: impl FnOnce(&KernelEntry) -> (u64, C),
-        launch: impl FnOnce(&DeviceEntry, u64, &KernelEntry, C) -> R,
-    ) -> Option<R> {
-        use crate::sync::{cold_path, opaque};
-        let _in_flight = self.state.gate.enter_light()?;
-        // SAFETY: a call in flight excludes writers for its lifetime.
-        let t = unsafe { &*self.state.tables.get() };
-        let (qi, q_differences) = t.queues.probe(queue.0);
-        let (ki, k_differences) = t.kernels.probe(kernel.0);
-        if opaque(u64::from(q_differences | k_differences)) != 0 {
-            cold_path();
-            return None;
-        }
-        // SAFETY: both slots are live (no differences) and the tables do not change while the
-        // call is in flight.
-        let (q, k) = unsafe { (t.queues.value_unchecked(qi), t.kernels.value_unchecked(ki)) };
-        // SAFETY: a live queue's device is live: devices leave the table only in a teardown,
-        // after their queues (or at a failed init, before any queue).
-        let d = unsafe { t.devices.value_unchecked(q.device as usize) };
-        let device_differences = device.map_or(0, |device| {
-            let (di, differences) = t.devices.probe(device.0);
-            u64::from(differences) | (di as u64 ^ u64::from(q.device))
-        });
-        let (kernel_differences, carry) = more(k);
-        let differences =
-            u64::from(k.device ^ q.device) | u64::from(!d.fits(dims)) | device_differences | kernel_differences;
-        if opaque(differences) != 0 {
-            cold_path();
-            return None;
-        }
-        Some(launch(d, q.raw, k, carry))
-    }
-
-    /// Reads a live kernel's parameter layout from the backend and keeps it with the kernel:
-    /// where its last parameter ends (returned, and stored last, with `Release`) and, for up to
-    /// `SPLIT_PARAMS` parameters within 64 KiB, each one's offset and size.
+    /// Where a live kernel's last parameter ends, from the backend's layout.
     #[cold]
     #[inline(never)]
-    fn learn_layout(d: &DeviceEntry, k: &KernelEntry) -> Result<u32> {
+    fn args_end(d: &DeviceEntry, kernel: u64) -> Result<u32> {
         let mut layout = ParamLayout::new();
         // SAFETY: a live kernel of this device.
-        unsafe { d.driver.kernel_param_layout(d.ordinal, k.raw, &mut layout) }?;
+        unsafe { d.driver.kernel_param_layout(d.ordinal, kernel, &mut layout) }?;
         let end = layout.iter().try_fold(0u32, |end, s| Some(end.max(s.offset.checked_add(s.size)?)));
-        let end = match end {
-            Some(end) if end != ARGS_END_UNKNOWN => end,
-            _ => return fail(ErrorCode::BackendFailure, "the backend's parameter layout overflows"),
-        };
-        let small = |v: u32| v <= 0xFFFF;
-        if layout.len() <= SPLIT_PARAMS && layout.iter().all(|s| small(s.offset) && small(s.size)) {
-            for (param, s) in k.params.iter().zip(layout.iter()) {
-                param.store((s.offset << 16) | s.size, Relaxed);
-            }
-            k.split.store(layout.len() as u8, Relaxed);
+        match end {
+            Some(end) if end != ARGS_END_UNKNOWN => Ok(end),
+            _ => fail(ErrorCode::BackendFailure, "the backend's parameter layout overflows"),
         }
-        k.args_end.store(end, Release);
-        Ok(end)
     }
 
     /// `launch_on`'s error for a device other than the queue's: the device handle's own error,

@@ -101,7 +101,6 @@ pub unsafe extern "C" fn ordo_kernel_get(
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function
 /// documents, as C requires of its callers.
-#[cfg_attr(target_os = "linux", unsafe(link_section = ".text_ordo_launch"))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn ordo_launch(
     queue: ordo_queue_t,
@@ -113,16 +112,17 @@ pub unsafe extern "C" fn ordo_launch(
 ) -> ordo_status_t {
     guard(|| {
         // The checks in one branch on the common path (a driver call before this one has
-        // evicted the branch predictor's history; `opaque` keeps the compiler from splitting
-        // the test). The runtime's own straight line tests initialisation; every error found
-        // here reports it first, as the other entry points do.
-        let differences = u64::from(dims.is_null()) | u64::from((arg_count != 0) & args.is_null());
-        if ordo_core::opaque(differences) != 0 {
+        // evicted the branch predictor's history); the errors in their documented order on the
+        // other side.
+        if !(runtime().is_ready() & !dims.is_null() & ((arg_count == 0) | !args.is_null())) {
             ordo_core::cold_path();
             if let Err(err) = ready().and(non_null(dims, "dims is NULL")) {
                 return fail(err);
             }
-            return fail(Error::new(ErrorCode::NullPointer, "args is NULL but arg_count is not 0"));
+            if arg_count > 0 && args.is_null() {
+                return fail(Error::new(ErrorCode::NullPointer, "args is NULL but arg_count is not 0"));
+            }
+            // Not ready a moment ago, ready now (another thread's init): the launch goes on.
         }
         // SAFETY: `dims` is non-NULL; by the C caller's contract it points to an ordo_launch_dims_t.
         let d = unsafe { dims.read() };
@@ -141,7 +141,7 @@ pub unsafe extern "C" fn ordo_launch(
         };
         let kernel_args = match kernel_args {
             Ok(a) => a,
-            Err(err) => return fail(ready().err().unwrap_or(err)),
+            Err(err) => return fail(err),
         };
         // SAFETY: the argument pointers are the C caller's contract, as with cuLaunchKernel.
         status(unsafe {

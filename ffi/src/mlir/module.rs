@@ -150,7 +150,6 @@ pub(super) fn param_count(kernel: Kernel) -> ordo_core::Result<usize> {
 ///
 /// # Safety
 /// `params` holds `params_count` pointers to the kernel's arguments, as `cuLaunchKernel` takes.
-#[cfg_attr(target_os = "linux", unsafe(link_section = ".text_ordo_launch"))]
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)] // the ABI's signature
 pub unsafe extern "C" fn mgpuLaunchKernel(

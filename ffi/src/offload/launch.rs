@@ -46,23 +46,14 @@ pub(super) fn launch_error(e: Error, device: Device, q: Queue) -> OlError {
     OlError::from_ordo(code_of(&e, arg), e)
 }
 
-/// What `olLaunchKernel`'s straight line reads in place of NULL launch-size arguments.
-static NO_SIZE_ARGS: ol_kernel_launch_size_args_t = ol_kernel_launch_size_args_t {
-    Dimensions: 1,
-    NumGroups: ol_dimensions_t { x: 1, y: 1, z: 1 },
-    GroupSize: ol_dimensions_t { x: 1, y: 1, z: 1 },
-    DynSharedMemory: 0,
-};
-
 /// `launch_dims` without its errors: the dimensions and whether they are valid, without a
 /// branch (dimensions beyond `Dimensions` are 1).
 #[inline(always)]
 fn launch_dims_unchecked(a: &ol_kernel_launch_size_args_t) -> (LaunchDims, bool) {
     let ok = (a.Dimensions.wrapping_sub(1) < 3) & (a.DynSharedMemory <= u32::MAX as usize);
-    // `v` where the dimension is used, else 1: a mask, not a branch (`opaque`: the compiler
-    // would turn the select back into a branch around the load).
+    // `v` where the dimension is used, else 1: a mask, not a branch.
     let used = |v: u32, dim: usize| {
-        let mask = ordo_core::opaque(0u64.wrapping_sub(u64::from(dim < a.Dimensions))) as u32;
+        let mask = 0u32.wrapping_sub(u32::from(dim < a.Dimensions));
         (v & mask) | (1 & !mask)
     };
     let dims = LaunchDims {
@@ -90,7 +81,6 @@ pub(super) fn launch_dims(a: &ol_kernel_launch_size_args_t) -> OlResult<LaunchDi
 /// # Safety
 /// Pointer arguments are NULL or valid as liboffload's header documents; the buffer holds the
 /// kernel's arguments.
-#[cfg_attr(target_os = "linux", unsafe(link_section = ".text_ordo_launch"))]
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn olLaunchKernel(
     queue_h: ol_queue_handle_t,
@@ -103,34 +93,27 @@ pub unsafe extern "C" fn olLaunchKernel(
     entry(|| {
         // The common case in one branch: every cheap check as a flag (a driver call before
         // this one has evicted the branch predictor's history, where each branch costs more
-        // than a compare; `opaque` keeps the compiler from splitting the test into a branch per
-        // flag). Anything else takes `launch_checked`, which says what is wrong.
+        // than a compare). Anything else takes `launch_checked`, which says what is wrong.
         let raw = RawHandle(ptr_to_handle(kernel_h));
-        // The dimensions are read from a placeholder when the pointer is NULL (a select, not a
-        // branch); the NULL is among the differences.
-        let size_args = if LaunchSizeArgs.is_null() {
-            &NO_SIZE_ARGS
-        } else {
-            // SAFETY: non-NULL, readable by the caller's contract.
-            unsafe { &*LaunchSizeArgs }
-        };
-        let (dims, dims_ok) = launch_dims_unchecked(size_args);
-        let differences = u64::from(device_h.is_null())
-            | u64::from(kernel_h.is_null())
-            | u64::from(LaunchSizeArgs.is_null())
-            | u64::from(queue_h.is_null())
-            | u64::from((ArgumentsSize != 0) & ArgumentsData.is_null())
-            | u64::from(ArgumentsSize > isize::MAX as usize)
-            | ((raw.0 >> 60) ^ ObjectKind::Kernel as u64)
-            | u64::from(device_h == host_device())
-            | u64::from(!dims_ok);
-        if ordo_core::opaque(differences) == 0 {
-            let device = ordo_core::Device::from_raw(ptr_to_handle(device_h));
-            // SAFETY: the caller's contract for the buffer (non-NULL when not empty, at most
-            // isize::MAX bytes: checked).
-            return unsafe {
-                launch_packed(device, queue(queue_h), ordo_core::Kernel(raw), ArgumentsData, ArgumentsSize, &dims)
-            };
+        let ok = !device_h.is_null()
+            & !kernel_h.is_null()
+            & !LaunchSizeArgs.is_null()
+            & !queue_h.is_null()
+            & ((ArgumentsSize == 0) | !ArgumentsData.is_null())
+            & (ArgumentsSize <= isize::MAX as usize)
+            & (raw.0 >> 60 == ObjectKind::Kernel as u64)
+            & (device_h != host_device());
+        if ok {
+            // SAFETY: non-NULL (checked), readable by the caller's contract.
+            let (dims, dims_ok) = launch_dims_unchecked(unsafe { &*LaunchSizeArgs });
+            if dims_ok {
+                let device = ordo_core::Device::from_raw(ptr_to_handle(device_h));
+                // SAFETY: the caller's contract for the buffer (non-NULL when not empty, at most
+                // isize::MAX bytes: checked).
+                return unsafe {
+                    launch_packed(device, queue(queue_h), ordo_core::Kernel(raw), ArgumentsData, ArgumentsSize, &dims)
+                };
+            }
         }
         ordo_core::cold_path();
         // SAFETY: forwarded contract.
