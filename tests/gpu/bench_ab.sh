@@ -11,6 +11,7 @@
 # offload) with the kernels at $PTX (default gpu-bin/offload/kernels.ptx) and DIR_X/libordo.a (the
 # C-ABI benchmark, c_launch_bench.c, linked statically as run.sh links it). PASSES defaults to 3.
 # tests/gpu/upstream/CudaRuntimeWrappers.cpp, when present, is built as mlir_bench's baseline.
+# Then the first build against each other one in one process (inproc_ab.c), both orders.
 set -uo pipefail
 dirs=("$@") passes=${PASSES:-3} ptx=${PTX:-gpu-bin/offload/kernels.ptx}
 [ ${#dirs[@]} -ge 2 ] || { echo "usage: bench_ab.sh DIR_A DIR_B [DIR ...]"; exit 2; }
@@ -50,3 +51,17 @@ for i in $(seq 1 "$passes"); do
   for side in "${order[@]}"; do run "$side" "$i"; done
   order=($(printf '%s\n' "${order[@]}" | tac))
 done
+# The first build against each other in one process (tests/gpu/inproc_ab.c), both orders: what
+# moves between processes moves both alike, so "B's ratio / A's ratio" tells builds apart more
+# finely than the runs above.
+if [ -f "${dirs[0]}/offload/libordo.so.0" ] &&
+  "$cc" -O2 -I"$cuda_inc" tests/gpu/inproc_ab.c -lcuda -ldl -o /tmp/ab_inproc; then
+  first=$(realpath "${dirs[0]}/offload/libordo.so.0")
+  for side in "${!dirs[@]}"; do
+    [ "$side" = 0 ] || [ ! -f "${dirs[$side]}/offload/libordo.so.0" ] && continue
+    other=$(realpath "${dirs[$side]}/offload/libordo.so.0")
+    echo "== in one process: ${dirs[0]} and ${dirs[$side]}"
+    /tmp/ab_inproc "$ptx" "$first" "$other"
+    /tmp/ab_inproc "$ptx" "$other" "$first"
+  done
+fi
