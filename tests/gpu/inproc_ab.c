@@ -17,22 +17,8 @@
 #include <stdlib.h>
 
 #include "abba.h"
+#include "gpu_bench.h"
 
-#define CU(x)                                                                              \
-  do {                                                                                     \
-    CUresult r_ = (x);                                                                     \
-    if (r_ != CUDA_SUCCESS) { fprintf(stderr, "%s failed: %d\n", #x, (int)r_); exit(1); } \
-  } while (0)
-
-typedef struct { uint32_t Code; const char *Details; } ol_error_struct_t;
-typedef const ol_error_struct_t *ol_result_t;
-typedef void *ol_handle;
-typedef struct { uint32_t x, y, z; } ol_dimensions_t;
-typedef struct {
-  size_t Dimensions;
-  ol_dimensions_t NumGroups, GroupSize;
-  size_t DynSharedMemory;
-} ol_kernel_launch_size_args_t;
 typedef struct { uint64_t raw; } ordo_handle_t;
 
 enum { N = 1000 };
@@ -57,10 +43,6 @@ static build_t A, B;
 static const ol_kernel_launch_size_args_t one = {1, {1, 1, 1}, {1, 1, 1}, 0};
 static struct { void *a, *b, *c; uint32_t n; } add_args;
 static void *add_params[4] = {&add_args.a, &add_args.b, &add_args.c, &add_args.n};
-
-static void ol_check(ol_result_t r, const char *what) {
-  if (r) { fprintf(stderr, "%s failed: %u %s\n", what, r->Code, r->Details ? r->Details : ""); exit(1); }
-}
 
 static void *sym(void *lib, const char *name) {
   void *p = dlsym(lib, name);
@@ -91,14 +73,14 @@ static void load(build_t *b, const char *path, const char *ptx, size_t len) {
   b->sync = sym(lib, "olSyncQueue");
   b->queue_native = sym(lib, "ordo_queue_native");
   b->kernel_native = sym(lib, "ordo_kernel_native");
-  ol_check(b->init(), "olInit");
+  OL(b->init());
   iterating = b;
-  ol_check(b->iterate(first_gpu, NULL), "olIterateDevices");
+  OL(b->iterate(first_gpu, NULL));
   if (!b->gpu) { fprintf(stderr, "%s: no GPU device\n", path); exit(1); }
-  ol_check(b->create_queue(b->gpu, &b->queue), "olCreateQueue");
-  ol_check(b->create_program(b->gpu, ptx, len, &b->program), "olCreateProgram");
-  ol_check(b->get_symbol(b->program, "empty", 0, &b->empty), "olGetSymbol");
-  ol_check(b->get_symbol(b->program, "vector_add_f32", 0, &b->add), "olGetSymbol");
+  OL(b->create_queue(b->gpu, &b->queue));
+  OL(b->create_program(b->gpu, ptx, len, &b->program));
+  OL(b->get_symbol(b->program, "empty", 0, &b->empty));
+  OL(b->get_symbol(b->program, "vector_add_f32", 0, &b->add));
   if (b->queue_native((ordo_handle_t){(uint64_t)(uintptr_t)b->queue}, (void **)&b->stream) ||
       b->kernel_native((ordo_handle_t){(uint64_t)(uintptr_t)b->empty}, (void **)&b->empty_fn) ||
       b->kernel_native((ordo_handle_t){(uint64_t)(uintptr_t)b->add}, (void **)&b->add_fn)) {
@@ -123,7 +105,7 @@ static double ol(build_t *b) {
   double t = now();
   for (int i = 0; i < N; i++)
     if (b->launch(b->queue, b->gpu, k, args, size, &one)) { fprintf(stderr, "olLaunchKernel failed\n"); exit(1); }
-  ol_check(b->sync(b->queue), "olSyncQueue");
+  OL(b->sync(b->queue));
   return (now() - t) / N;
 }
 
@@ -137,20 +119,11 @@ int main(int argc, char **argv) {
   int rounds = argc > 4 ? atoi(argv[4]) : 96;
   (void)abba_report; /* abba.h's other forms, not used here */
   (void)abba_calls;
-  FILE *f = fopen(argv[1], "rb");
-  if (!f) { perror(argv[1]); return 1; }
-  static char ptx[1 << 20];
-  size_t len = fread(ptx, 1, sizeof ptx - 1, f);
-  fclose(f);
-  ptx[len] = 0;
+  size_t len;
+  const char *ptx = read_ptx(argv[1], &len);
   load(&A, argv[2], ptx, len);
   load(&B, argv[3], ptx, len);
-  CUdevice dev;
-  CUcontext ctx;
-  CU(cuInit(0));
-  CU(cuDeviceGet(&dev, 0));
-  CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CU(cuCtxSetCurrent(ctx));
+  primary_context();
   double *ra = malloc(sizeof(double) * rounds), *rb = malloc(sizeof(double) * rounds);
   double *ba = malloc(sizeof(double) * rounds), *bb = malloc(sizeof(double) * rounds);
   printf("A = %s, B = %s, %d rounds of raw A, ol A, ol B, raw B, raw B, ol B, ol A, raw A (batches of %d)\n",

@@ -33,12 +33,8 @@
 #include <unistd.h>
 
 #include "abba.h"
+#include "gpu_bench.h"
 
-#define CU(x)                                                                              \
-  do {                                                                                     \
-    CUresult r_ = (x);                                                                     \
-    if (r_ != CUDA_SUCCESS) { fprintf(stderr, "%s failed: %d\n", #x, (int)r_); exit(1); } \
-  } while (0)
 
 enum { N = 1000, ROUNDS = 24, LINES = 16 };
 static CUfunction fn, add_fn, add_fn_b, empty_b;
@@ -141,25 +137,16 @@ static double with_footprint(void) { return batch(footprint); }
 
 int main(int argc, char **argv) {
   if (argc < 2) { fprintf(stderr, "usage: launch_probe kernels.ptx\n"); return 2; }
-  FILE *f = fopen(argv[1], "rb");
-  if (!f) { perror(argv[1]); return 1; }
-  static char ptx[1 << 20];
-  size_t len = fread(ptx, 1, sizeof ptx - 1, f);
-  fclose(f);
-  ptx[len] = 0;
+  size_t len;
+  const char *ptx = read_ptx(argv[1], &len);
   struct utsname u;
   uname(&u);
   long query = syscall(SYS_membarrier, 0, 0, 0);
   long reg = query >= 0 && (query & (1 << 4)) ? syscall(SYS_membarrier, 1 << 4, 0, 0) : -1;
   printf("kernel %s; membarrier query %ld, private expedited registration %ld (%s)\n", u.release, query, reg,
          reg == 0 ? "available: ordo's calls take no fence" : "unavailable: ordo's calls take a full fence");
-  CUdevice dev;
-  CUcontext ctx;
   CUmodule module;
-  CU(cuInit(0));
-  CU(cuDeviceGet(&dev, 0));
-  CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CU(cuCtxSetCurrent(ctx));
+  CUdevice dev = primary_context();
   CU(cuModuleLoadData(&module, ptx));
   CU(cuModuleGetFunction(&fn, module, "empty"));
   CU(cuStreamCreate(&stream, CU_STREAM_DEFAULT));

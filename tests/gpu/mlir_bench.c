@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "abba.h"
+#include "gpu_bench.h"
 
 typedef struct { uint64_t raw; } ordo_queue_t;
 typedef struct { uint64_t raw; } ordo_kernel_t;
@@ -67,11 +68,6 @@ static struct {
 } up;
 static void *up_module;
 
-#define CHECK(x)                                                                   \
-  do {                                                                             \
-    CUresult r_ = (x);                                                             \
-    if (r_ != CUDA_SUCCESS) { fprintf(stderr, "%s failed: %d\n", #x, (int)r_); exit(1); } \
-  } while (0)
 
 
 static CUmodule raw_module;
@@ -85,9 +81,9 @@ enum { LAUNCHES = 1000, SEQUENCES = 300, ROUNDS = 24, SAME_ROUNDS = 48 };
  * the synchronise, or (host_only) before it, which is the host's share alone. */
 static double raw_batch_of(CUfunction f, CUstream s, int n, int host_only) {
   double t = now(), host;
-  for (int i = 0; i < n; i++) CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+  for (int i = 0; i < n; i++) CU(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
   host = now() - t;
-  CHECK(cuStreamSynchronize(s));
+  CU(cuStreamSynchronize(s));
   return (host_only ? host : now() - t) / n;
 }
 
@@ -122,9 +118,9 @@ static double raw_same_launches(void) { return raw_batch_of(ordo_fn, ordo_stream
 static double raw_same_short(void) { return raw_batch_of(ordo_fn, ordo_stream, SHORT, 0); }
 static double raw_same_enqueue(void) { return raw_batch_of(ordo_fn, ordo_stream, ENQUEUES, 1); }
 /* One launch each, for ABBA at the grain of a call (abba_calls). */
-static void raw_same_one(void) { CHECK(cuLaunchKernel(ordo_fn, 1, 1, 1, 1, 1, 1, 0, ordo_stream, NULL, NULL)); }
+static void raw_same_one(void) { CU(cuLaunchKernel(ordo_fn, 1, 1, 1, 1, 1, 1, 0, ordo_stream, NULL, NULL)); }
 static void ordo_one(void) { mgpuLaunchKernel(o_fn, 1, 1, 1, 1, 1, 1, 0, o_stream, NULL, NULL, 0); }
-static void sync_ordo_stream(void) { CHECK(cuStreamSynchronize(ordo_stream)); }
+static void sync_ordo_stream(void) { CU(cuStreamSynchronize(ordo_stream)); }
 enum { CALL_ROUNDS = 50000 };
 
 static double raw_sequence(void) {
@@ -132,11 +128,11 @@ static double raw_sequence(void) {
   for (int i = 0; i < SEQUENCES; i++) {
     CUfunction f;
     CUstream s;
-    CHECK(cuModuleGetFunction(&f, raw_module, "empty"));
-    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
-    CHECK(cuStreamSynchronize(s));
-    CHECK(cuStreamDestroy(s));
+    CU(cuModuleGetFunction(&f, raw_module, "empty"));
+    CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+    CU(cuStreamSynchronize(s));
+    CU(cuStreamDestroy(s));
   }
   return (now() - t) / SEQUENCES;
 }
@@ -261,16 +257,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ordo_kernel_native failed\n");
     return 1;
   }
-  CUdevice dev;
-  CUcontext ctx;
-  CHECK(cuInit(0));
-  CHECK(cuDeviceGet(&dev, 0));
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CHECK(cuCtxSetCurrent(ctx));
-  CHECK(cuModuleLoadData(&raw_module, PTX));
-  CHECK(cuModuleGetFunction(&raw_fn, raw_module, "empty"));
-  CHECK(cuStreamCreate(&raw_stream, CU_STREAM_NON_BLOCKING));
-  CHECK(cuStreamCreate(&raw_blocking, CU_STREAM_DEFAULT));
+  CUdevice dev = primary_context();
+  CU(cuModuleLoadData(&raw_module, PTX));
+  CU(cuModuleGetFunction(&raw_fn, raw_module, "empty"));
+  CU(cuStreamCreate(&raw_stream, CU_STREAM_NON_BLOCKING));
+  CU(cuStreamCreate(&raw_blocking, CU_STREAM_DEFAULT));
   if (ordo_fn) raw_same_launches();
   raw_launches(); raw_blocking_launches(); ordo_launches(); raw_sequence(); ordo_sequence();
   /* (warm-up) */
@@ -312,10 +303,10 @@ int main(int argc, char **argv) {
     status = 1;
   }
   if (!check_no_waiting()) status = 1;
-  CHECK(cuStreamDestroy(raw_stream));
-  CHECK(cuStreamDestroy(raw_blocking));
-  CHECK(cuModuleUnload(raw_module));
-  CHECK(cuDevicePrimaryCtxRelease(dev));
+  CU(cuStreamDestroy(raw_stream));
+  CU(cuStreamDestroy(raw_blocking));
+  CU(cuModuleUnload(raw_module));
+  CU(cuDevicePrimaryCtxRelease(dev));
   mgpuStreamDestroy(o_stream);
   return status;
 }

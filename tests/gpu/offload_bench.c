@@ -24,18 +24,10 @@
 #include <time.h>
 
 #include "abba.h"
+#include "gpu_bench.h"
 
 #define LONG_N 1000
 
-typedef struct { uint32_t Code; const char *Details; } ol_error_struct_t;
-typedef const ol_error_struct_t *ol_result_t;
-typedef void *ol_handle;
-typedef struct { uint32_t x, y, z; } ol_dimensions_t;
-typedef struct {
-  size_t Dimensions;
-  ol_dimensions_t NumGroups, GroupSize;
-  size_t DynSharedMemory;
-} ol_kernel_launch_size_args_t;
 typedef struct { uint64_t raw; } ordo_queue_t;
 int ordo_queue_native(ordo_queue_t queue, void **out); /* ordo's C ABI: the queue's CUstream */
 typedef struct { uint64_t raw; } ordo_kernel_t;
@@ -57,16 +49,6 @@ ol_result_t olGetSymbol(ol_handle program, const char *name, uint32_t kind, ol_h
 ol_result_t olLaunchKernel(ol_handle queue, ol_handle device, ol_handle kernel, const void *args, size_t size,
                            const ol_kernel_launch_size_args_t *launch);
 
-#define CU(x)                                                                              \
-  do {                                                                                     \
-    CUresult r_ = (x);                                                                     \
-    if (r_ != CUDA_SUCCESS) { fprintf(stderr, "%s failed: %d\n", #x, (int)r_); exit(1); } \
-  } while (0)
-#define OL(x)                                                                                        \
-  do {                                                                                               \
-    ol_result_t r_ = (x);                                                                            \
-    if (r_) { fprintf(stderr, "%s failed: %u %s\n", #x, r_->Code, r_->Details); exit(1); }          \
-  } while (0)
 
 
 static ol_handle gpu, queue, program, ol_empty, ol_add;
@@ -161,12 +143,8 @@ static void report(const char *name, double (*bare)(void), double (*ordo)(void),
 
 int main(int argc, char **argv) {
   if (argc < 2) { fprintf(stderr, "usage: offload_bench kernels.ptx\n"); return 2; }
-  FILE *f = fopen(argv[1], "rb");
-  if (!f) { perror(argv[1]); return 1; }
-  static char ptx[1 << 20];
-  size_t len = fread(ptx, 1, sizeof ptx - 1, f);
-  fclose(f);
-  ptx[len] = 0;
+  size_t len;
+  const char *ptx = read_ptx(argv[1], &len);
   OL(olInit());
   OL(olIterateDevices(first_gpu, NULL));
   if (!gpu) { fprintf(stderr, "no GPU device\n"); return 1; }
@@ -174,13 +152,8 @@ int main(int argc, char **argv) {
   OL(olCreateProgram(gpu, ptx, len, &program));
   OL(olGetSymbol(program, "empty", 0, &ol_empty));
   OL(olGetSymbol(program, "vector_add_f32", 0, &ol_add));
-  CUdevice dev;
-  CUcontext ctx;
   CUmodule module;
-  CU(cuInit(0));
-  CU(cuDeviceGet(&dev, 0));
-  CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CU(cuCtxSetCurrent(ctx));
+  CUdevice dev = primary_context();
   CU(cuModuleLoadData(&module, ptx));
   CU(cuModuleGetFunction(&raw_empty, module, "empty"));
   CU(cuModuleGetFunction(&raw_add, module, "vector_add_f32"));
