@@ -119,6 +119,19 @@ impl RawHandle {
         ObjectKind::from_tag((self.0 >> KIND_SHIFT) as u8)
     }
 
+    /// The handle's top 16 bits, its kind over its runtime's identity: what a live table slot
+    /// keeps as its tag, so that one compare checks both (0 for a handle with neither).
+    #[inline(always)]
+    pub(crate) const fn tag(self) -> u16 {
+        (self.0 >> RUNTIME_SHIFT) as u16
+    }
+
+    /// Whether the handle's kind tag is `kind`'s (one shift and compare; no liveness check).
+    #[inline(always)]
+    pub const fn is_kind(self, kind: ObjectKind) -> bool {
+        self.0 >> KIND_SHIFT == kind as u64
+    }
+
     #[inline]
     pub(crate) const fn generation(self) -> u32 {
         (self.0 >> GENERATION_SHIFT) as u32
@@ -133,7 +146,7 @@ impl RawHandle {
     /// `InvalidHandle` otherwise. Does not check that the object is alive.
     #[inline]
     pub(crate) fn expect_kind(self, want: ObjectKind) -> Result<()> {
-        if self.0 >> KIND_SHIFT == want as u64 {
+        if self.is_kind(want) {
             return Ok(());
         }
         self.wrong_kind()

@@ -36,14 +36,6 @@ const fn target(l: Link) -> Option<u32> {
     if l == NONE { None } else { Some(l - 1) }
 }
 
-/// A live slot's tag: the top 16 bits of the handles that name it, the table's kind (4 bits,
-/// never 0) over the owner's identity (12 bits), so one compare checks a handle's kind and
-/// owner and the slot's liveness together; a free slot's tag is 0.
-#[inline(always)]
-const fn tag_of(handle_bits: u64) -> u16 {
-    (handle_bits >> 48) as u16
-}
-
 /// A slot alignment (`Table`'s `A`): a zero-length array of it aligns a slot without taking
 /// space. A table whose lookups sit on the launch path aligns its slots so that the slot's
 /// first 32 or 64 bytes (its generation, tag and the entry's hot fields) never straddle two
@@ -74,7 +66,9 @@ struct Slot<T, A> {
     /// Written under exclusive access, except by `reissue` (shared access, compare-and-swap);
     /// the entry's value never depends on it, so relaxed ordering suffices.
     generation: AtomicU32,
-    /// While live, the top 16 bits of its handles (`tag_of`: the kind and the owner), never 0;
+    /// While live, the top 16 bits of its handles (`RawHandle::tag`: the table's kind, never 0,
+    /// over the owner's identity, so one compare checks a handle's kind and owner and the
+    /// slot's liveness together), never 0;
     /// 0 while free. Written under exclusive access only.
     tag: u16,
     /// Initialised exactly when live.
@@ -177,7 +171,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
         let newest = self.newest;
         let slot = &mut self.slots[index as usize];
         slot.value.write(value);
-        slot.tag = tag_of(RawHandle::pack(Self::KIND, self.owner, 0, 0).0);
+        slot.tag = RawHandle::pack(Self::KIND, self.owner, 0, 0).tag();
         slot.prev = newest;
         slot.next = NONE;
         match target(newest) {
@@ -202,7 +196,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
         // even of `&` on booleans, becomes a branch per compare).
         // A free slot's tag is 0, and so is the tag of a forged handle with neither kind nor
         // owner: such a handle must not match a free slot of its generation.
-        let tag = tag_of(h.0);
+        let tag = h.tag();
         let differences = u32::from(index >= N)
             | u32::from(tag == 0)
             | (slot.generation.load(Relaxed) ^ h.generation())

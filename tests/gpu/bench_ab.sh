@@ -58,7 +58,7 @@ if [ -f "${dirs[0]}/offload/libordo.so.0" ] &&
   "$cc" -O2 -I"$cuda_inc" tests/gpu/inproc_ab.c -lcuda -ldl -o /tmp/ab_inproc; then
   first=$(realpath "${dirs[0]}/offload/libordo.so.0")
   for side in "${!dirs[@]}"; do
-    [ "$side" = 0 ] || [ ! -f "${dirs[$side]}/offload/libordo.so.0" ] && continue
+    if [ "$side" = 0 ] || [ ! -f "${dirs[$side]}/offload/libordo.so.0" ]; then continue; fi
     other=$(realpath "${dirs[$side]}/offload/libordo.so.0")
     echo "== in one process: ${dirs[0]} and ${dirs[$side]}"
     /tmp/ab_inproc "$ptx" "$first" "$other"

@@ -113,16 +113,14 @@ pub unsafe extern "C" fn ordo_launch(
     guard(|| {
         // The checks in one branch on the common path (a driver call before this one has
         // evicted the branch predictor's history); the errors in their documented order on the
-        // other side.
-        if !(runtime().is_ready() & !dims.is_null() & ((arg_count == 0) | !args.is_null())) {
+        // other side. Initialisation is the runtime's own first check of the launch; every
+        // error found here reports it first, as the other entry points do.
+        if !(!dims.is_null() & ((arg_count == 0) | !args.is_null())) {
             ordo_core::cold_path();
             if let Err(err) = ready().and(non_null(dims, "dims is NULL")) {
                 return fail(err);
             }
-            if arg_count > 0 && args.is_null() {
-                return fail(Error::new(ErrorCode::NullPointer, "args is NULL but arg_count is not 0"));
-            }
-            // Not ready a moment ago, ready now (another thread's init): the launch goes on.
+            return fail(Error::new(ErrorCode::NullPointer, "args is NULL but arg_count is not 0"));
         }
         // SAFETY: `dims` is non-NULL; by the C caller's contract it points to an ordo_launch_dims_t.
         let d = unsafe { dims.read() };
@@ -141,7 +139,7 @@ pub unsafe extern "C" fn ordo_launch(
         };
         let kernel_args = match kernel_args {
             Ok(a) => a,
-            Err(err) => return fail(err),
+            Err(err) => return fail(ready().err().unwrap_or(err)),
         };
         // SAFETY: the argument pointers are the C caller's contract, as with cuLaunchKernel.
         status(unsafe {

@@ -101,7 +101,7 @@ pub unsafe extern "C" fn olLaunchKernel(
             & !queue_h.is_null()
             & ((ArgumentsSize == 0) | !ArgumentsData.is_null())
             & (ArgumentsSize <= isize::MAX as usize)
-            & (raw.0 >> 60 == ObjectKind::Kernel as u64)
+            & raw.is_kind(ObjectKind::Kernel)
             & (device_h != host_device());
         if ok {
             // SAFETY: non-NULL (checked), readable by the caller's contract.
