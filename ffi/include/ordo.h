@@ -627,7 +627,8 @@ ordo_status_t ordo_device_get_info(struct ordo_device_t device,
 // `ordo_host_kernel_count`, loaded from memory and kept for the process: see README); for CUDA, PTX (NUL-terminated or not), cubin or fatbin; for AMDGPU, a code
 // object (ELF) or a clang offload bundle holding one for the device's ISA. The image is copied
 // as needed and need not outlive the call. A bad image is `ORDO_ERROR_INVALID_BINARY`, with the
-// JIT log in `ordo_last_error_detail()`.
+// JIT log in `ordo_last_error_detail()`. A host image's initialisers may call ordo, but loading
+// a host image from them is `ORDO_ERROR_BUSY`.
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function

@@ -54,6 +54,11 @@ fn tool(name: &str) -> bool {
 /// Compiles `source` (C99, or C++17 for `.cpp`) with every warning as an error and links it
 /// statically with libordo.a.
 fn build(source: &str) -> PathBuf {
+    build_with(source, &[])
+}
+
+/// As `build`, with more linker flags.
+fn build_with(source: &str, flags: &[&str]) -> PathBuf {
     let src = ffi_dir().join("tests/c").join(source);
     let cxx = source.ends_with(".cpp");
     let exe = out_dir().join(source.replace('.', "_"));
@@ -69,6 +74,7 @@ fn build(source: &str) -> PathBuf {
         .arg(&src)
         .arg(&lib)
         .args(LINK_LIBS)
+        .args(flags)
         .arg("-o")
         .arg(&exe);
     let out = cmd.output().expect("the C compiler runs");
@@ -93,14 +99,18 @@ fn run(source: &str) {
 
 /// As `run`, with arguments.
 fn run_with(source: &str, args: &[&Path]) {
-    let exe = build(source);
-    let out = Command::new(&exe).args(args).env_remove("RUST_LOG").output().expect("the program runs");
+    run_built(source, &build(source), args);
+}
+
+/// Runs `exe` (built from `source`) with `args`, then under valgrind as `run` does.
+fn run_built(source: &str, exe: &Path, args: &[&Path]) {
+    let out = Command::new(exe).args(args).env_remove("RUST_LOG").output().expect("the program runs");
     assert_quiet_success(source, &out);
     if tool("valgrind") {
         let out = Command::new("valgrind")
             .args(["-q", "--error-exitcode=97", "--leak-check=full", "--errors-for-leak-kinds=definite"])
             .args(["--show-leak-kinds=definite"])
-            .arg(&exe)
+            .arg(exe)
             .args(args)
             .output()
             .expect("valgrind runs");
@@ -151,28 +161,40 @@ fn host_kernels_written_in_c() {
     run("host_kernels.c");
 }
 
+/// `tests/c/<source>` built as a shared object `name` (a host image), with `defines`.
+fn shared_object(source: &str, name: &str, defines: &[&str]) -> PathBuf {
+    let so = out_dir().join(name);
+    let out = Command::new("cc")
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-shared", "-fPIC"])
+        .args(defines)
+        .arg("-I")
+        .arg(ffi_dir().join("include"))
+        .arg(ffi_dir().join("tests/c").join(source))
+        .arg("-o")
+        .arg(&so)
+        .output()
+        .expect("the C compiler runs");
+    assert!(out.status.success(), "compiling {name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    so
+}
+
 /// Host images: `host_image_kernels.c` built as a shared object (and once without its kernel
 /// table), read into memory and loaded on the host device by `host_image.c`.
 #[test]
 fn host_images_loaded_from_memory() {
-    let shared_object = |name: &str, defines: &[&str]| {
-        let so = out_dir().join(name);
-        let out = Command::new("cc")
-            .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1", "-shared", "-fPIC"])
-            .args(defines)
-            .arg("-I")
-            .arg(ffi_dir().join("include"))
-            .arg(ffi_dir().join("tests/c/host_image_kernels.c"))
-            .arg("-o")
-            .arg(&so)
-            .output()
-            .expect("the C compiler runs");
-        assert!(out.status.success(), "compiling {name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        so
-    };
-    let image = shared_object("host_image.so", &[]);
-    let bare = shared_object("host_image_bare.so", &["-DNO_TABLE"]);
+    let image = shared_object("host_image_kernels.c", "host_image.so", &[]);
+    let bare = shared_object("host_image_kernels.c", "host_image_bare.so", &["-DNO_TABLE"]);
     run_with("host_image.c", &[&image, &bare]);
+}
+
+/// A host image whose constructor forks, registers a C table and tries to load another image,
+/// all while ordo loads it (`host_image_init.c`; the program exports its symbols to the image).
+#[test]
+fn host_image_initialisers_may_call_ordo_and_fork() {
+    let image = shared_object("host_image_ctor.c", "host_image_ctor.so", &[]);
+    let other = shared_object("host_image_kernels.c", "host_image_other.so", &[]);
+    let exe = build_with("host_image_init.c", &["-rdynamic"]);
+    run_built("host_image_init.c", &exe, &[&image, &other]);
 }
 
 #[test]

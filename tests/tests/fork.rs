@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ordo_core::host::{HostArena, HostBackend, builtin};
+use ordo_core::host::{HostArena, HostBackend, HostProgram, HostProgramRegistry, builtin};
 use ordo_core::{Backend, ErrorCode, MemKind, State};
 
 static ARENA: HostArena<{ 1 << 20 }> = HostArena::new();
@@ -71,26 +71,8 @@ fn a_child_forked_while_other_threads_are_in_calls_starts_consistent() {
             // SAFETY: ends the child at once, without running the parent's exit handlers.
             unsafe { libc::_exit(status) };
         }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mut status = 0;
-        loop {
-            // SAFETY: waits for our own child without blocking.
-            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            if r == pid {
-                break;
-            }
-            if Instant::now() > deadline {
-                // SAFETY: kills our own hung child.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                failures.push(format!("round {round}: the child hung"));
-                // SAFETY: reaps it.
-                unsafe { libc::waitpid(pid, &mut status, 0) };
-                break;
-            }
-            thread::sleep(Duration::from_millis(5));
-        }
-        if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
-            failures.push(format!("round {round}: the child failed check {}", libc::WEXITSTATUS(status)));
+        if let Err(why) = wait_child(pid) {
+            failures.push(format!("round {round}: {why}"));
         }
     }
     STOP.store(true, Ordering::Relaxed);
@@ -101,4 +83,80 @@ fn a_child_forked_while_other_threads_are_in_calls_starts_consistent() {
     // The parent is unaffected.
     RT.queue_synchronize(q).unwrap();
     RT.shutdown().unwrap();
+}
+
+/// Waits up to 10 s for child `pid`: `Err` when it hung (it is killed) or exited with a
+/// non-zero status (which check failed).
+fn wait_child(pid: libc::pid_t) -> Result<(), String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child without blocking.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            break;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: kills our own hung child, then reaps it.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return Err("the child hung".into());
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
+        return Err(format!("the child failed check {}", libc::WEXITSTATUS(status)));
+    }
+    Ok(())
+}
+
+/// A child forked while other threads register host programs (here: the same ones again, each
+/// time under the registry's writer lock) can register its own, without any fork handler: the
+/// lock a parent thread held is taken over in the child (before, a spin lock held at the fork
+/// stayed held there for ever).
+#[test]
+fn a_child_forked_during_host_program_registrations_can_register_one() {
+    static REGISTRY: HostProgramRegistry = HostProgramRegistry::new();
+    static BUSY: [HostProgram; 2] =
+        [HostProgram { name: "fork.busy.0", kernels: &[] }, HostProgram { name: "fork.busy.1", kernels: &[] }];
+    static CHILDS: HostProgram = HostProgram { name: "fork.child", kernels: &[] };
+    static HALT: AtomicBool = AtomicBool::new(false);
+    let workers: Vec<_> = BUSY
+        .iter()
+        .map(|program| {
+            thread::spawn(move || {
+                while !HALT.load(Ordering::Relaxed) {
+                    REGISTRY.register(program).unwrap();
+                }
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(20));
+    let mut failures = Vec::new();
+    for round in 0..40 {
+        // SAFETY: the child only uses the registry on this thread and `_exit`s.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            let status = match REGISTRY.register(&CHILDS) {
+                Err(_) => 1,
+                Ok(()) if REGISTRY.find("fork.child").is_none() => 2,
+                Ok(()) if BUSY.iter().any(|p| REGISTRY.find(p.name).is_none()) => 3,
+                Ok(()) => 0,
+            };
+            // SAFETY: ends the child at once.
+            unsafe { libc::_exit(status) };
+        }
+        if let Err(why) = wait_child(pid) {
+            failures.push(format!("round {round}: {why}"));
+        }
+    }
+    HALT.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert!(REGISTRY.find("fork.child").is_none(), "the children's registrations stay in the children");
 }

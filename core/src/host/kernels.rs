@@ -2,6 +2,8 @@
 //! that name them, and the registry of programs added at run time. Depends on `backend`
 //! (`KernelArgs`) and `error`.
 
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
+
 use crate::backend::KernelArgs;
 use crate::error::{Error, ErrorCode};
 
@@ -66,38 +68,83 @@ pub const MAX_REGISTERED_HOST_PROGRAMS: usize = 32;
 /// built in a `static` offers its built-in list and, after it, every program registered here.
 /// Registration is append-only, so a program's place never changes; it may happen before or
 /// after init (a program registered later is found by the next `program_load`).
+///
+/// Readers take no lock. Writers take one, held only by `register` and never across other
+/// code; with `std` on Unix it records the holder's process, so that the child of a `fork`
+/// made while a parent thread was registering takes it over (that thread does not exist in the
+/// child) instead of waiting for ever. Every step of a registration leaves the registry
+/// consistent for that takeover: a program is written to the first free place before the
+/// length that publishes it grows.
 pub struct HostProgramRegistry {
-    entries: [spin::Once<&'static HostProgram>; MAX_REGISTERED_HOST_PROGRAMS],
-    len: core::sync::atomic::AtomicUsize,
-    writer: spin::Mutex<()>,
+    entries: [AtomicPtr<HostProgram>; MAX_REGISTERED_HOST_PROGRAMS],
+    len: AtomicUsize,
+    /// 0 when free, else the holder's process (`process_id`).
+    writer: AtomicU32,
+}
+
+/// This process's identity for the writer lock: its id with `std` on Unix (a forked child's
+/// differs from its parent's), else 1 (no `fork`).
+fn process_id() -> u32 {
+    #[cfg(all(feature = "std", unix, not(loom)))]
+    return std::process::id().max(1);
+    #[cfg(not(all(feature = "std", unix, not(loom))))]
+    1
+}
+
+/// The registry's writer lock, released on drop.
+struct Writer<'a>(&'a AtomicU32);
+
+impl Drop for Writer<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
 }
 
 impl HostProgramRegistry {
     /// An empty registry.
     pub const fn new() -> Self {
         Self {
-            entries: [const { spin::Once::new() }; MAX_REGISTERED_HOST_PROGRAMS],
-            len: core::sync::atomic::AtomicUsize::new(0),
-            writer: spin::Mutex::new(()),
+            entries: [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_REGISTERED_HOST_PROGRAMS],
+            len: AtomicUsize::new(0),
+            writer: AtomicU32::new(0),
+        }
+    }
+
+    /// Takes the writer lock: waits while a thread of this process holds it, and takes it over
+    /// from a thread of another process (the parent of a `fork`; see the type's doc).
+    fn lock_writer(&self) -> Writer<'_> {
+        let me = process_id();
+        let mut seen = 0;
+        loop {
+            match self.writer.compare_exchange_weak(seen, me, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Writer(&self.writer),
+                // Free, or held by another process's thread: try to take it from that value.
+                Err(owner) if owner != me => seen = owner,
+                Err(_) => {
+                    seen = 0;
+                    core::hint::spin_loop();
+                }
+            }
         }
     }
 
     /// Adds `program`. Registering the same program again does nothing. `InvalidArgument` when
     /// another program of that name is registered, `OutOfResources` when the registry is full.
     pub fn register(&self, program: &'static HostProgram) -> Result<(), Error> {
-        let _writer = self.writer.lock();
+        let _writer = self.lock_writer();
         if let Some(known) = self.iter().find(|p| p.name == program.name) {
             if core::ptr::eq(known, program) {
                 return Ok(());
             }
             return Err(Error::new(ErrorCode::InvalidArgument, "another host program of that name is registered"));
         }
-        let len = self.len.load(core::sync::atomic::Ordering::Relaxed);
+        let len = self.len.load(Ordering::Relaxed);
         let Some(slot) = self.entries.get(len) else {
             return Err(Error::new(ErrorCode::OutOfResources, "the host program registry is full"));
         };
-        slot.call_once(|| program);
-        self.len.store(len + 1, core::sync::atomic::Ordering::Release);
+        // Readers look only below `len`: the place is free to (over)write until it grows.
+        slot.store(core::ptr::from_ref(program).cast_mut(), Ordering::Relaxed);
+        self.len.store(len + 1, Ordering::Release);
         Ok(())
     }
 
@@ -108,10 +155,13 @@ impl HostProgramRegistry {
 
     /// The program in place `i`.
     pub(super) fn get(&self, i: usize) -> Option<&'static HostProgram> {
-        if i >= self.len.load(core::sync::atomic::Ordering::Acquire) {
+        if i >= self.len.load(Ordering::Acquire) {
             return None;
         }
-        self.entries[i].get().copied()
+        let p = self.entries[i].load(Ordering::Relaxed);
+        // SAFETY: places below `len` hold a `&'static HostProgram` written before `len` grew
+        // past them (the release store above, acquired here) and never written again.
+        Some(unsafe { &*p })
     }
 
     /// The registered programs, in registration order.
@@ -123,5 +173,70 @@ impl HostProgramRegistry {
 impl Default for HostProgramRegistry {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static A: HostProgram = HostProgram { name: "a", kernels: &[] };
+    static A_AGAIN: HostProgram = HostProgram { name: "a", kernels: &[] };
+    static B: HostProgram = HostProgram { name: "b", kernels: &[] };
+
+    #[test]
+    fn registration_is_append_only_and_checked() {
+        let r = HostProgramRegistry::new();
+        assert!(r.find("a").is_none());
+        r.register(&A).unwrap();
+        r.register(&A).unwrap(); // the same program again: nothing changes
+        assert_eq!(r.register(&A_AGAIN).map_err(|e| e.code), Err(ErrorCode::InvalidArgument));
+        r.register(&B).unwrap();
+        let names: heapless::Vec<&str, 4> = r.iter().map(|p| p.name).collect();
+        assert_eq!(names.as_slice(), ["a", "b"]);
+        assert!(core::ptr::eq(r.find("b").unwrap(), &B));
+        assert_eq!(r.writer.load(Ordering::Relaxed), 0, "the lock is released");
+    }
+
+    #[test]
+    fn a_full_registry_refuses_and_keeps_what_it_has() {
+        static MANY: [HostProgram; MAX_REGISTERED_HOST_PROGRAMS + 1] = {
+            const NAMES: [&str; MAX_REGISTERED_HOST_PROGRAMS + 1] = [
+                "p0", "p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9", "p10", "p11", "p12", "p13", "p14", "p15",
+                "p16", "p17", "p18", "p19", "p20", "p21", "p22", "p23", "p24", "p25", "p26", "p27", "p28", "p29",
+                "p30", "p31", "p32",
+            ];
+            let mut out = [HostProgram { name: "", kernels: &[] }; MAX_REGISTERED_HOST_PROGRAMS + 1];
+            let mut i = 0;
+            while i < out.len() {
+                out[i].name = NAMES[i];
+                i += 1;
+            }
+            out
+        };
+        let r = HostProgramRegistry::new();
+        for p in &MANY[..MAX_REGISTERED_HOST_PROGRAMS] {
+            r.register(p).unwrap();
+        }
+        let last = &MANY[MAX_REGISTERED_HOST_PROGRAMS];
+        assert_eq!(r.register(last).map_err(|e| e.code), Err(ErrorCode::OutOfResources));
+        assert_eq!(r.iter().count(), MAX_REGISTERED_HOST_PROGRAMS);
+        assert!(r.find("p31").is_some() && r.find("p32").is_none());
+    }
+
+    /// The state a `fork` leaves in a child when a parent thread was registering: the lock held
+    /// by another process, a program written past the length but not published. The child takes
+    /// the lock over, and the unpublished place is overwritten.
+    #[test]
+    fn a_lock_held_by_another_process_is_taken_over() {
+        let r = HostProgramRegistry::new();
+        r.register(&A).unwrap();
+        r.entries[1].store(core::ptr::from_ref(&A_AGAIN).cast_mut(), Ordering::Relaxed);
+        r.writer.store(process_id().wrapping_add(1).max(2), Ordering::Relaxed);
+        assert!(r.find("b").is_none());
+        r.register(&B).unwrap();
+        assert!(core::ptr::eq(r.find("b").unwrap(), &B));
+        assert_eq!(r.iter().count(), 2);
+        assert_eq!(r.writer.load(Ordering::Relaxed), 0);
     }
 }

@@ -47,38 +47,68 @@ struct Loaded {
 
 static LOADED: Mutex<Vec<Loaded>> = Mutex::new(Vec::new());
 
+/// Held while the loader opens an image (so that each image's initialisers run once), never
+/// with `LOADED` held: the initialisers are the image's code, and may call ordo or `fork`.
+static OPENING: Mutex<()> = Mutex::new(());
+
+std::thread_local! {
+    /// Whether this thread is running a host image's initialisers (inside `open`) or, for an
+    /// image refused after its opening, its finalisers.
+    static IN_INITIALISERS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as running an image's initialisers until dropped.
+struct Initialising;
+
+impl Initialising {
+    fn start() -> Self {
+        IN_INITIALISERS.set(true);
+        Self
+    }
+}
+
+impl Drop for Initialising {
+    fn drop(&mut self) {
+        IN_INITIALISERS.set(false);
+    }
+}
+
 /// `fork` handling for the registration of host programs (C tables and host images): a child
 /// forked while another thread registers one must not find a lock that thread held. Before the
-/// fork the forking thread takes the image list's lock and the C registration's pool locks
-/// (waiting for a registration in progress), and releases them after it in both processes.
-/// Installed by the first registration.
+/// fork the forking thread takes the opening lock (unless it holds it itself: an image's
+/// initialiser forks; in the child that thread goes on and releases it), the image list's lock
+/// and the C registration's pool locks (waiting for a registration in progress), and releases
+/// them after it in both processes. Installed by the first registration. (The registry of
+/// programs needs no handler: a child takes over its writer lock.)
 #[cfg(unix)]
 pub(crate) mod fork {
     use std::cell::UnsafeCell;
     use std::sync::{MutexGuard, Once};
 
-    use super::{LOADED, Loaded};
+    use super::{IN_INITIALISERS, LOADED, Loaded, OPENING};
 
-    /// The image list's guard while a fork is in progress (only the forking thread touches it,
-    /// between its `prepare` and its `parent` or `child`; a second forking thread takes the
-    /// lock, so it waits for the first one's release before it writes here).
-    struct Held(UnsafeCell<Option<MutexGuard<'static, Vec<Loaded>>>>);
+    /// The guards taken for a fork in progress (only the forking thread touches them, between
+    /// its `prepare` and its `parent` or `child`; a second forking thread takes the image
+    /// list's lock, so it waits for the first one's release before it writes here).
+    type Guards = (Option<MutexGuard<'static, ()>>, MutexGuard<'static, Vec<Loaded>>);
+    struct Held(UnsafeCell<Option<Guards>>);
     // SAFETY: see the type's doc: one thread at a time, ordered by `LOADED`'s lock.
     unsafe impl Sync for Held {}
     static HELD: Held = Held(UnsafeCell::new(None));
 
     pub(crate) extern "C" fn prepare() {
-        let guard = LOADED.lock().unwrap_or_else(|p| p.into_inner());
-        // SAFETY: see `Held`: this thread holds the lock.
-        unsafe { *HELD.0.get() = Some(guard) };
+        let opening = (!IN_INITIALISERS.get()).then(|| OPENING.lock().unwrap_or_else(|p| p.into_inner()));
+        let loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: see `Held`: this thread holds the image list's lock.
+        unsafe { *HELD.0.get() = Some((opening, loaded)) };
         crate::c::host::hold_pools_for_fork();
     }
 
     pub(crate) extern "C" fn release() {
         // SAFETY: taken by this thread's `prepare`.
         unsafe { crate::c::host::release_pools_after_fork() };
-        // SAFETY: see `Held`; dropping the guard unlocks (in the child the forking thread is the
-        // one that locked it).
+        // SAFETY: see `Held`; dropping the guards unlocks (in the child the forking thread is the
+        // one that locked them).
         drop(unsafe { (*HELD.0.get()).take() });
     }
 
@@ -144,56 +174,73 @@ pub(crate) fn check(device: Device, bytes: &[u8]) -> Option<bool> {
 
 /// Registers host image `bytes` (once per distinct image) and returns the program name that
 /// loads it. `InvalidBinary` for an image that is not a shared object for this machine, one the
-/// dynamic loader refuses (its message goes to the log), or one without the two symbols; the
-/// registration's own errors for its table. Nothing stays loaded when it fails.
+/// dynamic loader refuses (its message goes to the log), or one without the two symbols;
+/// `Busy` when called from a host image's initialisers (on the thread running them); the
+/// registration's own errors for its table. Nothing stays loaded when it fails. The image's
+/// initialisers run with no lock of ordo's held but the one that lets one image open at a time:
+/// they may call ordo (but not load a host image) and `fork`.
 pub(crate) fn register_image(bytes: &[u8]) -> Result<&'static CStr, Error> {
     if !fits(bytes) {
         return Err(refused("the image is not an ELF shared object for this machine"));
     }
+    if IN_INITIALISERS.get() {
+        return Err(Error::new(ErrorCode::Busy, "a host image's initialisers cannot load a host image"));
+    }
     #[cfg(unix)]
     fork::install();
-    let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(image) = loaded.iter().find(|image| image.bytes == bytes) {
-        return Ok(image.name);
+    let known = || {
+        let loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        loaded.iter().find(|image| image.bytes == bytes).map(|image| image.name)
+    };
+    if let Some(name) = known() {
+        return Ok(name);
     }
-    // SAFETY: the loader maps and initialises the image (its initialisers run: an image is code
-    // its caller trusts, as any library it links).
-    let (library, fd) = unsafe { open(bytes) }?;
-    let forget = |why: Error| {
+    let _opening = OPENING.lock().unwrap_or_else(|p| p.into_inner());
+    // Another thread may have opened it meanwhile.
+    if let Some(name) = known() {
+        return Ok(name);
+    }
+    let (library, fd) = {
+        let _initialising = Initialising::start();
+        // SAFETY: the loader maps and initialises the image (its initialisers run: an image is
+        // code its caller trusts, as any library it links).
+        unsafe { open(bytes) }?
+    };
+    let registered = {
+        let mut loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: a library `open` returned; the names are NUL-terminated.
+        let (table, count) =
+            unsafe { (libc::dlsym(library, KERNELS_SYMBOL.as_ptr()), libc::dlsym(library, COUNT_SYMBOL.as_ptr())) };
+        // The loader knows a library by its path: were a descriptor's path ever reused (a
+        // program that closed ordo's descriptor), it would hand back the library loaded from it
+        // before.
+        if loaded.iter().any(|image| image.library == library as usize) {
+            Err(refused("the dynamic loader handed back a host image loaded before"))
+        } else if table.is_null() || count.is_null() {
+            Err(refused("the image exports no ordo_host_kernels or no ordo_host_kernel_count"))
+        } else {
+            let name = CString::new(format!("ordo.host-image.{}", loaded.len())).expect("no NUL in the name");
+            // SAFETY: `count` is the image's `uint32_t`, and the table and everything it names
+            // are the image's, mapped for the rest of the process once registered (never closed).
+            unsafe { register(name.as_ptr(), table.cast::<ordo_host_kernel_t>(), *count.cast::<u32>()) }.map(|()| {
+                let name: &'static CStr = Box::leak(name.into_boxed_c_str());
+                // The library and its descriptor stay open for the rest of the process.
+                loaded.push(Loaded { bytes: bytes.to_vec(), name, library: library as usize });
+                name
+            })
+        }
+    };
+    if registered.is_err() {
+        // Outside the image list's lock: closing runs the image's finalisers.
+        let _finalising = Initialising::start();
         // SAFETY: a library `open` returned, closed once, and its descriptor; nothing of the
         // image was kept.
         unsafe {
             libc::dlclose(library);
             libc::close(fd);
         }
-        Err(why)
-    };
-    // The loader knows a library by its path: were a descriptor's path ever reused (a program
-    // that closed ordo's descriptor), it would hand back the library loaded from it before.
-    if loaded.iter().any(|image| image.library == library as usize) {
-        return forget(refused("the dynamic loader handed back a host image loaded before"));
     }
-    // SAFETY: a library `open` returned; the names are NUL-terminated.
-    let (table, count) =
-        unsafe { (libc::dlsym(library, KERNELS_SYMBOL.as_ptr()), libc::dlsym(library, COUNT_SYMBOL.as_ptr())) };
-    let registered = if table.is_null() || count.is_null() {
-        Err(refused("the image exports no ordo_host_kernels or no ordo_host_kernel_count"))
-    } else {
-        let name = CString::new(format!("ordo.host-image.{}", loaded.len())).expect("no NUL in the name");
-        // SAFETY: `count` is the image's `uint32_t`, and the table and everything it names are
-        // the image's, mapped for the rest of the process once registered (never closed).
-        let r = unsafe { register(name.as_ptr(), table.cast::<ordo_host_kernel_t>(), *count.cast::<u32>()) };
-        r.map(|()| name)
-    };
-    match registered {
-        Ok(name) => {
-            let name: &'static CStr = Box::leak(name.into_boxed_c_str());
-            // The library and its descriptor stay open for the rest of the process.
-            loaded.push(Loaded { bytes: bytes.to_vec(), name, library: library as usize });
-            Ok(name)
-        }
-        Err(e) => forget(e),
-    }
+    registered
 }
 
 /// Maps `bytes` as a library: written to an anonymous memory file (close-on-exec) and opened by

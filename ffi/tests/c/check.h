@@ -22,6 +22,23 @@
 
 #define OK(call) EXPECT(call, ORDO_SUCCESS)
 
+/* The whole file at `path` in a malloc'ed buffer (NULL if unreadable), its length in `*size`. */
+static inline unsigned char *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  fseek(f, 0, SEEK_END);
+  long end = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *bytes = end > 0 ? (unsigned char *)malloc((size_t)end) : NULL;
+  if (bytes != NULL && fread(bytes, 1, (size_t)end, f) != (size_t)end) {
+    free(bytes);
+    bytes = NULL;
+  }
+  fclose(f);
+  *size = end > 0 ? (size_t)end : 0;
+  return bytes;
+}
+
 #define N_ELEMENTS 4096
 
 /* The host platform's device 0 (the host backend is registered first). */

@@ -6,22 +6,6 @@
 
 #include "check.h"
 
-static unsigned char *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  fseek(f, 0, SEEK_END);
-  long end = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *bytes = malloc((size_t)end);
-  if (bytes != NULL && fread(bytes, 1, (size_t)end, f) != (size_t)end) {
-    free(bytes);
-    bytes = NULL;
-  }
-  fclose(f);
-  *size = (size_t)end;
-  return bytes;
-}
-
 /* Runs add(data, step, n) over 4 blocks of 64 and checks every element is old + step. */
 static int run_add(ordo_device_t d, ordo_kernel_t k, uint32_t *values, uint32_t step) {
   enum { N = 250 };
