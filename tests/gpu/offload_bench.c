@@ -14,7 +14,9 @@
  * Target <= 1.02x. The ol* functions are declared here (the GPU machine has no OffloadAPI.h; the
  * types are the header's, checked on the CPU by tests/offload/layout.c).
  * Built on the GPU machine: cc -O2 -I<cuda>/include offload_bench.c libordo.so.0 -lcuda
- * Usage: offload_bench kernels.ptx */
+ * Usage: offload_bench kernels.ptx [raw-first] (raw-first: the benchmark's module and stream are
+ * made before ordo's objects; tests/gpu/run.sh runs both orders, three processes each, and
+ * tests/gpu/bench_rows.sh gives each row's median over the processes). */
 #include <cuda.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -141,10 +143,29 @@ static void report(const char *name, double (*bare)(void), double (*ordo)(void),
   abba_report(name, bare, ordo, rounds, "<= 1.02");
 }
 
+/* The benchmark's own module, functions and stream, in the primary context. */
+static CUdevice raw_objects(const char *ptx, CUmodule *module) {
+  CUdevice dev = primary_context();
+  CU(cuModuleLoadData(module, ptx));
+  CU(cuModuleGetFunction(&raw_empty, *module, "empty"));
+  CU(cuModuleGetFunction(&raw_add, *module, "vector_add_f32"));
+  CU(cuStreamCreate(&stream, CU_STREAM_DEFAULT));
+  return dev;
+}
+
 int main(int argc, char **argv) {
-  if (argc < 2) { fprintf(stderr, "usage: offload_bench kernels.ptx\n"); return 2; }
+  if (argc < 2 || (argc > 2 && strcmp(argv[2], "raw-first") != 0)) {
+    fprintf(stderr, "usage: offload_bench kernels.ptx [raw-first]\n");
+    return 2;
+  }
   size_t len;
   const char *ptx = read_ptx(argv[1], &len);
+  /* Rows 1-4 compare objects made in some order (the process's first stream and module, or its
+   * second): by default ordo's are made first; with `raw-first` the benchmark's are. */
+  bool raw_first = argc > 2;
+  CUmodule module;
+  CUdevice dev = raw_first ? raw_objects(ptx, &module) : 0;
+  printf("objects made first: %s\n", raw_first ? "the benchmark's (raw-first)" : "ordo's");
   OL(olInit());
   OL(olIterateDevices(first_gpu, NULL));
   if (!gpu) { fprintf(stderr, "no GPU device\n"); return 1; }
@@ -152,12 +173,7 @@ int main(int argc, char **argv) {
   OL(olCreateProgram(gpu, ptx, len, &program));
   OL(olGetSymbol(program, "empty", 0, &ol_empty));
   OL(olGetSymbol(program, "vector_add_f32", 0, &ol_add));
-  CUmodule module;
-  CUdevice dev = primary_context();
-  CU(cuModuleLoadData(&module, ptx));
-  CU(cuModuleGetFunction(&raw_empty, module, "empty"));
-  CU(cuModuleGetFunction(&raw_add, module, "vector_add_f32"));
-  CU(cuStreamCreate(&stream, CU_STREAM_DEFAULT));
+  if (!raw_first) dev = raw_objects(ptx, &module);
   if (ordo_queue_native((ordo_queue_t){(uint64_t)(uintptr_t)queue}, (void **)&ordo_stream) != 0) {
     fprintf(stderr, "ordo_queue_native failed\n");
     return 1;

@@ -137,7 +137,9 @@ step ordo_bench gpu-bin/ordo bench
 if [ -n "$cc" ]; then
   step c_bench_build "$cc" -std=c99 -O2 -D_POSIX_C_SOURCE=200809L -I ffi/include tests/gpu/c_launch_bench.c \
     gpu-bin/libordo.a -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc -o /tmp/c_launch_bench
-  step c_bench /tmp/c_launch_bench
+  # Three processes (ordo_launch against cuLaunchKernel), then each row's median over them.
+  for i in 1 2 3; do step "c_bench_$i" /tmp/c_launch_bench; done
+  step c_bench_rows bash tests/gpu/bench_rows.sh "$out"/c_bench_[1-3].log
 else
   echo "FAIL c_bench (no C compiler on this machine)"; status=1
 fi
@@ -162,7 +164,14 @@ fi
 if [ -n "$cc" ] && [ -n "$cuda_inc" ] && [ -x gpu-bin/offload/conformance ]; then
   step offload_bench_build "$cc" -O2 -I"$cuda_inc" tests/gpu/offload_bench.c gpu-bin/offload/libordo.so.0 -lcuda \
     -Wl,-rpath,"$PWD/gpu-bin/offload" -o /tmp/offload_bench
-  step offload_bench /tmp/offload_bench gpu-bin/offload/kernels.ptx
+  # Six processes, the order of object creation alternated (rows 1-4 compare ordo's objects with
+  # the benchmark's, and the process's first stream and module are not its second), then each
+  # row's median over the six.
+  for i in 1 2 3; do
+    step "offload_bench_$i" /tmp/offload_bench gpu-bin/offload/kernels.ptx
+    step "offload_bench_raw_first_$i" /tmp/offload_bench gpu-bin/offload/kernels.ptx raw-first
+  done
+  step offload_bench_rows bash tests/gpu/bench_rows.sh "$out"/offload_bench_[1-3].log "$out"/offload_bench_raw_first_[1-3].log
   # What raises a cuLaunchKernel loop's cost on this host (no libordo: the driver alone).
   step launch_probe_build "$cc" -O2 -I"$cuda_inc" tests/gpu/launch_probe.c -lcuda -o /tmp/launch_probe
   step launch_probe /tmp/launch_probe gpu-bin/offload/kernels.ptx
