@@ -1,7 +1,13 @@
 /* Empty-kernel launches through the C ABI (ordo_launch) vs raw cuLaunchKernel, side by side in
- * one process, on the same device and primary context. libcuda is opened with dlopen, so this
- * builds with only a C compiler: cc -O2 -I ffi/include tests/gpu/c_launch_bench.c libordo.a
- * -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc. Prints table rows like cuda_bench. */
+ * one process, on the same device and primary context: first with the benchmark's own module
+ * and stream (a blocking stream, the kind ordo's queues are), then on the very CUfunction and
+ * CUstream behind ordo's handles (ordo_kernel_native, ordo_queue_native), so that the arms differ
+ * only in ordo's code. By default ordo's objects are made first; with the argument `raw-first`
+ * the benchmark's are (the process's first stream and module are not its second). libcuda is
+ * opened with dlopen, so this builds with only a C compiler: cc -O2 -I ffi/include
+ * tests/gpu/c_launch_bench.c libordo.a -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc. Prints table
+ * rows like cuda_bench. */
+#include <string.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,13 +68,15 @@ static double median(double *v, int n) {
   return v[n / 2];
 }
 
-static Ptr raw_fn, raw_stream;
+static Ptr raw_fn, raw_stream, ordo_fn, ordo_stream;
 static ordo_queue_t queue;
 static ordo_kernel_t kernel;
 static const ordo_launch_dims_t one = {{1, 1, 1}, {1, 1, 1}, 0};
 
 static void raw_launch(void) { CU(cuLaunchKernel(raw_fn, 1, 1, 1, 1, 1, 1, 0, raw_stream, NULL, NULL)); }
 static void raw_sync(void) { CU(cuStreamSynchronize(raw_stream)); }
+static void same_launch(void) { CU(cuLaunchKernel(ordo_fn, 1, 1, 1, 1, 1, 1, 0, ordo_stream, NULL, NULL)); }
+static void same_sync(void) { CU(cuStreamSynchronize(ordo_stream)); }
 static void ordo_launch1(void) { OK(ordo_launch(queue, kernel, &one, NULL, NULL, 0)); }
 static void ordo_sync(void) { OK(ordo_queue_synchronize(queue)); }
 
@@ -89,7 +97,54 @@ static double submit(int batch, void (*launch)(void), void (*sync)(void)) {
 
 #define ROUNDS 9
 
-int main(void) {
+/* The two rows (throughput and submit cost) of ordo_launch against `raw`, ABBA rounds (raw, ordo,
+ * ordo, raw) with the per-round ratio (o1 + o2) / (r1 + r2). */
+static void rows(const char *what, void (*raw)(void), void (*raw_sync_fn)(void)) {
+  static double r[4 * ROUNDS], o[4 * ROUNDS], q[4 * ROUNDS];
+  for (int i = 0; i < ROUNDS; i++) {
+    double r1 = throughput(100000, raw, raw_sync_fn), o1 = throughput(100000, ordo_launch1, ordo_sync);
+    double o2 = throughput(100000, ordo_launch1, ordo_sync), r2 = throughput(100000, raw, raw_sync_fn);
+    r[2 * i] = r1, r[2 * i + 1] = r2, o[2 * i] = o1, o[2 * i + 1] = o2, q[i] = (o1 + o2) / (r1 + r2);
+  }
+  double rt = median(r, 2 * ROUNDS), ot = median(o, 2 * ROUNDS);
+  qsort(q, ROUNDS, sizeof *q, cmp);
+  printf("| C ABI%s: launch throughput, 100k in a row | ns/launch | %.3f | %.3f | %.4f | %.4f [%.4f, %.4f] |\n", what,
+         rt, ot, ot / rt, q[ROUNDS / 2], q[ROUNDS / 4], q[3 * ROUNDS / 4]);
+  for (int i = 0; i < 4 * ROUNDS; i++) {
+    double s1[50], s2[50], s3[50], s4[50];
+    for (int j = 0; j < 50; j++) s1[j] = submit(32, raw, raw_sync_fn);
+    for (int j = 0; j < 50; j++) s2[j] = submit(32, ordo_launch1, ordo_sync);
+    for (int j = 0; j < 50; j++) s3[j] = submit(32, ordo_launch1, ordo_sync);
+    for (int j = 0; j < 50; j++) s4[j] = submit(32, raw, raw_sync_fn);
+    double r1 = median(s1, 50), o1 = median(s2, 50), o2 = median(s3, 50), r2 = median(s4, 50);
+    r[i] = (r1 + r2) / 2, o[i] = (o1 + o2) / 2, q[i] = (o1 + o2) / (r1 + r2);
+  }
+  double rs = median(r, 4 * ROUNDS), os = median(o, 4 * ROUNDS);
+  qsort(q, 4 * ROUNDS, sizeof *q, cmp);
+  printf("| C ABI%s: launch submit cost, batches of 32 | ns/launch | %.3f | %.3f | %.4f | %.4f [%.4f, %.4f] |\n", what,
+         rs, os, os / rs, q[2 * ROUNDS], q[ROUNDS], q[3 * ROUNDS]);
+}
+
+/* The benchmark's module (from `ptx`), function and blocking stream, in the primary context. */
+static int raw_objects(const char *ptx, Ptr *module) {
+  int dev;
+  Ptr ctx;
+  CU(cuInit(0));
+  CU(cuDeviceGet(&dev, 0));
+  CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+  CU(cuCtxSetCurrent(ctx));
+  CU(cuModuleLoadData(module, ptx));
+  CU(cuModuleGetFunction(&raw_fn, *module, "empty"));
+  CU(cuStreamCreate(&raw_stream, 0)); /* CU_STREAM_DEFAULT: blocking, as ordo's queues are */
+  return dev;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 2 || (argc == 2 && strcmp(argv[1], "raw-first") != 0)) {
+    fprintf(stderr, "usage: c_launch_bench [raw-first]\n");
+    return 2;
+  }
+  int raw_first = argc == 2;
   void *lib = dlopen("libcuda.so.1", RTLD_NOW);
   if (!lib) {
     fprintf(stderr, "libcuda.so.1 not found\n");
@@ -120,49 +175,24 @@ int main(void) {
   size_t size;
   ordo_program_t program;
   OK(ordo_device_get(platform, 0, &device));
+  /* ordo's built-in CUDA image (PTX, not NUL-terminated): the raw side loads the same text. */
   OK(ordo_builtin_program_image(device, &image, &size));
+  char *ptx = malloc(size + 1);
+  memcpy(ptx, image, size);
+  ptx[size] = 0;
+  int dev = 0;
+  Ptr module;
+  if (raw_first) dev = raw_objects(ptx, &module);
+  printf("objects made first: %s\n", raw_first ? "the benchmark's (raw-first)" : "ordo's");
   OK(ordo_program_load(device, image, size, &program));
   OK(ordo_kernel_get(program, "empty", &kernel));
   OK(ordo_queue_create(device, &queue));
+  if (!raw_first) dev = raw_objects(ptx, &module);
+  OK(ordo_kernel_native(kernel, &ordo_fn));
+  OK(ordo_queue_native(queue, &ordo_stream));
 
-  /* The raw side: same device, same primary context, its own module and stream. */
-  char *ptx = malloc(size + 1);
-  for (size_t i = 0; i < size; i++) ptx[i] = ((const char *)image)[i];
-  ptx[size] = 0;
-  int dev;
-  Ptr ctx, module;
-  CU(cuInit(0));
-  CU(cuDeviceGet(&dev, 0));
-  CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CU(cuCtxSetCurrent(ctx));
-  CU(cuModuleLoadData(&module, ptx));
-  CU(cuModuleGetFunction(&raw_fn, module, "empty"));
-  CU(cuStreamCreate(&raw_stream, 1));
-
-  /* ABBA rounds (raw, ordo, ordo, raw); per-round ratio (o1 + o2) / (r1 + r2). */
-  static double r[4 * ROUNDS], o[4 * ROUNDS], q[4 * ROUNDS];
-  for (int i = 0; i < ROUNDS; i++) {
-    double r1 = throughput(100000, raw_launch, raw_sync), o1 = throughput(100000, ordo_launch1, ordo_sync);
-    double o2 = throughput(100000, ordo_launch1, ordo_sync), r2 = throughput(100000, raw_launch, raw_sync);
-    r[2 * i] = r1, r[2 * i + 1] = r2, o[2 * i] = o1, o[2 * i + 1] = o2, q[i] = (o1 + o2) / (r1 + r2);
-  }
-  double rt = median(r, 2 * ROUNDS), ot = median(o, 2 * ROUNDS);
-  qsort(q, ROUNDS, sizeof *q, cmp);
-  printf("| C ABI: launch throughput, 100k in a row | ns/launch | %.3f | %.3f | %.4f | %.4f [%.4f, %.4f] |\n", rt, ot,
-         ot / rt, q[ROUNDS / 2], q[ROUNDS / 4], q[3 * ROUNDS / 4]);
-  for (int i = 0; i < 4 * ROUNDS; i++) {
-    double s1[50], s2[50], s3[50], s4[50];
-    for (int j = 0; j < 50; j++) s1[j] = submit(32, raw_launch, raw_sync);
-    for (int j = 0; j < 50; j++) s2[j] = submit(32, ordo_launch1, ordo_sync);
-    for (int j = 0; j < 50; j++) s3[j] = submit(32, ordo_launch1, ordo_sync);
-    for (int j = 0; j < 50; j++) s4[j] = submit(32, raw_launch, raw_sync);
-    double r1 = median(s1, 50), o1 = median(s2, 50), o2 = median(s3, 50), r2 = median(s4, 50);
-    r[i] = (r1 + r2) / 2, o[i] = (o1 + o2) / 2, q[i] = (o1 + o2) / (r1 + r2);
-  }
-  double rs = median(r, 4 * ROUNDS), os = median(o, 4 * ROUNDS);
-  qsort(q, 4 * ROUNDS, sizeof *q, cmp);
-  printf("| C ABI: launch submit cost, batches of 32 | ns/launch | %.3f | %.3f | %.4f | %.4f [%.4f, %.4f] |\n", rs, os,
-         os / rs, q[2 * ROUNDS], q[ROUNDS], q[3 * ROUNDS]);
+  rows("", raw_launch, raw_sync);
+  rows(", same CUfunction and CUstream", same_launch, same_sync);
   CU(cuDevicePrimaryCtxRelease(dev));
   OK(ordo_shutdown());
   ordo_teardown_report_t report;

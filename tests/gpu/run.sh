@@ -137,9 +137,13 @@ step ordo_bench gpu-bin/ordo bench
 if [ -n "$cc" ]; then
   step c_bench_build "$cc" -std=c99 -O2 -D_POSIX_C_SOURCE=200809L -I ffi/include tests/gpu/c_launch_bench.c \
     gpu-bin/libordo.a -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc -o /tmp/c_launch_bench
-  # Three processes (ordo_launch against cuLaunchKernel), then each row's median over them.
-  for i in 1 2 3; do step "c_bench_$i" /tmp/c_launch_bench; done
-  step c_bench_rows bash tests/gpu/bench_rows.sh "$out"/c_bench_[1-3].log
+  # Four processes (ordo_launch against cuLaunchKernel), the order of object creation
+  # alternated, then each row's median over them.
+  for i in 1 2; do
+    step "c_bench_$i" /tmp/c_launch_bench
+    step "c_bench_raw_first_$i" /tmp/c_launch_bench raw-first
+  done
+  step c_bench_rows bash tests/gpu/bench_rows.sh "$out"/c_bench_[1-2].log "$out"/c_bench_raw_first_[1-2].log
 else
   echo "FAIL c_bench (no C compiler on this machine)"; status=1
 fi
