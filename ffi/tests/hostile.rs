@@ -188,33 +188,25 @@ fn a_child_forked_during_ol_calls_can_init_and_shut_down() {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(20));
-        let mut failures = Vec::new();
-        for round in 0..10 {
-            let pid = libc::fork();
-            assert!(pid >= 0, "fork failed");
-            if pid == 0 {
-                // The child ends ordo for good: its shutdowns go on until ordo says it is not
-                // initialised (one with the fork handling: the child starts uninitialised).
-                let mut status = if olInit().is_null() { 3 } else { 1 };
-                for _ in 0..8 {
-                    match code(olShutDown()) {
-                        OL_ERRC_SUCCESS => {}
-                        OL_ERRC_UNINITIALIZED => {
-                            status = if status == 3 { 0 } else { status };
-                            break;
-                        }
-                        _ => {
-                            status = 2;
-                            break;
-                        }
+        let failures = common::fork::fork_rounds(10, || {
+            // The child ends ordo for good: its shutdowns go on until ordo says it is not
+            // initialised (one with the fork handling: the child starts uninitialised).
+            let mut status = if olInit().is_null() { 3 } else { 1 };
+            for _ in 0..8 {
+                match code(olShutDown()) {
+                    OL_ERRC_SUCCESS => {}
+                    OL_ERRC_UNINITIALIZED => {
+                        status = if status == 3 { 0 } else { status };
+                        break;
+                    }
+                    _ => {
+                        status = 2;
+                        break;
                     }
                 }
-                libc::_exit(status);
             }
-            if let Err(why) = common::wait_child(pid) {
-                failures.push(format!("round {round}: {why}"));
-            }
-        }
+            status
+        });
         STOP.store(true, Ordering::Relaxed);
         for w in workers {
             w.join().unwrap();

@@ -140,27 +140,18 @@ fn a_child_forked_during_host_image_loads_can_load_one() {
             })
             .collect();
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let mut failures = Vec::new();
-        for round in 0..40 {
-            let pid = libc::fork();
-            assert!(pid >= 0, "fork failed");
-            if pid == 0 {
-                let mut p: ol_program_handle_t = null_mut();
-                let status = if !olInit().is_null() {
-                    1
-                } else if !olCreateProgram(cpu_device(), image.as_ptr().cast(), image.len(), &mut p).is_null() {
-                    2
-                } else if !olDestroyProgram(p).is_null() || !olShutDown().is_null() {
-                    3
-                } else {
-                    0
-                };
-                libc::_exit(status);
+        let failures = common::fork::fork_rounds(40, || {
+            let mut p: ol_program_handle_t = null_mut();
+            if !olInit().is_null() {
+                1
+            } else if !olCreateProgram(cpu_device(), image.as_ptr().cast(), image.len(), &mut p).is_null() {
+                2
+            } else if !olDestroyProgram(p).is_null() || !olShutDown().is_null() {
+                3
+            } else {
+                0
             }
-            if let Err(why) = common::wait_child(pid) {
-                failures.push(format!("round {round}: {why}"));
-            }
-        }
+        });
         STOP.store(true, Ordering::Relaxed);
         for w in workers {
             w.join().unwrap();

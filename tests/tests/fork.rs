@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ordo_core::host::{HostArena, HostBackend, HostProgram, HostProgramRegistry, builtin};
 use ordo_core::{Backend, ErrorCode, MemKind, State};
@@ -14,6 +14,10 @@ static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
 static BACKENDS: [&dyn Backend; 1] = [&HOST];
 ordo_core::static_runtime!(static RT = &BACKENDS);
 static STOP: AtomicBool = AtomicBool::new(false);
+
+/// The forked-children helper ordo-ffi's tests use.
+#[path = "../../ffi/tests/common/fork.rs"]
+mod forked;
 
 /// What a child checks; its exit status says which check failed (0: all passed).
 fn child(old_queue: ordo_core::Queue) -> i32 {
@@ -61,20 +65,7 @@ fn a_child_forked_while_other_threads_are_in_calls_starts_consistent() {
         })
         .collect();
     thread::sleep(Duration::from_millis(20));
-    let mut failures = Vec::new();
-    for round in 0..20 {
-        // SAFETY: the child only runs `child` (ordo calls on this thread) and `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
-            let status = child(q);
-            // SAFETY: ends the child at once, without running the parent's exit handlers.
-            unsafe { libc::_exit(status) };
-        }
-        if let Err(why) = wait_child(pid) {
-            failures.push(format!("round {round}: {why}"));
-        }
-    }
+    let failures = forked::fork_rounds(20, || child(q));
     STOP.store(true, Ordering::Relaxed);
     for w in workers {
         w.join().unwrap();
@@ -83,33 +74,6 @@ fn a_child_forked_while_other_threads_are_in_calls_starts_consistent() {
     // The parent is unaffected.
     RT.queue_synchronize(q).unwrap();
     RT.shutdown().unwrap();
-}
-
-/// Waits up to 10 s for child `pid`: `Err` when it hung (it is killed) or exited with a
-/// non-zero status (which check failed).
-fn wait_child(pid: libc::pid_t) -> Result<(), String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for our own child without blocking.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            break;
-        }
-        if Instant::now() > deadline {
-            // SAFETY: kills our own hung child, then reaps it.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            return Err("the child hung".into());
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
-        return Err(format!("the child failed check {}", libc::WEXITSTATUS(status)));
-    }
-    Ok(())
 }
 
 /// A child forked while other threads register host programs (here: the same ones again, each
@@ -134,25 +98,12 @@ fn a_child_forked_during_host_program_registrations_can_register_one() {
         })
         .collect();
     thread::sleep(Duration::from_millis(20));
-    let mut failures = Vec::new();
-    for round in 0..40 {
-        // SAFETY: the child only uses the registry on this thread and `_exit`s.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
-            let status = match REGISTRY.register(&CHILDS) {
-                Err(_) => 1,
-                Ok(()) if REGISTRY.find("fork.child").is_none() => 2,
-                Ok(()) if BUSY.iter().any(|p| REGISTRY.find(p.name).is_none()) => 3,
-                Ok(()) => 0,
-            };
-            // SAFETY: ends the child at once.
-            unsafe { libc::_exit(status) };
-        }
-        if let Err(why) = wait_child(pid) {
-            failures.push(format!("round {round}: {why}"));
-        }
-    }
+    let failures = forked::fork_rounds(40, || match REGISTRY.register(&CHILDS) {
+        Err(_) => 1,
+        Ok(()) if REGISTRY.find("fork.child").is_none() => 2,
+        Ok(()) if BUSY.iter().any(|p| REGISTRY.find(p.name).is_none()) => 3,
+        Ok(()) => 0,
+    });
     HALT.store(true, Ordering::Relaxed);
     for w in workers {
         w.join().unwrap();

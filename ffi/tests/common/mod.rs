@@ -7,6 +7,8 @@ use core::ptr::null_mut;
 use ordo_core::BackendKind;
 use ordo_ffi::offload::*;
 
+pub mod fork;
+
 /// The error code of an `ol_result_t` (`OL_ERRC_SUCCESS` for NULL).
 pub fn code(r: ol_result_t) -> ol_errc_t {
     // SAFETY: a non-NULL result points to an error struct that lives for the process.
@@ -43,31 +45,4 @@ pub fn cuda_device_for_mgpu() -> bool {
         println!("skipped the mgpu* part: no CUDA device");
     }
     cuda
-}
-
-/// Waits up to 10 s for forked child `pid`: `Err` with why when it hung (it is killed) or
-/// exited with a non-zero status (`check N` for status N).
-pub fn wait_child(pid: libc::pid_t) -> Result<(), String> {
-    use std::time::{Duration, Instant};
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let mut status = 0;
-    loop {
-        // SAFETY: our own child; `status` is writable.
-        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-            break;
-        }
-        if Instant::now() > deadline {
-            // SAFETY: as above.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            return Err("the child hung".into());
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 0 {
-        return Err(format!("the child failed check {}", libc::WEXITSTATUS(status)));
-    }
-    Ok(())
 }
