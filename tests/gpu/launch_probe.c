@@ -11,7 +11,8 @@
  *   - a chain of 6 dependent loads, each on its own page (a handle's slot, then the entry it
  *     names, then the function it calls through: the shape of a runtime's lookups);
  *   - a call into 40 never-taken branches (predictable: only their code and predictor entries);
- *   - a call into 2 KiB of straight-line code (8-byte no-ops: the instruction-cache footprint).
+ *   - a call into 512 bytes, 2 KiB and 8 KiB of straight-line code (8-byte no-ops: the
+ *     instruction-cache footprint, to see how it scales).
  * And the driver against itself, where a runtime's launch differs from a hand-written one only
  * in the objects or the argument form it uses:
  *   - `vector_add_f32` with its arguments as kernelParams vs one packed buffer (`extra`,
@@ -101,8 +102,18 @@ __attribute__((noinline)) static void straight_code(void) {
   __asm__ volatile(".rept 256\n\t.byte 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00\n\t.endr" ::: "memory");
 }
 static void (*volatile straight_ptr)(void) = straight_code;
+__attribute__((noinline)) static void straight_code_512(void) {
+  __asm__ volatile(".rept 64\n\t.byte 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00\n\t.endr" ::: "memory");
+}
+static void (*volatile straight_512_ptr)(void) = straight_code_512;
+__attribute__((noinline)) static void straight_code_8k(void) {
+  __asm__ volatile(".rept 1024\n\t.byte 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00\n\t.endr" ::: "memory");
+}
+static void (*volatile straight_8k_ptr)(void) = straight_code_8k;
 static void predictable(void) { sink = never_taken_ptr(zero); }
 static void footprint(void) { straight_ptr(); }
+static void footprint_512(void) { straight_512_ptr(); }
+static void footprint_8k(void) { straight_8k_ptr(); }
 static void tls(void) { local_value++; }
 
 /* `n` launches of `f` on `st` with its arguments in either form, then a synchronise. */
@@ -134,6 +145,8 @@ static double with_tls(void) { return batch(tls); }
 static double with_chain(void) { return batch(chain); }
 static double with_predictable(void) { return batch(predictable); }
 static double with_footprint(void) { return batch(footprint); }
+static double with_footprint_512(void) { return batch(footprint_512); }
+static double with_footprint_8k(void) { return batch(footprint_8k); }
 
 int main(int argc, char **argv) {
   if (argc < 2) { fprintf(stderr, "usage: launch_probe kernels.ptx\n"); return 2; }
@@ -173,7 +186,9 @@ int main(int argc, char **argv) {
   abba_report("a thread-local increment", bare, with_tls, ROUNDS, "");
   abba_report("a chain of 6 dependent loads, one page each", bare, with_chain, ROUNDS, "");
   abba_report("an indirect call into 40 never-taken branches", bare, with_predictable, ROUNDS, "");
+  abba_report("an indirect call into 512 bytes of straight-line code", bare, with_footprint_512, ROUNDS, "");
   abba_report("an indirect call into 2 KiB of straight-line code", bare, with_footprint, ROUNDS, "");
+  abba_report("an indirect call into 8 KiB of straight-line code", bare, with_footprint_8k, ROUNDS, "");
   abba_report("nothing (control)", bare, bare, ROUNDS, "");
   printf("| the driver against itself (batches of %d) | first | second | ratio [p25, p75] | |\n", N);
   printf("|---|---|---|---|---|\n");
