@@ -110,8 +110,9 @@ impl HostProgramRegistry {
         }
     }
 
-    /// Takes the writer lock: waits while a thread of this process holds it, and takes it over
-    /// from a thread of another process (the parent of a `fork`; see the type's doc).
+    /// Takes the writer lock: waits (the core's wait step, `set_wait_strategy`) while a thread
+    /// of this process holds it, and takes it over from a thread of another process (the parent
+    /// of a `fork`; see the type's doc).
     fn lock_writer(&self) -> Writer<'_> {
         let me = process_id();
         let mut seen = 0;
@@ -122,7 +123,8 @@ impl HostProgramRegistry {
                 Err(owner) if owner != me => seen = owner,
                 Err(_) => {
                     seen = 0;
-                    core::hint::spin_loop();
+                    // The core's wait step (spin, yield with std, or the host's hook).
+                    crate::sync::relax();
                 }
             }
         }
