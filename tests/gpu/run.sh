@@ -17,6 +17,19 @@ step() { # name, command...
   if [ -s "$out/$name.err" ]; then echo "--- stderr of $name:"; tail -n 20 "$out/$name.err"; fi
   return $rc
 }
+# A launch benchmark in 2 x ROUNDS processes, the order of object creation alternated (a process's
+# first stream and module are not its second: each benchmark takes `raw-first` to make its own
+# before ordo's), then each row's median over them (tests/gpu/bench_rows.sh).
+processes() { # name, rounds, command...
+  local name=$1 rounds=$2 i; shift 2
+  local logs=()
+  for i in $(seq "$rounds"); do
+    step "${name}_$i" "$@"
+    step "${name}_raw_first_$i" "$@" raw-first
+    logs+=("$out/${name}_$i.log" "$out/${name}_raw_first_$i.log")
+  done
+  step "${name}_rows" bash tests/gpu/bench_rows.sh "${logs[@]}"
+}
 
 echo "== machine"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
@@ -137,13 +150,7 @@ step ordo_bench gpu-bin/ordo bench
 if [ -n "$cc" ]; then
   step c_bench_build "$cc" -std=c99 -O2 -D_POSIX_C_SOURCE=200809L -I ffi/include tests/gpu/c_launch_bench.c \
     gpu-bin/libordo.a -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc -o /tmp/c_launch_bench
-  # Four processes (ordo_launch against cuLaunchKernel), the order of object creation
-  # alternated, then each row's median over them.
-  for i in 1 2; do
-    step "c_bench_$i" /tmp/c_launch_bench
-    step "c_bench_raw_first_$i" /tmp/c_launch_bench raw-first
-  done
-  step c_bench_rows bash tests/gpu/bench_rows.sh "$out"/c_bench_[1-2].log "$out"/c_bench_raw_first_[1-2].log
+  processes c_bench 2 /tmp/c_launch_bench # ordo_launch against cuLaunchKernel
 else
   echo "FAIL c_bench (no C compiler on this machine)"; status=1
 fi
@@ -168,14 +175,7 @@ fi
 if [ -n "$cc" ] && [ -n "$cuda_inc" ] && [ -x gpu-bin/offload/conformance ]; then
   step offload_bench_build "$cc" -O2 -I"$cuda_inc" tests/gpu/offload_bench.c gpu-bin/offload/libordo.so.0 -lcuda \
     -Wl,-rpath,"$PWD/gpu-bin/offload" -o /tmp/offload_bench
-  # Six processes, the order of object creation alternated (rows 1-4 compare ordo's objects with
-  # the benchmark's, and the process's first stream and module are not its second), then each
-  # row's median over the six.
-  for i in 1 2 3; do
-    step "offload_bench_$i" /tmp/offload_bench gpu-bin/offload/kernels.ptx
-    step "offload_bench_raw_first_$i" /tmp/offload_bench gpu-bin/offload/kernels.ptx raw-first
-  done
-  step offload_bench_rows bash tests/gpu/bench_rows.sh "$out"/offload_bench_[1-3].log "$out"/offload_bench_raw_first_[1-3].log
+  processes offload_bench 3 /tmp/offload_bench gpu-bin/offload/kernels.ptx
   # What raises a cuLaunchKernel loop's cost on this host (no libordo: the driver alone).
   step launch_probe_build "$cc" -O2 -I"$cuda_inc" tests/gpu/launch_probe.c -lcuda -o /tmp/launch_probe
   step launch_probe /tmp/launch_probe gpu-bin/offload/kernels.ptx
