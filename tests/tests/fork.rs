@@ -85,7 +85,7 @@ fn a_child_forked_during_host_program_registrations_can_register_one() {
     static REGISTRY: HostProgramRegistry = HostProgramRegistry::new();
     static BUSY: [HostProgram; 2] =
         [HostProgram { name: "fork.busy.0", kernels: &[] }, HostProgram { name: "fork.busy.1", kernels: &[] }];
-    static CHILDS: HostProgram = HostProgram { name: "fork.child", kernels: &[] };
+    static CHILD_PROGRAM: HostProgram = HostProgram { name: "fork.child", kernels: &[] };
     static HALT: AtomicBool = AtomicBool::new(false);
     let workers: Vec<_> = BUSY
         .iter()
@@ -98,7 +98,7 @@ fn a_child_forked_during_host_program_registrations_can_register_one() {
         })
         .collect();
     thread::sleep(Duration::from_millis(20));
-    let failures = forked::fork_rounds(40, || match REGISTRY.register(&CHILDS) {
+    let failures = forked::fork_rounds(40, || match REGISTRY.register(&CHILD_PROGRAM) {
         Err(_) => 1,
         Ok(()) if REGISTRY.find("fork.child").is_none() => 2,
         Ok(()) if BUSY.iter().any(|p| REGISTRY.find(p.name).is_none()) => 3,
