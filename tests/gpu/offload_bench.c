@@ -10,7 +10,7 @@
  * (ordo_kernel_native, ordo_queue_native) on the driver's side, so that the arms differ only in
  * ordo's code. Diagnosis rows (informational) separate the parts: the driver call on the very
  * stream behind ordo's queue, ordo's own C ABI (ordo_launch) on the same queue and kernel.
- * Each arm: batches of 1000 launches then a synchronise (24 rounds), and 301 rounds of 200.
+ * Each arm: batches of 1000 launches then a synchronise (96 rounds), and 301 rounds of 200.
  * Target <= 1.02x. The ol* functions are declared here (the GPU machine has no OffloadAPI.h; the
  * types are the header's, checked on the CPU by tests/offload/layout.c).
  * Built on the GPU machine: cc -O2 -I<cuda>/include offload_bench.c libordo.so.0 -lcuda
@@ -99,7 +99,7 @@ static double raw_same(CUfunction f, void **params, int n) {
 static double raw_on_ordo_stream(void) { return raw_same(raw_empty, NULL, LONG_N); }
 static double ol_batch(ol_handle k, const void *args, size_t size, int n) { return ol_timed(k, args, size, n, 0); }
 
-enum { LONG = 1000, ROUNDS = 24, SHORT = 200, SHORT_ROUNDS = 301 };
+enum { LONG = 1000, ROUNDS = 96, SHORT = 200, SHORT_ROUNDS = 301 };
 static void *add_params[4];
 static double raw_empty_long(void) { return raw_batch(raw_empty, NULL, LONG); }
 static double ol_empty_long(void) { return ol_batch(ol_empty, NULL, 0, LONG); }
@@ -190,17 +190,17 @@ int main(int argc, char **argv) {
   raw_empty_long(); ol_empty_long(); raw_add_long(); ol_add_long(); /* warm-up */
   printf("| benchmark | cuLaunchKernel | olLaunchKernel (libordo) | ordo / driver, per-round median [p25, p75] | target |\n");
   printf("|---|---|---|---|---|\n");
-  report("empty kernel, batches of 1000 then a synchronise, 24 rounds", raw_empty_long, ol_empty_long, ROUNDS);
+  report("empty kernel, batches of 1000 then a synchronise, 96 rounds", raw_empty_long, ol_empty_long, ROUNDS);
   report("empty kernel, 301 rounds of 200", raw_empty_short, ol_empty_short, SHORT_ROUNDS);
-  report("vector_add_f32 (4 arguments, packed and split), batches of 1000, 24 rounds", raw_add_long, ol_add_long,
+  report("vector_add_f32 (4 arguments, packed and split), batches of 1000, 96 rounds", raw_add_long, ol_add_long,
          ROUNDS);
   report("vector_add_f32, 301 rounds of 200", raw_add_short, ol_add_short, SHORT_ROUNDS);
   if (ordo_empty_fn) {
-    report("same CUfunction and CUstream: empty kernel, batches of 1000, 48 rounds", same_empty_long, ol_empty_long,
+    report("same CUfunction and CUstream: empty kernel, batches of 1000, 192 rounds", same_empty_long, ol_empty_long,
            2 * ROUNDS);
     report("same CUfunction and CUstream: empty kernel, 301 rounds of 200", same_empty_short, ol_empty_short,
            SHORT_ROUNDS);
-    report("same CUfunction and CUstream: vector_add_f32, batches of 1000, 48 rounds", same_add_long, ol_add_long,
+    report("same CUfunction and CUstream: vector_add_f32, batches of 1000, 192 rounds", same_add_long, ol_add_long,
            2 * ROUNDS);
     report("same CUfunction and CUstream: vector_add_f32, 301 rounds of 200", same_add_short, ol_add_short,
            SHORT_ROUNDS);
