@@ -31,6 +31,8 @@ mod error;
 mod guard;
 mod handle;
 pub mod host;
+#[cfg(ordo_launch_cache)]
+mod launch_cache;
 mod lifecycle;
 mod reentry;
 mod report;

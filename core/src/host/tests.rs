@@ -386,3 +386,173 @@ mod packed {
         RT.shutdown().unwrap();
     }
 }
+
+// ---- the launch cache: never a stale target ---------------------------------------------------
+
+#[cfg(ordo_launch_cache)]
+mod launch_cache {
+    use super::*;
+
+    static ARENA: HostArena<{ 4 * HOST_ALIGN }> = HostArena::new();
+    const PARAMS: &[usize] = &[core::mem::size_of::<usize>()];
+    static A: &[HostKernel] = &[HostKernel { name: "mark", run: mark_a, params: PARAMS }];
+    static B: &[HostKernel] = &[HostKernel { name: "mark", run: mark_b, params: PARAMS }];
+    static PROGRAMS: &[HostProgram] =
+        &[HostProgram { name: "cache.a", kernels: A }, HostProgram { name: "cache.b", kernels: B }];
+    static HOST: HostBackend = HostBackend::new(&ARENA, PROGRAMS, None);
+    static BACKENDS: [&dyn Backend; 1] = [&HOST];
+    crate::static_runtime!(static RT = &BACKENDS);
+
+    /// `*(u32 *)p = v`.
+    unsafe fn mark(args: &KernelArgs<'_>, v: u32) -> Result<(), Error> {
+        // SAFETY: the test passes the address of a live `u32` of the arena.
+        unsafe { *core::ptr::with_exposed_provenance_mut::<u32>(args.read::<usize>(0)?) = v };
+        Ok(())
+    }
+    unsafe fn mark_a(_: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
+        // SAFETY: forwarded.
+        unsafe { mark(args, 1) }
+    }
+    unsafe fn mark_b(_: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> {
+        // SAFETY: forwarded.
+        unsafe { mark(args, 2) }
+    }
+
+    const ONE: LaunchDims = LaunchDims::linear(1, 1);
+
+    /// Launches `k` on `q` with the address of `m`, through `launch` or `launch_packed_on`, and
+    /// returns what the kernel wrote (0: nothing ran).
+    fn run(d: crate::Device, q: crate::Queue, k: crate::Kernel, m: DevicePtr, packed: bool) -> Result<u32, Error> {
+        RT.fill(m, FillValue::U32(0), 1, None)?;
+        let mut at = m.0 as usize;
+        let r = if packed {
+            // SAFETY: the kernel takes the address of a live u32.
+            unsafe { RT.launch_packed_on(d, q, k, &ONE, &at.to_ne_bytes()) }
+        } else {
+            let params = [(&raw mut at).cast::<core::ffi::c_void>()];
+            let args = KernelArgs::new(&params, PARAMS).unwrap();
+            // SAFETY: as above.
+            unsafe { RT.launch(q, k, &ONE, &args) }
+        };
+        r?;
+        RT.queue_synchronize(q)?;
+        let mut out = [0u8; 4];
+        RT.copy_from_device(&mut out, m)?;
+        Ok(u32::from_ne_bytes(out))
+    }
+
+    /// Whether this thread's launch cache holds `q`, `k` and `ONE` for the current tables.
+    fn cached(q: crate::Queue, k: crate::Kernel) -> bool {
+        let (c, epoch) = RT.this_threads_launch_cache().unwrap();
+        c.get(epoch, q.0.0, k.0.0, &ONE).is_some()
+    }
+
+    /// A repeated launch takes the thread's cached target; every create, destroy and init makes
+    /// it stale, so a launch never reaches a replaced queue or kernel (a kernel loaded into the
+    /// slot of an unloaded one runs itself, the old handle fails), nor skips a check (other
+    /// dimensions, another device, a short buffer).
+    #[test]
+    fn a_cached_launch_target_never_outlives_what_it_names() {
+        RT.init().unwrap();
+        let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
+        let m = RT.mem_alloc(d, MemKind::Device, 4).unwrap();
+        let q = RT.queue_create(d).unwrap();
+        let pa = RT.program_load(d, b"cache.a").unwrap();
+        let ka = RT.kernel_get(pa, "mark").unwrap();
+        for packed in [false, true, false, true] {
+            assert_eq!(run(d, q, ka, m, packed), Ok(1));
+            assert!(cached(q, ka), "packed {packed}");
+        }
+        // Other dimensions are checked (and not cached when refused).
+        let wide = LaunchDims::linear(1, 1025);
+        let at = m.0 as usize;
+        // SAFETY: refused before anything runs.
+        let r = unsafe { RT.launch_packed_on(d, q, ka, &wide, &at.to_ne_bytes()) };
+        assert_eq!(r.unwrap_err().code, ErrorCode::InvalidValue);
+        assert!(cached(q, ka), "a refused launch leaves the entry");
+        // The device and the buffer are checked on a hit.
+        // SAFETY: refused before anything runs.
+        let short = unsafe { RT.launch_packed_on(d, q, ka, &ONE, &at.to_ne_bytes()[..4]) };
+        assert_eq!(short.unwrap_err().code, ErrorCode::InvalidSize);
+        let not_a_device = crate::Device::from_raw(q.to_raw());
+        // SAFETY: refused before anything runs.
+        let other = unsafe { RT.launch_packed_on(not_a_device, q, ka, &ONE, &at.to_ne_bytes()) };
+        assert_eq!(other.unwrap_err().code, ErrorCode::InvalidHandle);
+
+        // An unload (an exclusive call) makes the entry stale; the old handle fails, a kernel in
+        // its slot runs itself.
+        RT.program_unload(pa).unwrap();
+        assert!(!cached(q, ka));
+        for packed in [false, true] {
+            assert_eq!(run(d, q, ka, m, packed).unwrap_err().code, ErrorCode::InvalidHandle);
+        }
+        let pb = RT.program_load(d, b"cache.b").unwrap();
+        let kb = RT.kernel_get(pb, "mark").unwrap();
+        assert_ne!(kb, ka);
+        for packed in [false, true, true] {
+            assert_eq!(run(d, q, kb, m, packed), Ok(2));
+            assert_eq!(run(d, q, ka, m, packed).unwrap_err().code, ErrorCode::InvalidHandle);
+        }
+
+        // So does any other exclusive call, and a destroyed queue fails.
+        assert_eq!(run(d, q, kb, m, true), Ok(2));
+        let spare = RT.queue_create(d).unwrap();
+        assert!(!cached(q, kb), "a create moves the epoch");
+        RT.queue_destroy(spare).unwrap();
+        assert_eq!(run(d, q, kb, m, true), Ok(2));
+        RT.queue_destroy(q).unwrap();
+        assert_eq!(run(d, q, kb, m, true).unwrap_err().code, ErrorCode::InvalidHandle);
+        let q2 = RT.queue_create(d).unwrap();
+        assert_eq!(run(d, q2, kb, m, false), Ok(2));
+        assert!(cached(q2, kb));
+
+        // A shutdown and an init: nothing cached before is current.
+        let _ = RT.shutdown().unwrap();
+        assert_eq!(run(d, q2, kb, m, false).unwrap_err().code, ErrorCode::Uninitialized);
+        RT.init().unwrap();
+        assert!(!cached(q2, kb));
+        let d = RT.device(RT.platform(0).unwrap(), 0).unwrap();
+        let m = RT.mem_alloc(d, MemKind::Device, 4).unwrap();
+        let q3 = RT.queue_create(d).unwrap();
+        let p3 = RT.program_load(d, b"cache.a").unwrap();
+        let k3 = RT.kernel_get(p3, "mark").unwrap();
+        assert_eq!(run(d, q3, k3, m, true), Ok(1));
+        assert!(run(d, q2, kb, m, true).is_err(), "handles of the last Ready period");
+        let _ = RT.shutdown().unwrap();
+    }
+
+    /// Each thread has its own entry: threads launching different kernels on different queues
+    /// at once each run their own.
+    #[test]
+    fn threads_keep_their_own_launch_targets() {
+        static RT2_ARENA: HostArena<{ 4 * HOST_ALIGN }> = HostArena::new();
+        static HOST2: HostBackend = HostBackend::new(&RT2_ARENA, PROGRAMS, None);
+        static BACKENDS2: [&dyn Backend; 1] = [&HOST2];
+        crate::static_runtime!(static RT2 = &BACKENDS2);
+        RT2.init().unwrap();
+        let d = RT2.device(RT2.platform(0).unwrap(), 0).unwrap();
+        let threads: std::vec::Vec<_> = [(b"cache.a", 1u32), (b"cache.b", 2u32)]
+            .into_iter()
+            .map(|(name, want)| {
+                let m = RT2.mem_alloc(d, MemKind::Device, 4).unwrap();
+                let q = RT2.queue_create(d).unwrap();
+                let k = RT2.kernel_get(RT2.program_load(d, name).unwrap(), "mark").unwrap();
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        let at = m.0 as usize;
+                        // SAFETY: the kernel takes the address of a live u32.
+                        unsafe { RT2.launch_packed_on(d, q, k, &ONE, &at.to_ne_bytes()) }.unwrap();
+                        RT2.queue_synchronize(q).unwrap();
+                        let mut out = [0u8; 4];
+                        RT2.copy_from_device(&mut out, m).unwrap();
+                        assert_eq!(u32::from_ne_bytes(out), want);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let _ = RT2.shutdown().unwrap();
+    }
+}
