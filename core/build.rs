@@ -32,16 +32,4 @@ fn main() {
     }
     let path = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("capacity.rs");
     fs::write(path, out).expect("write capacity.rs");
-
-    // `ordo_launch_cache`: each thread slot keeps its last launch target (src/launch_cache.rs).
-    // Thread slots need `std` (or loom, whose models leave the cache out: it is the owning
-    // thread's alone), and the entry 64-bit atomics.
-    println!("cargo:rustc-check-cfg=cfg(ordo_launch_cache)");
-    let atomics = env::var("CARGO_CFG_TARGET_HAS_ATOMIC").unwrap_or_default();
-    if env::var_os("CARGO_FEATURE_STD").is_some()
-        && env::var_os("CARGO_CFG_LOOM").is_none()
-        && atomics.split(',').any(|w| w == "64")
-    {
-        println!("cargo:rustc-cfg=ordo_launch_cache");
-    }
 }

@@ -31,8 +31,6 @@ mod error;
 mod guard;
 mod handle;
 pub mod host;
-#[cfg(ordo_launch_cache)]
-mod launch_cache;
 mod lifecycle;
 mod reentry;
 mod report;

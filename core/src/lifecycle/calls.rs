@@ -19,11 +19,11 @@ impl Gate {
             crate::slots::light(mine.asymmetric);
             let w = self.load();
             if w.phase() == Phase::Ready && !w.writer() {
-                return Ok(SharedGuard::owned(count, mine.index));
+                return Ok(SharedGuard { count, owned: true });
             }
             crate::sync::cold_path();
             count.store(n, Ordering::Release);
-            return self.enter_shared_owned_slow(count, mine.index, mine.asymmetric, w);
+            return self.enter_shared_owned_slow(count, mine.asymmetric, w);
         }
         crate::sync::cold_path();
         self.enter_shared_hashed()
@@ -36,7 +36,6 @@ impl Gate {
     pub(super) fn enter_shared_owned_slow<'a>(
         &'a self,
         count: &'a AtomicU32,
-        index: usize,
         asymmetric: bool,
         mut w: Word,
     ) -> Result<SharedGuard<'a>> {
@@ -52,7 +51,7 @@ impl Gate {
             crate::slots::light(asymmetric);
             w = self.load();
             if w.phase() == Phase::Ready && !w.writer() {
-                return Ok(SharedGuard::owned(count, index));
+                return Ok(SharedGuard { count, owned: true });
             }
             count.store(n, Ordering::Release);
         }
@@ -67,12 +66,7 @@ impl Gate {
             handshake_fence();
             let w = self.load();
             if w.phase() == Phase::Ready && !w.writer() {
-                return Ok(SharedGuard {
-                    count: shard,
-                    owned: false,
-                    #[cfg(ordo_launch_cache)]
-                    slot: None,
-                });
+                return Ok(SharedGuard { count: shard, owned: false });
             }
             shard.fetch_sub(1, Ordering::SeqCst);
             if w.phase() != Phase::Ready {
@@ -104,7 +98,6 @@ impl Gate {
                 while self.calls_in_flight() {
                     relax();
                 }
-                self.new_epoch();
                 return Ok(ExclusiveGuard(self));
             }
         }
@@ -162,24 +155,6 @@ pub(crate) struct SharedGuard<'a> {
     count: &'a AtomicU32,
     /// The counter is the calling thread's own slot (written by this thread only).
     owned: bool,
-    /// That slot's index (`Gate::launch_cache`).
-    #[cfg(ordo_launch_cache)]
-    pub(super) slot: Option<usize>,
-}
-
-impl<'a> SharedGuard<'a> {
-    /// A call counted in the calling thread's own slot `index`.
-    #[cfg(any(feature = "std", loom))]
-    #[inline(always)]
-    fn owned(count: &'a AtomicU32, index: usize) -> Self {
-        let _ = index;
-        Self {
-            count,
-            owned: true,
-            #[cfg(ordo_launch_cache)]
-            slot: Some(index),
-        }
-    }
 }
 
 impl Drop for SharedGuard<'_> {

@@ -52,11 +52,9 @@ const SHARDS: usize = 16;
 struct Shard(AtomicU32);
 
 /// One thread's counters (`slots::mine`), alone on a cache line that only that thread writes
-/// (and a writer holding the gate, while the thread is kept out). With the launch cache, its
-/// last launch target too, on the line pair (128 bytes) that the counters open.
+/// (and a writer holding the gate, while the thread is kept out).
 #[cfg(any(feature = "std", loom))]
-#[cfg_attr(not(ordo_launch_cache), repr(align(64)))]
-#[cfg_attr(ordo_launch_cache, repr(C, align(128)))]
+#[repr(align(64))]
 struct Slot {
     /// Calls in flight on this thread.
     calls: AtomicU32,
@@ -64,9 +62,6 @@ struct Slot {
     busy: AtomicU32,
     /// Init references counted here instead of in the word.
     refs: AtomicU32,
-    /// This thread's last launch target (read and written by this thread only).
-    #[cfg(ordo_launch_cache)]
-    launch: crate::launch_cache::LaunchCache,
 }
 
 #[cfg(any(feature = "std", loom))]
@@ -187,11 +182,6 @@ pub(crate) enum ShutdownStep {
 /// The lifecycle word and the in-flight shards, with typed operations only.
 pub(crate) struct Gate {
     word: AtomicU32,
-    /// Changes (by 1) in every exclusive section and at every init, before the tables change
-    /// and while no call is in flight: a launch cache entry of an older epoch is stale
-    /// (`launch_cache`). At least 1 once `Ready`.
-    #[cfg(ordo_launch_cache)]
-    epoch: core::sync::atomic::AtomicU64,
     shards: [Shard; SHARDS],
     /// One pair of counters per thread slot (`slots::mine`), written by its owner only.
     #[cfg(any(feature = "std", loom))]
@@ -207,19 +197,10 @@ impl Gate {
     pub(crate) const fn new() -> Self {
         Self {
             word: AtomicU32::new(0),
-            #[cfg(ordo_launch_cache)]
-            epoch: core::sync::atomic::AtomicU64::new(0),
             shards: [const { Shard(AtomicU32::new(0)) }; SHARDS],
             #[cfg(feature = "std")]
-            slots: [const {
-                Slot {
-                    calls: AtomicU32::new(0),
-                    busy: AtomicU32::new(0),
-                    refs: AtomicU32::new(0),
-                    #[cfg(ordo_launch_cache)]
-                    launch: crate::launch_cache::LaunchCache::new(),
-                }
-            }; crate::slots::SLOTS],
+            slots: [const { Slot { calls: AtomicU32::new(0), busy: AtomicU32::new(0), refs: AtomicU32::new(0) } };
+                crate::slots::SLOTS],
             #[cfg(feature = "std")]
             ref_mask: [const { AtomicU32::new(0) }; MASK_WORDS],
         }
@@ -345,39 +326,7 @@ impl Gate {
 
     /// Ends an initialisation begun by `begin_init`: `Ready(1)` on success, `Uninit` on failure.
     pub(crate) fn finish_init(&self, ok: bool) {
-        if ok {
-            self.new_epoch();
-            self.set_phase(Phase::Ready, 1)
-        } else {
-            self.set_phase(Phase::Uninit, 0)
-        }
-    }
-
-    /// Starts a new epoch of the tables (an exclusive section or an init: nothing in flight).
-    /// The store is published to later calls by the release that ends the section.
-    #[inline]
-    fn new_epoch(&self) {
-        #[cfg(ordo_launch_cache)]
-        self.epoch.store(self.epoch.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
-    }
-
-    /// The calling thread's launch cache and the tables' epoch now (tests only: outside a call).
-    #[cfg(all(test, ordo_launch_cache))]
-    pub(crate) fn this_threads_launch_cache(&self) -> Option<(&crate::launch_cache::LaunchCache, u64)> {
-        let mine = crate::slots::mine()?;
-        Some((&self.slots[mine.index].launch, self.epoch.load(Ordering::Relaxed)))
-    }
-
-    /// The calling thread's launch cache and the tables' epoch, inside a shared call entered
-    /// through the thread's own slot (`guard`); `None` for a call through a hashed shard.
-    #[cfg(ordo_launch_cache)]
-    #[inline(always)]
-    pub(crate) fn launch_cache(
-        &self,
-        guard: &calls::SharedGuard<'_>,
-    ) -> Option<(&crate::launch_cache::LaunchCache, u64)> {
-        let slot = guard.slot?;
-        Some((&self.slots[slot].launch, self.epoch.load(Ordering::Relaxed)))
+        if ok { self.set_phase(Phase::Ready, 1) } else { self.set_phase(Phase::Uninit, 0) }
     }
 
     /// Moves to `phase` with `refs` references in the word (the flags are kept).

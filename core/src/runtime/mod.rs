@@ -154,14 +154,6 @@ pub(crate) struct KernelEntry {
 /// `KernelEntry::args_end` before the first packed launch.
 pub(crate) const ARGS_END_UNKNOWN: u32 = u32::MAX;
 
-/// A launch's view of the calling thread's launch cache: the entry and the tables' epoch, or
-/// `None` (a call through a hashed shard); nothing in builds without the cache.
-#[cfg(ordo_launch_cache)]
-pub(crate) type ThreadCache<'a> = Option<(&'a crate::launch_cache::LaunchCache, u64)>;
-/// A launch's view of the calling thread's launch cache: nothing in builds without it.
-#[cfg(not(ordo_launch_cache))]
-pub(crate) type ThreadCache<'a> = core::marker::PhantomData<&'a ()>;
-
 pub(crate) struct Tables {
     pub platforms: Table<PlatformEntry, MAX_PLATFORMS, { ObjectKind::Platform as u8 }>,
     pub devices: Table<DeviceEntry, MAX_DEVICES, { ObjectKind::Device as u8 }, Align64>,
@@ -361,27 +353,6 @@ impl Runtime {
         let _in_flight = self.state.gate.enter_shared()?;
         // SAFETY: a shared guard excludes writers for its lifetime.
         f(unsafe { &*self.state.tables.get() })
-    }
-
-    /// `with_shared`, and `f` gets the calling thread's launch cache with the tables' epoch
-    /// (`launch_cache`) where the call has one.
-    #[inline(always)]
-    fn with_shared_launch<R>(&self, f: impl FnOnce(&Tables, ThreadCache<'_>) -> Result<R>) -> Result<R> {
-        let in_flight = self.state.gate.enter_shared()?;
-        #[cfg(ordo_launch_cache)]
-        let cache = self.state.gate.launch_cache(&in_flight);
-        #[cfg(not(ordo_launch_cache))]
-        let cache = core::marker::PhantomData;
-        // SAFETY: a shared guard excludes writers for its lifetime.
-        let r = f(unsafe { &*self.state.tables.get() }, cache);
-        drop(in_flight);
-        r
-    }
-
-    /// The calling thread's launch cache and the tables' epoch now (tests only).
-    #[cfg(all(test, ordo_launch_cache))]
-    pub(crate) fn this_threads_launch_cache(&self) -> Option<(&crate::launch_cache::LaunchCache, u64)> {
-        self.state.gate.this_threads_launch_cache()
     }
 
     /// Runs `f` with exclusive access to the tables, as a call in flight.

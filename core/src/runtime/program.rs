@@ -15,9 +15,7 @@ use crate::handle::{Device, DevicePtr, Global, Kernel, Program, Queue};
 
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
-use super::{
-    ARGS_END_UNKNOWN, DeviceEntry, KernelEntry, NO_SLOT, ProgramEntry, Runtime, Tables, ThreadCache, teardown,
-};
+use super::{ARGS_END_UNKNOWN, DeviceEntry, KernelEntry, NO_SLOT, ProgramEntry, Runtime, Tables, teardown};
 
 impl Runtime {
     // ---- programs and kernels -------------------------------------------------------------
@@ -260,13 +258,13 @@ impl Runtime {
         args: &KernelArgs<'_>,
     ) -> Result<()> {
         self.with_shared(|t| {
-            let (x, _) = Self::launch_lookup(t, queue, kernel, dims)?;
+            let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             if cluster.iter().zip(dims.grid).any(|(&c, g)| c == 0 || g % c != 0) {
                 return fail(ErrorCode::InvalidValue, "a cluster dimension is 0 or does not divide the grid's");
             }
             // SAFETY: a live queue and kernel of this device, dimensions within its limits and
             // divisible by the cluster's; the argument contract is the caller's.
-            Ok(unsafe { x.d.driver.launch_cluster(x.d.ordinal, x.queue_raw, x.kernel_raw, dims, cluster, args) }?)
+            Ok(unsafe { d.driver.launch_cluster(d.ordinal, q, k.raw, dims, cluster, args) }?)
         })
     }
 
@@ -277,11 +275,11 @@ impl Runtime {
     /// must only access memory it may (e.g. pointers in its arguments must be large enough).
     #[inline]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
-        self.with_shared_launch(|t, cache| {
-            let x = Self::launch_target(t, cache, queue, kernel, dims)?;
+        self.with_shared(|t| {
+            let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
             // argument contract is the caller's.
-            Ok(unsafe { x.d.driver.launch(x.d.ordinal, x.queue_raw, x.kernel_raw, dims, args) }?)
+            Ok(unsafe { d.driver.launch(d.ordinal, q, k.raw, dims, args) }?)
         })
     }
 
@@ -299,15 +297,15 @@ impl Runtime {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> Result<()> {
-        self.with_shared_launch(|t, cache| {
-            let x = Self::launch_target(t, cache, queue, kernel, dims)?;
+        self.with_shared(|t| {
+            let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             // The queue's device is live: a handle equal to its handle names it (one compare);
             // anything else is a bad handle or another device, told apart off the fast path.
-            if x.device != device.0 {
+            if t.devices.handle_at(slot) != device.0 {
                 return Self::other_device(t, device);
             }
             // SAFETY: as in `launch`.
-            Ok(unsafe { x.d.driver.launch(x.d.ordinal, x.queue_raw, x.kernel_raw, dims, args) }?)
+            Ok(unsafe { d.driver.launch(d.ordinal, q, k.raw, dims, args) }?)
         })
     }
 
@@ -330,57 +328,30 @@ impl Runtime {
         dims: &LaunchDims,
         args: &[u8],
     ) -> Result<()> {
-        self.with_shared_launch(|t, cache| {
-            let x = Self::launch_target(t, cache, queue, kernel, dims)?;
+        self.with_shared(|t| {
+            let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
             // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
             // the kernel's first packed launch takes the other side too).
-            let end = x.args_end;
-            let ok = (x.device == device.0) & (end != ARGS_END_UNKNOWN) & (end as usize <= args.len());
+            let mut end = k.args_end.load(Relaxed);
+            let ok = (t.devices.handle_at(slot) == device.0) & (end != ARGS_END_UNKNOWN) & (end as usize <= args.len());
             if !ok {
                 crate::sync::cold_path();
-                // SAFETY: forwarded contract.
-                return unsafe { Self::launch_packed_checked(t, cache, device, queue, kernel, dims, args) };
+                if t.devices.handle_at(slot) != device.0 {
+                    return Self::other_device(t, device);
+                }
+                if end == ARGS_END_UNKNOWN {
+                    end = Self::args_end(d, k.raw)?;
+                    k.args_end.store(end, Relaxed);
+                }
+                if end as usize > args.len() {
+                    return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
+                }
             }
-            // SAFETY: `end` is at most the buffer's length (checked).
+            // SAFETY: `end` is at most the buffer's length (checked on one side or the other).
             let args = unsafe { args.get_unchecked(..end as usize) };
             // SAFETY: as in `launch`; `args` ends where the last parameter does.
-            Ok(unsafe { x.d.driver.launch_packed(x.d.ordinal, x.queue_raw, x.kernel_raw, dims, args) }?)
+            Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?)
         })
-    }
-
-    /// `launch_packed_on` off its straight path: another device, or the kernel's first packed
-    /// launch (its parameters' end asked of the backend, kept with the kernel and in the
-    /// thread's launch cache), or a buffer too short.
-    ///
-    /// # Safety
-    /// As `launch_packed_on`.
-    #[cold]
-    #[inline(never)]
-    unsafe fn launch_packed_checked(
-        t: &Tables,
-        cache: ThreadCache<'_>,
-        device: Device,
-        queue: Queue,
-        kernel: Kernel,
-        dims: &LaunchDims,
-        args: &[u8],
-    ) -> Result<()> {
-        let (mut x, k) = Self::launch_lookup(t, queue, kernel, dims)?;
-        if x.device != device.0 {
-            return Self::other_device(t, device);
-        }
-        if x.args_end == ARGS_END_UNKNOWN {
-            x.args_end = Self::args_end(x.d, k.raw)?;
-            k.args_end.store(x.args_end, Relaxed);
-        }
-        // The thread's entry may predate the end (found by this call or another thread's).
-        Self::remember(cache, queue, kernel, dims, &x);
-        let end = x.args_end as usize;
-        if end > args.len() {
-            return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
-        }
-        // SAFETY: as in `launch`; `args` ends where the last parameter does (checked).
-        Ok(unsafe { x.d.driver.launch_packed(x.d.ordinal, x.queue_raw, x.kernel_raw, dims, &args[..end]) }?)
     }
 
     /// Where a live kernel's last parameter ends, from the backend's layout.
@@ -406,79 +377,17 @@ impl Runtime {
         fail(ErrorCode::InvalidArgument, "the queue is not on the given device")
     }
 
-    /// What every launch checks (`launch_lookup`), or, for a repeat of the calling thread's last
-    /// launch target (the same queue, kernel and dimensions, the tables unchanged since), what
-    /// the check found then (`launch_cache`): no lookup, no limit check, one branch.
+    /// What every launch checks: a live queue and a live kernel of one device, and dimensions
+    /// within that device's limits. The device's entry and slot, and the backend's queue and
+    /// kernel. Three branches on the way (each handle's, then the device and the dimensions
+    /// together); the errors, in that order, come from the cold side.
     #[inline(always)]
     fn launch_target<'t>(
         t: &'t Tables,
-        cache: ThreadCache<'_>,
         queue: Queue,
         kernel: Kernel,
         dims: &LaunchDims,
-    ) -> Result<LaunchTarget<'t>> {
-        #[cfg(ordo_launch_cache)]
-        if let Some((c, epoch)) = cache {
-            if let Some(hit) = c.get(epoch, queue.0.0, kernel.0.0, dims) {
-                let d = t.devices.at(hit.device_slot);
-                return Ok(LaunchTarget {
-                    d,
-                    device_slot: hit.device_slot,
-                    device: crate::handle::RawHandle(hit.device),
-                    queue_raw: hit.queue_raw,
-                    kernel_raw: hit.kernel_raw,
-                    args_end: hit.args_end,
-                });
-            }
-        }
-        Self::launch_target_looked_up(t, cache, queue, kernel, dims)
-    }
-
-    /// `launch_lookup`, remembered in the thread's launch cache. Out of line with the cache (the
-    /// straight path is the hit), inline without.
-    #[cfg_attr(ordo_launch_cache, inline(never))]
-    #[cfg_attr(not(ordo_launch_cache), inline(always))]
-    fn launch_target_looked_up<'t>(
-        t: &'t Tables,
-        cache: ThreadCache<'_>,
-        queue: Queue,
-        kernel: Kernel,
-        dims: &LaunchDims,
-    ) -> Result<LaunchTarget<'t>> {
-        let (x, _) = Self::launch_lookup(t, queue, kernel, dims)?;
-        Self::remember(cache, queue, kernel, dims, &x);
-        Ok(x)
-    }
-
-    /// Records a checked launch target in the thread's launch cache (nothing without one).
-    #[inline(always)]
-    fn remember(cache: ThreadCache<'_>, queue: Queue, kernel: Kernel, dims: &LaunchDims, x: &LaunchTarget<'_>) {
-        #[cfg(ordo_launch_cache)]
-        if let Some((c, epoch)) = cache {
-            let target = crate::launch_cache::LaunchTarget {
-                device_slot: x.device_slot,
-                device: x.device.0,
-                queue_raw: x.queue_raw,
-                kernel_raw: x.kernel_raw,
-                args_end: x.args_end,
-            };
-            c.fill(epoch, queue.0.0, kernel.0.0, dims, &target);
-        }
-        #[cfg(not(ordo_launch_cache))]
-        let _ = (cache, queue, kernel, dims, x);
-    }
-
-    /// What every launch checks: a live queue and a live kernel of one device, and dimensions
-    /// within that device's limits. The target, and the kernel's entry. Three branches on the
-    /// way (each handle's, then the device and the dimensions together); the errors, in that
-    /// order, come from the cold side.
-    #[inline(always)]
-    fn launch_lookup<'t>(
-        t: &'t Tables,
-        queue: Queue,
-        kernel: Kernel,
-        dims: &LaunchDims,
-    ) -> Result<(LaunchTarget<'t>, &'t KernelEntry)> {
+    ) -> Result<(&'t DeviceEntry, u32, u64, &'t KernelEntry)> {
         let q = t.queues.get(queue.0)?;
         let k = t.kernels.get(kernel.0)?;
         let d = t.devices.at(q.device);
@@ -489,27 +398,6 @@ impl Runtime {
             }
             dims.validate(&d.limits())?;
         }
-        let x = LaunchTarget {
-            d,
-            device_slot: q.device,
-            device: t.devices.handle_at(q.device),
-            queue_raw: q.raw,
-            kernel_raw: k.raw,
-            args_end: k.args_end.load(Relaxed),
-        };
-        Ok((x, k))
+        Ok((d, q.device, q.raw, k))
     }
-}
-
-/// Where a launch goes, checked: the device (entry and handle), the backend's queue and
-/// kernel, and where the kernel's packed parameters end (`ARGS_END_UNKNOWN` before its first
-/// packed launch).
-struct LaunchTarget<'t> {
-    d: &'t DeviceEntry,
-    #[cfg_attr(not(ordo_launch_cache), allow(dead_code))]
-    device_slot: u32,
-    device: crate::handle::RawHandle,
-    queue_raw: u64,
-    kernel_raw: u64,
-    args_end: u32,
 }
