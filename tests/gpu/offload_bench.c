@@ -166,6 +166,8 @@ int main(int argc, char **argv) {
   CUmodule module;
   CUdevice dev = raw_first ? raw_objects(ptx, &module) : 0;
   printf("objects made first: %s\n", raw_first ? "the benchmark's (raw-first)" : "ordo's");
+  /* Where the loader put libcuda relative to libordo (tests/gpu/placement.sh moves it). */
+  printf("olLaunchKernel - cuLaunchKernel: %+td bytes\n", (char *)(uintptr_t)olLaunchKernel - (char *)(uintptr_t)cuLaunchKernel);
   OL(olInit());
   OL(olIterateDevices(first_gpu, NULL));
   if (!gpu) { fprintf(stderr, "no GPU device\n"); return 1; }

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Whether a launch row depends on where the loader places libordo relative to libcuda: the same
 # build of libordo.so (feature offload) through offload_bench.c, linked with a padding library of
-# PAD bytes between libordo.so.0 and libcuda (DT_NEEDED order: libordo, the pad, libcuda; the
-# loader maps them in that order, so the pad moves libcuda and everything after it by its size
-# relative to libordo). Processes of one link map the libraries at the same relative offsets, so
-# a placement effect repeats in every process of that link and moves with the pad.
-#
+# PAD bytes between libcuda and libordo.so.0 (DT_NEEDED order: libcuda, the pad, libordo; the
+# loader maps them one below the other in that order, so the pad moves libordo away from
+# libcuda by its size, in pages). ASLR moves the libraries together, so every process of one
+# link has the same distance. Each run prints the distance it got (offload_bench's
+# "olLaunchKernel - cuLaunchKernel" line).
 # Usage (from the repository root, gpu-bin/ carried): bash tests/gpu/placement.sh DIR...
 # DIR/offload/libordo.so.0 and gpu-bin/offload/kernels.ptx (PTX=... to change). PADS (bytes,
-# space-separated) defaults to "0 20480 204800 2134016".
+# space-separated) defaults to "0 20480 204800 1060864".
 set -uo pipefail
-ptx=${PTX:-gpu-bin/offload/kernels.ptx} pads=${PADS:-0 20480 204800 2134016}
+ptx=${PTX:-gpu-bin/offload/kernels.ptx} pads=${PADS:-0 20480 204800 1060864}
 [ $# -ge 1 ] || { echo "usage: placement.sh DIR..." >&2; exit 2; }
 cuda_inc=$(for d in /usr/local/cuda/include /usr/include; do [ -f "$d/cuda.h" ] && echo "$d" && break; done)
 command -v cc >/dev/null && [ -n "$cuda_inc" ] || { echo "FAIL: needs cc and cuda.h"; exit 1; }
@@ -25,12 +25,12 @@ for dir in "$@"; do
   lib=$(realpath "$dir/offload/libordo.so.0")
   for pad in $pads; do
     extra=()
-    [ "$pad" -gt 0 ] && extra=(-Wl,--no-as-needed "$work/libpad$pad.so")
-    cc -O2 -I"$cuda_inc" tests/gpu/offload_bench.c "$lib" "${extra[@]}" -lcuda \
+    [ "$pad" -gt 0 ] && extra=("$work/libpad$pad.so")
+    cc -O2 -I"$cuda_inc" tests/gpu/offload_bench.c -Wl,--no-as-needed -lcuda "${extra[@]}" "$lib" \
       -Wl,-rpath,"$(dirname "$lib")":"$work" -o "$work/bench" || exit 1
     echo "== $dir, pad $pad bytes"
-    "$work/bench" "$ptx" | grep -E '^\| (same CUfunction|diagnosis: (ordo_launch|olLaunchKernel vs ordo))' |
-      awk -F'|' '{ n = $2; gsub(/^ +| +$/, "", n); r = $5; sub(/^ +/, "", r); sub(/ .*/, "", r); sub(/;$/, "", r); print r "  " n }'
+    "$work/bench" "$ptx" | grep -E '^(olLaunchKernel - |\| (same CUfunction|diagnosis: (ordo_launch|olLaunchKernel vs ordo)))' |
+      awk -F'|' '/^olLaunchKernel/ { print; next } { n = $2; gsub(/^ +| +$/, "", n); r = $5; sub(/^ +/, "", r); sub(/ .*/, "", r); sub(/;$/, "", r); print r "  " n }'
   done
 done
 rm -rf "$work"

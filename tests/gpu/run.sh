@@ -177,7 +177,7 @@ if [ -n "$cc" ] && [ -n "$cuda_inc" ] && [ -x gpu-bin/offload/conformance ]; the
     -Wl,-rpath,"$PWD/gpu-bin/offload" -o /tmp/offload_bench
   processes offload_bench 3 /tmp/offload_bench gpu-bin/offload/kernels.ptx
   # The same rows with libcuda placed at three other offsets from libordo (placement.sh).
-  step placement env PADS="20480 204800 2134016" bash tests/gpu/placement.sh gpu-bin
+  step placement env PADS="20480 204800 1060864" bash tests/gpu/placement.sh gpu-bin
   # What raises a cuLaunchKernel loop's cost on this host (no libordo: the driver alone).
   step launch_probe_build "$cc" -O2 -I"$cuda_inc" tests/gpu/launch_probe.c -lcuda -o /tmp/launch_probe
   step launch_probe /tmp/launch_probe gpu-bin/offload/kernels.ptx
