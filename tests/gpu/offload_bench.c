@@ -139,8 +139,19 @@ static double raw_add_enqueue(void) { return raw_timed(raw_add, add_params, 100,
 static double ol_add_enqueue(void) { return ol_timed(ol_add, &add_args, sizeof add_args, 100, 1); }
 
 
-static void report(const char *name, double (*bare)(void), double (*ordo)(void), int rounds) {
+/* A row of batches of LONG launches, `rounds` ABBA rounds; `what` names the row with one %d for
+ * the batch size (the counts in a row's name come from the constants that make the row). */
+static void report_batches(const char *what, double (*bare)(void), double (*ordo)(void), int rounds) {
+  char name[192];
+  int n = snprintf(name, sizeof name, what, LONG);
+  snprintf(name + n, sizeof name - n, ", %d rounds", rounds);
   abba_report(name, bare, ordo, rounds, "<= 1.02");
+}
+/* A row of SHORT_ROUNDS rounds of SHORT launches each. */
+static void report_short(const char *what, double (*bare)(void), double (*ordo)(void)) {
+  char name[192];
+  snprintf(name, sizeof name, "%s, %d rounds of %d", what, SHORT_ROUNDS, SHORT);
+  abba_report(name, bare, ordo, SHORT_ROUNDS, "<= 1.02");
 }
 
 /* The benchmark's own module, functions and stream, in the primary context. */
@@ -167,7 +178,8 @@ int main(int argc, char **argv) {
   CUdevice dev = raw_first ? raw_objects(ptx, &module) : 0;
   printf("objects made first: %s\n", raw_first ? "the benchmark's (raw-first)" : "ordo's");
   /* Where the loader put libcuda relative to libordo (tests/gpu/placement.sh moves it). */
-  printf("olLaunchKernel - cuLaunchKernel: %+td bytes\n", (char *)(uintptr_t)olLaunchKernel - (char *)(uintptr_t)cuLaunchKernel);
+  printf("olLaunchKernel - cuLaunchKernel: %+lld bytes\n",
+         (long long)(intptr_t)((uintptr_t)olLaunchKernel - (uintptr_t)cuLaunchKernel));
   OL(olInit());
   OL(olIterateDevices(first_gpu, NULL));
   if (!gpu) { fprintf(stderr, "no GPU device\n"); return 1; }
@@ -192,20 +204,17 @@ int main(int argc, char **argv) {
   raw_empty_long(); ol_empty_long(); raw_add_long(); ol_add_long(); /* warm-up */
   printf("| benchmark | cuLaunchKernel | olLaunchKernel (libordo) | ordo / driver, per-round median [p25, p75] | target |\n");
   printf("|---|---|---|---|---|\n");
-  report("empty kernel, batches of 1000 then a synchronise, 96 rounds", raw_empty_long, ol_empty_long, ROUNDS);
-  report("empty kernel, 301 rounds of 200", raw_empty_short, ol_empty_short, SHORT_ROUNDS);
-  report("vector_add_f32 (4 arguments, packed and split), batches of 1000, 96 rounds", raw_add_long, ol_add_long,
-         ROUNDS);
-  report("vector_add_f32, 301 rounds of 200", raw_add_short, ol_add_short, SHORT_ROUNDS);
+  report_batches("empty kernel, batches of %d then a synchronise", raw_empty_long, ol_empty_long, ROUNDS);
+  report_short("empty kernel", raw_empty_short, ol_empty_short);
+  report_batches("vector_add_f32 (4 arguments, packed and split), batches of %d", raw_add_long, ol_add_long, ROUNDS);
+  report_short("vector_add_f32", raw_add_short, ol_add_short);
   if (ordo_empty_fn) {
-    report("same CUfunction and CUstream: empty kernel, batches of 1000, 192 rounds", same_empty_long, ol_empty_long,
-           2 * ROUNDS);
-    report("same CUfunction and CUstream: empty kernel, 301 rounds of 200", same_empty_short, ol_empty_short,
-           SHORT_ROUNDS);
-    report("same CUfunction and CUstream: vector_add_f32, batches of 1000, 192 rounds", same_add_long, ol_add_long,
-           2 * ROUNDS);
-    report("same CUfunction and CUstream: vector_add_f32, 301 rounds of 200", same_add_short, ol_add_short,
-           SHORT_ROUNDS);
+    report_batches("same CUfunction and CUstream: empty kernel, batches of %d", same_empty_long, ol_empty_long,
+                   2 * ROUNDS);
+    report_short("same CUfunction and CUstream: empty kernel", same_empty_short, ol_empty_short);
+    report_batches("same CUfunction and CUstream: vector_add_f32, batches of %d", same_add_long, ol_add_long,
+                   2 * ROUNDS);
+    report_short("same CUfunction and CUstream: vector_add_f32", same_add_short, ol_add_short);
     abba_calls("same CUfunction and CUstream: host time of an empty-kernel launch, ABBA of single launches (50000 "
                "rounds)", same_empty_one, ol_empty_one, sync_ordo_stream, 50000, "<= 1.02");
     abba_calls("diagnosis: ordo_launch (ordo's C ABI) vs cuLaunchKernel, same CUfunction and CUstream, ABBA of single "

@@ -5,7 +5,8 @@
 # loader maps them one below the other in that order, so the pad moves libordo away from
 # libcuda by its size, in pages). ASLR moves the libraries together, so every process of one
 # link has the same distance. Each run prints the distance it got (offload_bench's
-# "olLaunchKernel - cuLaunchKernel" line).
+# "olLaunchKernel - cuLaunchKernel" line) and its rows (tests/gpu/bench_rows.sh). Exit status 1
+# when a benchmark failed.
 # Usage (from the repository root, gpu-bin/ carried): bash tests/gpu/placement.sh DIR...
 # DIR/offload/libordo.so.0 and gpu-bin/offload/kernels.ptx (PTX=... to change). PADS (bytes,
 # space-separated) defaults to "0 20480 204800 1060864".
@@ -21,6 +22,7 @@ for pad in $pads; do
     cc -shared -fPIC -o "$work/libpad$pad.so" "$work/pad.c" || exit 1
   fi
 done
+status=0
 for dir in "$@"; do
   lib=$(realpath "$dir/offload/libordo.so.0")
   for pad in $pads; do
@@ -29,8 +31,14 @@ for dir in "$@"; do
     cc -O2 -I"$cuda_inc" tests/gpu/offload_bench.c -Wl,--no-as-needed -lcuda "${extra[@]}" "$lib" \
       -Wl,-rpath,"$(dirname "$lib")":"$work" -o "$work/bench" || exit 1
     echo "== $dir, pad $pad bytes"
-    "$work/bench" "$ptx" | grep -E '^(olLaunchKernel - |\| (same CUfunction|diagnosis: (ordo_launch|olLaunchKernel vs ordo)))' |
-      awk -F'|' '/^olLaunchKernel/ { print; next } { n = $2; gsub(/^ +| +$/, "", n); r = $5; sub(/^ +/, "", r); sub(/ .*/, "", r); sub(/;$/, "", r); print r "  " n }'
+    # The rows as bench_rows.sh reads them (for one process: its own values).
+    if "$work/bench" "$ptx" > "$work/bench.log"; then
+      grep '^olLaunchKernel - ' "$work/bench.log"
+      bash tests/gpu/bench_rows.sh "$work/bench.log"
+    else
+      echo "FAIL: offload_bench (rc=$?)"; cat "$work/bench.log"; status=1
+    fi
   done
 done
 rm -rf "$work"
+exit $status

@@ -176,7 +176,7 @@ if [ -n "$cc" ] && [ -n "$cuda_inc" ] && [ -x gpu-bin/offload/conformance ]; the
   step offload_bench_build "$cc" -O2 -I"$cuda_inc" tests/gpu/offload_bench.c gpu-bin/offload/libordo.so.0 -lcuda \
     -Wl,-rpath,"$PWD/gpu-bin/offload" -o /tmp/offload_bench
   processes offload_bench 3 /tmp/offload_bench gpu-bin/offload/kernels.ptx
-  # The same rows with libcuda placed at three other offsets from libordo (placement.sh).
+  # The same rows linked libcuda first, libordo at three distances below it (placement.sh).
   step placement env PADS="20480 204800 1060864" bash tests/gpu/placement.sh gpu-bin
   # What raises a cuLaunchKernel loop's cost on this host (no libordo: the driver alone).
   step launch_probe_build "$cc" -O2 -I"$cuda_inc" tests/gpu/launch_probe.c -lcuda -o /tmp/launch_probe
