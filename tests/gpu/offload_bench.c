@@ -28,7 +28,8 @@
 #include "abba.h"
 #include "gpu_bench.h"
 
-#define LONG_N 1000
+/* Launches per batch (LONG) and per short round (SHORT), and the rounds of each. */
+enum { LONG = 1000, ROUNDS = 96, SHORT = 200, SHORT_ROUNDS = 301 };
 
 typedef struct { uint64_t raw; } ordo_queue_t;
 int ordo_queue_native(ordo_queue_t queue, void **out); /* ordo's C ABI: the queue's CUstream */
@@ -96,10 +97,9 @@ static double raw_same(CUfunction f, void **params, int n) {
   return t;
 }
 /* The benchmark's own function on ordo's stream: separates the stream from ordo's code. */
-static double raw_on_ordo_stream(void) { return raw_same(raw_empty, NULL, LONG_N); }
+static double raw_on_ordo_stream(void) { return raw_same(raw_empty, NULL, LONG); }
 static double ol_batch(ol_handle k, const void *args, size_t size, int n) { return ol_timed(k, args, size, n, 0); }
 
-enum { LONG = 1000, ROUNDS = 96, SHORT = 200, SHORT_ROUNDS = 301 };
 static void *add_params[4];
 static double raw_empty_long(void) { return raw_batch(raw_empty, NULL, LONG); }
 static double ol_empty_long(void) { return ol_batch(ol_empty, NULL, 0, LONG); }
@@ -121,10 +121,10 @@ static double ordo_c_empty(void) {
   ordo_queue_t q = {(uint64_t)(uintptr_t)queue};
   ordo_kernel_t k = {(uint64_t)(uintptr_t)ol_empty};
   double t = now();
-  for (int i = 0; i < LONG_N; i++)
+  for (int i = 0; i < LONG; i++)
     if (ordo_launch(q, k, &d, NULL, NULL, 0)) { fprintf(stderr, "ordo_launch failed\n"); exit(1); }
   OL(olSyncQueue(queue));
-  return (now() - t) / LONG_N;
+  return (now() - t) / LONG;
 }
 /* One launch each, for ABBA at the grain of a call (abba_calls). */
 static void same_empty_one(void) { CU(cuLaunchKernel(ordo_empty_fn, 1, 1, 1, 1, 1, 1, 0, ordo_stream, NULL, NULL)); }
