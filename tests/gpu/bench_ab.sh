@@ -23,13 +23,17 @@ if [ -f tests/gpu/upstream/CudaRuntimeWrappers.cpp ] && command -v g++ >/dev/nul
   g++ -O2 -std=c++17 -fPIC -shared -I"$cuda_inc" tests/gpu/upstream/CudaRuntimeWrappers.cpp -lcuda \
     -o /tmp/ab_upstream.so && upstream=(/tmp/ab_upstream.so)
 fi
+# offload_bench's floor rows: a forwarding call in its own shared object (launch_shim.c).
+mkdir -p /tmp/ab_shim
+"$cc" -O2 -shared -fPIC -I"$cuda_inc" tests/gpu/launch_shim.c -ldl -o /tmp/ab_shim/liblaunch_shim.so || exit 1
 for side in "${!dirs[@]}"; do
   dir=$(realpath "${dirs[$side]}")
   "$cc" -O2 -I"$cuda_inc" tests/gpu/mlir_bench.c "$dir/mlir/libordo.so.0" -lcuda -ldl -lpthread \
     -Wl,-rpath,"$dir/mlir" -o /tmp/ab_mlir_$side || exit 1
   if [ -f "$dir/offload/libordo.so.0" ]; then
     "$cc" -O2 -I"$cuda_inc" tests/gpu/offload_bench.c "$dir/offload/libordo.so.0" -lcuda \
-      -Wl,-rpath,"$dir/offload" -o /tmp/ab_offload_$side || exit 1
+      -Wl,--no-as-needed /tmp/ab_shim/liblaunch_shim.so -Wl,--as-needed -Wl,-rpath,"$dir/offload" \
+      -Wl,-rpath,/tmp/ab_shim -o /tmp/ab_offload_$side || exit 1
   fi
   if [ -f "$dir/libordo.a" ]; then
     "$cc" -std=c99 -O2 -D_POSIX_C_SOURCE=200809L -I ffi/include tests/gpu/c_launch_bench.c "$dir/libordo.a" \
@@ -40,7 +44,7 @@ run() { # side, run number
   echo "== ${dirs[$1]}, run $2"
   /tmp/ab_mlir_$1 "${upstream[@]}" | grep -E '^\| (mgpuLaunchKernel|host time|diagnosis|synchronous launch sequence vs)'
   if [ -x /tmp/ab_offload_$1 ]; then
-    /tmp/ab_offload_$1 "$ptx" | grep -E '^\| (empty kernel|vector_add_f32|same CUfunction|diagnosis)'
+    /tmp/ab_offload_$1 "$ptx" | grep -E '^\| (empty kernel|vector_add_f32|same CUfunction|diagnosis|floor|olLaunchKernel vs)'
   fi
   if [ -x /tmp/ab_c_$1 ]; then
     /tmp/ab_c_$1 | grep -E '^\| C ABI'

@@ -4,16 +4,21 @@
  * blocking streams, so that work without a queue is ordered after them), in the device's primary
  * context (the one ordo uses):
  *   1. `empty()`: no arguments;
- *   2. `vector_add_f32(a, b, c, n)` with n = 0: four arguments, split from the packed struct by
- *      the kernel's parameter layout on ordo's side, passed as kernelParams on the driver's.
+ *   2. `vector_add_f32(a, b, c, n)` with n = 0: four arguments, one packed struct on ordo's side
+ *      (checked against the kernel's parameter layout, handed to the driver whole as `extra`),
+ *      kernelParams on the driver's.
  * Then the same two comparisons with the very CUfunction and CUstream behind ordo's handles
  * (ordo_kernel_native, ordo_queue_native) on the driver's side, so that the arms differ only in
  * ordo's code. Diagnosis rows (informational) separate the parts: the driver call on the very
- * stream behind ordo's queue, ordo's own C ABI (ordo_launch) on the same queue and kernel.
+ * stream behind ordo's queue, ordo's own C ABI (ordo_launch) on the same queue and kernel. The
+ * floor rows (informational, when liblaunch_shim.so is linked: launch_shim.c) measure what any
+ * library in front of the driver costs here — a function of its own shared object that only
+ * forwards to cuLaunchKernel — and olLaunchKernel against that function.
  * Each arm: batches of 1000 launches then a synchronise (96 rounds), and 301 rounds of 200.
  * Target <= 1.02x. The ol* functions are declared here (the GPU machine has no OffloadAPI.h; the
  * types are the header's, checked on the CPU by tests/offload/layout.c).
  * Built on the GPU machine: cc -O2 -I<cuda>/include offload_bench.c libordo.so.0 -lcuda
+ *   [liblaunch_shim.so]
  * Usage: offload_bench kernels.ptx [raw-first] (raw-first: the benchmark's module and stream are
  * made before ordo's objects; tests/gpu/run.sh runs both orders, three processes each, and
  * tests/gpu/bench_rows.sh gives each row's median over the processes). */
@@ -51,6 +56,10 @@ ol_result_t olDestroyProgram(ol_handle program);
 ol_result_t olGetSymbol(ol_handle program, const char *name, uint32_t kind, ol_handle *symbol);
 ol_result_t olLaunchKernel(ol_handle queue, ol_handle device, ol_handle kernel, const void *args, size_t size,
                            const ol_kernel_launch_size_args_t *launch);
+/* tests/gpu/launch_shim.c (weak: a link without liblaunch_shim.so runs the other rows only). */
+int launch_shim_init(void) __attribute__((weak));
+CUresult launch_shim(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                     unsigned shared, CUstream stream, void **params, void **extra) __attribute__((weak));
 
 
 
@@ -134,6 +143,15 @@ static void ordo_c_one(void) {
   if (ordo_launch((ordo_queue_t){(uint64_t)(uintptr_t)queue}, (ordo_kernel_t){(uint64_t)(uintptr_t)ol_empty}, &d,
                   NULL, NULL, 0)) { fprintf(stderr, "ordo_launch failed\n"); exit(1); }
 }
+/* The floor: the driver reached through a forwarding function in its own shared object
+ * (launch_shim.c), on the same CUfunction and CUstream as ordo's. */
+static double shim_same_empty_long(void) {
+  double t = now();
+  for (int i = 0; i < LONG; i++) CU(launch_shim(ordo_empty_fn, 1, 1, 1, 1, 1, 1, 0, ordo_stream, NULL, NULL));
+  CU(cuStreamSynchronize(ordo_stream));
+  return (now() - t) / LONG;
+}
+static void shim_empty_one(void) { CU(launch_shim(ordo_empty_fn, 1, 1, 1, 1, 1, 1, 0, ordo_stream, NULL, NULL)); }
 static void sync_ordo_stream(void) { CU(cuStreamSynchronize(ordo_stream)); }
 static double raw_add_enqueue(void) { return raw_timed(raw_add, add_params, 100, 1); }
 static double ol_add_enqueue(void) { return ol_timed(ol_add, &add_args, sizeof add_args, 100, 1); }
@@ -141,11 +159,15 @@ static double ol_add_enqueue(void) { return ol_timed(ol_add, &add_args, sizeof a
 
 /* A row of batches of LONG launches, `rounds` ABBA rounds; `what` names the row with one %d for
  * the batch size (the counts in a row's name come from the constants that make the row). */
-static void report_batches(const char *what, double (*bare)(void), double (*ordo)(void), int rounds) {
-  char name[192];
+static void report_batches_for(const char *what, double (*bare)(void), double (*ordo)(void), int rounds,
+                               const char *target) {
+  char name[224];
   int n = snprintf(name, sizeof name, what, LONG);
   snprintf(name + n, sizeof name - n, ", %d rounds", rounds);
-  abba_report(name, bare, ordo, rounds, "<= 1.02");
+  abba_report(name, bare, ordo, rounds, target);
+}
+static void report_batches(const char *what, double (*bare)(void), double (*ordo)(void), int rounds) {
+  report_batches_for(what, bare, ordo, rounds, "<= 1.02");
 }
 /* A row of SHORT_ROUNDS rounds of SHORT launches each. */
 static void report_short(const char *what, double (*bare)(void), double (*ordo)(void)) {
@@ -219,6 +241,17 @@ int main(int argc, char **argv) {
                "rounds)", same_empty_one, ol_empty_one, sync_ordo_stream, 50000, "<= 1.02");
     abba_calls("diagnosis: ordo_launch (ordo's C ABI) vs cuLaunchKernel, same CUfunction and CUstream, ABBA of single "
                "launches (50000 rounds)", same_empty_one, ordo_c_one, sync_ordo_stream, 50000, "(informational)");
+    if (launch_shim && launch_shim_init() == 0) {
+      report_batches_for("floor: a forwarding call in its own shared object (launch_shim.c) vs cuLaunchKernel, same "
+                         "CUfunction and CUstream, empty kernel, batches of %d", same_empty_long, shim_same_empty_long,
+                         2 * ROUNDS, "(informational)");
+      abba_calls("floor: the forwarding call vs cuLaunchKernel, same CUfunction and CUstream, ABBA of single launches "
+                 "(50000 rounds)", same_empty_one, shim_empty_one, sync_ordo_stream, 50000, "(informational)");
+      report_batches_for("olLaunchKernel vs the forwarding call, same CUfunction and CUstream, empty kernel, batches "
+                         "of %d", shim_same_empty_long, ol_empty_long, 2 * ROUNDS, "(informational)");
+    } else {
+      printf("launch_shim: not linked (the floor rows are left out)\n");
+    }
   } else {
     printf("ordo_kernel_native: not in this libordo (the same-CUfunction rows are left out)\n");
   }

@@ -173,8 +173,13 @@ else
 fi
 
 if [ -n "$cc" ] && [ -n "$cuda_inc" ] && [ -x gpu-bin/offload/conformance ]; then
+  # The floor rows' forwarding call (launch_shim.c), linked after libcuda so that the loader
+  # maps libordo and libcuda next to each other as in a link without it.
+  mkdir -p /tmp/shim
+  step launch_shim_build "$cc" -O2 -shared -fPIC -I"$cuda_inc" tests/gpu/launch_shim.c -ldl \
+    -o /tmp/shim/liblaunch_shim.so
   step offload_bench_build "$cc" -O2 -I"$cuda_inc" tests/gpu/offload_bench.c gpu-bin/offload/libordo.so.0 -lcuda \
-    -Wl,-rpath,"$PWD/gpu-bin/offload" -o /tmp/offload_bench
+    -Wl,--no-as-needed /tmp/shim/liblaunch_shim.so -Wl,--as-needed -Wl,-rpath,"$PWD/gpu-bin/offload" -Wl,-rpath,/tmp/shim -o /tmp/offload_bench
   processes offload_bench 3 /tmp/offload_bench gpu-bin/offload/kernels.ptx
   # The same rows linked libcuda first, libordo at three distances below it (placement.sh).
   step placement env PADS="20480 204800 1060864" bash tests/gpu/placement.sh gpu-bin
