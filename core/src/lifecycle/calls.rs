@@ -23,13 +23,15 @@ impl Gate {
             }
             crate::sync::cold_path();
             count.store(n, Ordering::Release);
-            return self.enter_shared_owned_slow(count, mine.asymmetric, w);
+            return self.enter_shared_owned_slow(count, mine.asymmetric, w).ok_or(Error::UNINITIALIZED);
         }
         crate::sync::cold_path();
-        self.enter_shared_hashed()
+        self.enter_shared_hashed().ok_or(Error::UNINITIALIZED)
     }
 
-    /// The owned-counter entry after a first attempt found `w` (not `Ready`, or a writer).
+    /// The owned-counter entry after a first attempt found `w` (not `Ready`, or a writer):
+    /// `None` when the runtime is not `Ready` (a guard or nothing: two registers, so that the
+    /// launch path's fast side keeps its guard out of memory).
     #[cfg(any(feature = "std", loom))]
     #[cold]
     #[inline(never)]
@@ -38,10 +40,10 @@ impl Gate {
         count: &'a AtomicU32,
         asymmetric: bool,
         mut w: Word,
-    ) -> Result<SharedGuard<'a>> {
+    ) -> Option<SharedGuard<'a>> {
         loop {
             if w.phase() != Phase::Ready {
-                return Err(Error::UNINITIALIZED);
+                return None;
             }
             while self.load().writer() {
                 relax();
@@ -51,26 +53,27 @@ impl Gate {
             crate::slots::light(asymmetric);
             w = self.load();
             if w.phase() == Phase::Ready && !w.writer() {
-                return Ok(SharedGuard { count, owned: true });
+                return Some(SharedGuard { count, owned: true });
             }
             count.store(n, Ordering::Release);
         }
     }
 
-    /// The shared entry through a hashed shard (a read-modify-write each way).
+    /// The shared entry through a hashed shard (a read-modify-write each way); `None` when the
+    /// runtime is not `Ready`.
     #[inline(never)]
-    pub(super) fn enter_shared_hashed(&self) -> Result<SharedGuard<'_>> {
+    pub(super) fn enter_shared_hashed(&self) -> Option<SharedGuard<'_>> {
         let shard = &self.shards[shard_index()].0;
         loop {
             shard.fetch_add(1, Ordering::SeqCst);
             handshake_fence();
             let w = self.load();
             if w.phase() == Phase::Ready && !w.writer() {
-                return Ok(SharedGuard { count: shard, owned: false });
+                return Some(SharedGuard { count: shard, owned: false });
             }
             shard.fetch_sub(1, Ordering::SeqCst);
             if w.phase() != Phase::Ready {
-                return Err(Error::UNINITIALIZED);
+                return None;
             }
             while self.load().writer() {
                 relax();

@@ -355,6 +355,17 @@ impl Runtime {
         f(unsafe { &*self.state.tables.get() })
     }
 
+    /// `with_shared`, always inlined, for the launch paths: with an `#[inline(always)]` closure
+    /// the whole launch, from the C entry point to the backend's call, is one function (no
+    /// frame, no closure struct, no result copied between frames: a launch's instructions are
+    /// most of what it costs over the driver's, tests/gpu/RESULTS.md 2026-11-26 15:06).
+    #[inline(always)]
+    pub(crate) fn with_shared_inline<R>(&self, f: impl FnOnce(&Tables) -> Result<R>) -> Result<R> {
+        let _in_flight = self.state.gate.enter_shared()?;
+        // SAFETY: a shared guard excludes writers for its lifetime.
+        f(unsafe { &*self.state.tables.get() })
+    }
+
     /// Runs `f` with exclusive access to the tables, as a call in flight.
     fn with_exclusive<R>(&self, f: impl FnOnce(&mut Tables) -> Result<R>) -> Result<R> {
         let _writer = self.state.gate.enter_exclusive()?;

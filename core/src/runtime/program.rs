@@ -273,14 +273,17 @@ impl Runtime {
     /// # Safety
     /// Each argument pointer must point to a value of the kernel's parameter type, and the kernel
     /// must only access memory it may (e.g. pointers in its arguments must be large enough).
-    #[inline]
+    #[inline(always)]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
-        self.with_shared(|t| {
-            let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-            // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
-            // argument contract is the caller's.
-            Ok(unsafe { d.driver.launch(d.ordinal, q, k.raw, dims, args) }?)
-        })
+        self.with_shared_inline(
+            #[inline(always)]
+            |t| {
+                let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+                // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
+                // argument contract is the caller's.
+                Ok(unsafe { d.driver.launch(d.ordinal, q, k.raw, dims, args) }?)
+            },
+        )
     }
 
     /// As `launch`, and the queue must be on `device` (liboffload's `olLaunchKernel` names the
@@ -319,7 +322,7 @@ impl Runtime {
     ///
     /// # Safety
     /// As `launch`: each parameter's bytes in `args` are a value of the parameter's type.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn launch_packed_on(
         &self,
         device: Device,
@@ -328,30 +331,37 @@ impl Runtime {
         dims: &LaunchDims,
         args: &[u8],
     ) -> Result<()> {
-        self.with_shared(|t| {
-            let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-            // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
-            // the kernel's first packed launch takes the other side too).
-            let mut end = k.args_end.load(Relaxed);
-            let ok = (t.devices.handle_at(slot) == device.0) & (end != ARGS_END_UNKNOWN) & (end as usize <= args.len());
-            if !ok {
-                crate::sync::cold_path();
-                if t.devices.handle_at(slot) != device.0 {
-                    return Self::other_device(t, device);
+        self.with_shared_inline(
+            #[inline(always)]
+            |t| {
+                let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+                // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
+                // the kernel's first packed launch takes the other side too).
+                let mut end = k.args_end.load(Relaxed);
+                let ok =
+                    (t.devices.handle_at(slot) == device.0) & (end != ARGS_END_UNKNOWN) & (end as usize <= args.len());
+                if !ok {
+                    crate::sync::cold_path();
+                    if t.devices.handle_at(slot) != device.0 {
+                        return Self::other_device(t, device);
+                    }
+                    if end == ARGS_END_UNKNOWN {
+                        end = Self::args_end(d, k.raw)?;
+                        k.args_end.store(end, Relaxed);
+                    }
+                    if end as usize > args.len() {
+                        return fail(
+                            ErrorCode::InvalidSize,
+                            "the argument buffer ends before the kernel's last parameter",
+                        );
+                    }
                 }
-                if end == ARGS_END_UNKNOWN {
-                    end = Self::args_end(d, k.raw)?;
-                    k.args_end.store(end, Relaxed);
-                }
-                if end as usize > args.len() {
-                    return fail(ErrorCode::InvalidSize, "the argument buffer ends before the kernel's last parameter");
-                }
-            }
-            // SAFETY: `end` is at most the buffer's length (checked on one side or the other).
-            let args = unsafe { args.get_unchecked(..end as usize) };
-            // SAFETY: as in `launch`; `args` ends where the last parameter does.
-            Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?)
-        })
+                // SAFETY: `end` is at most the buffer's length (checked on one side or the other).
+                let args = unsafe { args.get_unchecked(..end as usize) };
+                // SAFETY: as in `launch`; `args` ends where the last parameter does.
+                Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?)
+            },
+        )
     }
 
     /// Where a live kernel's last parameter ends, from the backend's layout.
@@ -392,12 +402,19 @@ impl Runtime {
         let k = t.kernels.get(kernel.0)?;
         let d = t.devices.at(q.device);
         if !((k.device == q.device) & d.fits(dims)) {
-            crate::sync::cold_path();
-            if k.device != q.device {
-                return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
-            }
-            dims.validate(&d.limits())?;
+            Self::launch_target_error(d, k.device != q.device, dims)?;
         }
         Ok((d, q.device, q.raw, k))
+    }
+
+    /// `launch_target`'s error when the kernel's device or the dimensions do not fit (out of
+    /// line, so that the fast side keeps none of the compares' values for it).
+    #[cold]
+    #[inline(never)]
+    fn launch_target_error(d: &DeviceEntry, other_device: bool, dims: &LaunchDims) -> Result<()> {
+        if other_device {
+            return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
+        }
+        dims.validate(&d.limits())
     }
 }

@@ -125,6 +125,13 @@ pub(super) fn entry(body: impl FnOnce() -> OlResult<()>) -> ol_result_t {
     }
 }
 
+/// `entry` for a body that makes its own `ol_result_t` (the launch path: no `OlResult` to
+/// convert on the way out); a panic becomes `OL_ERRC_UNKNOWN` all the same.
+#[inline(always)]
+pub(super) fn entry_result(body: impl FnOnce() -> ol_result_t) -> ol_result_t {
+    catch(body, |_| fail(err(OL_ERRC_UNKNOWN, "internal error: a panic was caught at the C boundary")))
+}
+
 /// `OL_ERRC_UNINITIALIZED` unless ordo is initialised (the first check of every entry point).
 pub(super) fn ready() -> OlResult<()> {
     if runtime().is_ready() {

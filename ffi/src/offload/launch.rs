@@ -90,7 +90,7 @@ pub unsafe extern "C" fn olLaunchKernel(
     ArgumentsSize: usize,
     LaunchSizeArgs: *const ol_kernel_launch_size_args_t,
 ) -> ol_result_t {
-    entry(|| {
+    entry_result(|| {
         // The common case in one branch: every cheap check as a flag (a driver call before
         // this one has evicted the branch predictor's history, where each branch costs more
         // than a compare). Anything else takes `launch_checked`, which says what is wrong.
@@ -110,14 +110,21 @@ pub unsafe extern "C" fn olLaunchKernel(
                 let device = ordo_core::Device::from_raw(ptr_to_handle(device_h));
                 // SAFETY: the caller's contract for the buffer (non-NULL when not empty, at most
                 // isize::MAX bytes: checked).
-                return unsafe {
+                let r = unsafe {
                     launch_packed(device, queue(queue_h), ordo_core::Kernel(raw), ArgumentsData, ArgumentsSize, &dims)
+                };
+                return match r {
+                    Ok(()) => core::ptr::null(),
+                    Err(e) => fail(e),
                 };
             }
         }
         ordo_core::cold_path();
         // SAFETY: forwarded contract.
-        unsafe { launch_checked(queue_h, device_h, kernel_h, ArgumentsData, ArgumentsSize, LaunchSizeArgs) }
+        match unsafe { launch_checked(queue_h, device_h, kernel_h, ArgumentsData, ArgumentsSize, LaunchSizeArgs) } {
+            Ok(()) => core::ptr::null(),
+            Err(e) => fail(e),
+        }
     })
 }
 
