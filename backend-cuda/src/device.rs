@@ -390,6 +390,16 @@ impl Devices {
         self.make_current_trusted_slow(ordinal)
     }
 
+    /// The driver's `cuLaunchKernel` when `ordinal`'s launches need no context call until the
+    /// device is released: one device up, its context retained, the function looked up (then
+    /// `make_current_trusted` makes no call either, and a thread with another context current
+    /// gets the driver's error, on which `launching` makes the context current and retries).
+    pub(crate) fn single_device_launch(&self, ordinal: u32) -> Option<LaunchKernelFn> {
+        let one = self.count.load(Ordering::Acquire) == 1
+            && self.contexts.get(ordinal as usize).is_some_and(|c| !c.load(Ordering::Acquire).is_null());
+        if one { self.launch_kernel.get().copied() } else { None }
+    }
+
     /// `make_current_trusted` with several devices, or for a bad ordinal.
     #[inline(never)]
     fn make_current_trusted_slow(&self, ordinal: u32) -> BackendResult<Option<ProgramContext>> {

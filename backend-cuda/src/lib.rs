@@ -283,6 +283,10 @@ impl Backend for CudaBackend {
         self.launching(device, |f| unsafe { program::launch(f, &self.kernels, queue, kernel, dims, args) })
     }
 
+    fn fast_launch(&self, device: u32) -> Option<ordo_core::FastLaunch> {
+        program::fast_launch(self.devices.single_device_launch(device)?)
+    }
+
     unsafe fn launch_packed(
         &self,
         device: u32,

@@ -11,10 +11,10 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use cudarc::driver::sys::{self, CUfunction, CUfunction_attribute, CUjit_option, CUmodule, CUresult};
-use ordo_core::{BackendError, BackendResult, ErrorCode, KernelArgs, LaunchDims};
+use ordo_core::{BackendError, BackendResult, ErrorCode, FastLaunch, KernelArgs, LaunchDims};
 
 use crate::conv::{check, check_release, code, name};
 use crate::device::LaunchKernelFn;
@@ -186,6 +186,50 @@ pub(crate) unsafe fn launch(
     unsafe { launch_raw(cu_launch_kernel, kernels, queue, kernel, dims, params_pointer(args), std::ptr::null_mut()) }
 }
 
+/// The driver's `cuLaunchKernel` for the fast launch functions, which have no `self`: the
+/// function of the library cudarc loaded (one per process, so every backend's is this one).
+static FAST_LAUNCH_KERNEL: OnceLock<LaunchKernelFn> = OnceLock::new();
+
+/// `Backend::fast_launch` for a device whose launches need no context call (`f`: the driver's
+/// `cuLaunchKernel`, see `Devices::single_device_launch`).
+pub(crate) fn fast_launch(f: LaunchKernelFn) -> Option<FastLaunch> {
+    let first = *FAST_LAUNCH_KERNEL.get_or_init(|| f);
+    // One driver library per process: a different function would be another library's.
+    (first as usize == f as usize).then_some(FastLaunch { packed: fast_packed, params: fast_params })
+}
+
+/// `FastLaunch::packed`: `launch_packed` in whatever context the thread has current; `false`
+/// (nothing launched) when the driver refuses, for instance another context or none is
+/// current — the backend's `launch_packed` then makes the device's context current and tries
+/// again, or reports the error — and for launches above 48 KiB of dynamic shared memory, which
+/// need the kernel's opt-in first.
+///
+/// # Safety
+/// As `launch_packed`, for a kernel and queue of the device that handed out this function.
+unsafe fn fast_packed(kernel: u64, queue: u64, dims: &LaunchDims, args: &[u8]) -> bool {
+    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
+        return false;
+    }
+    let Some(&f) = FAST_LAUNCH_KERNEL.get() else { return false };
+    // SAFETY: forwarded contract.
+    let r = unsafe { with_packed(args, |extra| driver_launch(f, kernel, queue, dims, std::ptr::null_mut(), extra)) };
+    r == CUresult::CUDA_SUCCESS
+}
+
+/// `FastLaunch::params`: `launch` as `fast_packed` is `launch_packed`.
+///
+/// # Safety
+/// As `launch`, for a kernel and queue of the device that handed out this function.
+unsafe fn fast_params(kernel: u64, queue: u64, dims: &LaunchDims, args: &KernelArgs<'_>) -> bool {
+    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
+        return false;
+    }
+    let Some(&f) = FAST_LAUNCH_KERNEL.get() else { return false };
+    // SAFETY: forwarded contract; `params` points to the arguments.
+    let r = unsafe { driver_launch(f, kernel, queue, dims, params_pointer(args), std::ptr::null_mut()) };
+    r == CUresult::CUDA_SUCCESS
+}
+
 /// `launch` with the arguments in one packed buffer, handed to the driver whole
 /// (`CU_LAUNCH_PARAM_BUFFER_POINTER`, as liboffload's CUDA plugin passes them): the driver
 /// copies the bytes, so nothing is split or counted here.
@@ -202,6 +246,19 @@ pub(crate) unsafe fn launch_packed(
     dims: &LaunchDims,
     args: &[u8],
 ) -> BackendResult<()> {
+    // SAFETY: forwarded contract; `extra` names the buffer's readable bytes and ends with the
+    // end key.
+    unsafe {
+        with_packed(args, |extra| {
+            launch_raw(cu_launch_kernel, kernels, queue, kernel, dims, std::ptr::null_mut(), extra)
+        })
+    }
+}
+
+/// Runs `go` with `cuLaunchKernel`'s `extra` for a packed buffer (NULL for an empty one: a
+/// kernel without parameters gets neither form).
+#[inline(always)]
+fn with_packed<R>(args: &[u8], go: impl FnOnce(*mut *mut c_void) -> R) -> R {
     let mut size = args.len();
     // The driver's keys are small integers passed as pointers (`cuda.h`'s `CU_LAUNCH_PARAM_*`).
     let key = |k: u32| k as usize as *mut c_void;
@@ -212,11 +269,7 @@ pub(crate) unsafe fn launch_packed(
         (&raw mut size).cast::<c_void>(),
         key(sys::CU_LAUNCH_PARAM_END_AS_INT),
     ];
-    // A kernel without parameters gets neither form.
-    let extra = if args.is_empty() { std::ptr::null_mut() } else { extra.as_mut_ptr() };
-    // SAFETY: forwarded contract; `extra` names `size` readable bytes at `args` and ends with
-    // the end key.
-    unsafe { launch_raw(cu_launch_kernel, kernels, queue, kernel, dims, std::ptr::null_mut(), extra) }
+    go(if args.is_empty() { std::ptr::null_mut() } else { extra.as_mut_ptr() })
 }
 
 /// `cuLaunchKernel` (the driver's function, `cu_launch_kernel`) with the arguments in either of
@@ -242,25 +295,30 @@ unsafe fn launch_raw(
         ordo_core::cold_path();
         kernels.ensure_shared_memory(kernel, dims.shared_mem_bytes)?;
     }
+    // SAFETY: forwarded contract.
+    check("cuLaunchKernel", unsafe { driver_launch(cu_launch_kernel, kernel, queue, dims, params, extra) })
+}
+
+/// The driver's `cuLaunchKernel` (`f`) with ordo's kernel, queue and dimensions.
+///
+/// # Safety
+/// As `launch_raw`, the opt-in for the dynamic shared memory made.
+#[inline(always)]
+unsafe fn driver_launch(
+    f: LaunchKernelFn,
+    kernel: u64,
+    queue: u64,
+    dims: &LaunchDims,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
     let [gx, gy, gz] = dims.grid;
     let [bx, by, bz] = dims.block;
-    // SAFETY: live kernel and stream of the current context; the argument forms as documented.
-    let r = unsafe {
-        cu_launch_kernel(
-            kernel as usize as CUfunction,
-            gx,
-            gy,
-            gz,
-            bx,
-            by,
-            bz,
-            dims.shared_mem_bytes,
-            stream(queue),
-            params,
-            extra,
-        )
-    };
-    check("cuLaunchKernel", r)
+    // SAFETY: live kernel and stream (the driver checks that they are the current context's);
+    // the argument forms as documented.
+    unsafe {
+        f(kernel as usize as CUfunction, gx, gy, gz, bx, by, bz, dims.shared_mem_bytes, stream(queue), params, extra)
+    }
 }
 
 /// Whether the loaded driver exports `symbol` (for functions newer than ordo's minimum driver:

@@ -41,8 +41,8 @@ mod sync;
 mod table;
 
 pub use backend::{
-    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue,
-    KernelArgs, LaunchDims, LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, TensorMap,
+    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FastLaunch, FillValue, HostFn,
+    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, TensorMap,
     TensorMapTiled, c_layout, text_prefix,
 };
 pub use error::{BackendError, Error, ErrorCode, ErrorDetail, Result};

@@ -169,6 +169,14 @@ pub trait Backend: Sync {
     /// The launch dimensions `device` accepts (read once per device at init; infallible so that
     /// init needs no extra driver call: backends learn them while initialising).
     fn launch_limits(&self, device: u32) -> LaunchLimits;
+    /// `device`'s launches as plain functions (`FastLaunch`), for the runtime's launch path:
+    /// asked once per device at init, used until the device is released. Default: none (every
+    /// launch is a `launch` or `launch_packed` call). A backend that counts, injects faults into
+    /// or wraps its launches returns none, so that every launch reaches those calls.
+    fn fast_launch(&self, device: u32) -> Option<FastLaunch> {
+        let _ = device;
+        None
+    }
 
     /// Allocates `size > 0` bytes; returns the address.
     fn mem_alloc(&self, device: u32, kind: MemKind, size: usize) -> BackendResult<u64>;

@@ -357,10 +357,7 @@ impl LaunchDims {
         if launch_limit == u64::MAX {
             return ok;
         }
-        const PAST_U64: u128 = 1 << 64;
-        let times = |n: u128, d: u32| n.min(PAST_U64) * u128::from(d);
-        let total = times(times(times(u128::from(per_block), gx), gy), gz).min(PAST_U64);
-        ok & (total <= u128::from(launch_limit))
+        ok & within_launch_limit(per_block, [gx, gy, gz], launch_limit)
     }
 
     /// Which check of `validate` failed (only called when one did).
@@ -579,4 +576,33 @@ mod tests {
         }
         assert_eq!(checked, if cfg!(miri) { 2_000 } else { 80_000 });
     }
+}
+
+/// A device's launches reduced to plain functions of the backend (no `self`, no error value):
+/// what `Backend::fast_launch` hands the runtime, so that a launch costs one direct call in
+/// front of the driver's. Each returns whether the kernel was launched; on `false` nothing was
+/// launched and the runtime makes the backend's own call (`launch_packed` or `launch`) with the
+/// same arguments, which launches or says why not (a thread with another context current, a
+/// launch that needs a step first, such as CUDA's opt-in above 48 KiB of dynamic shared memory,
+/// a driver error). The contracts are those of `Backend::launch_packed` and `Backend::launch`
+/// for the device that handed them out.
+#[derive(Clone, Copy, Debug)]
+pub struct FastLaunch {
+    /// `Backend::launch_packed` without `self` or the device: kernel, queue, dimensions,
+    /// the packed arguments (ending where the kernel's last parameter does).
+    pub packed: unsafe fn(kernel: u64, queue: u64, dims: &LaunchDims, args: &[u8]) -> bool,
+    /// `Backend::launch` without `self` or the device.
+    pub params: unsafe fn(kernel: u64, queue: u64, dims: &LaunchDims, args: &KernelArgs<'_>) -> bool,
+}
+
+/// Whether `per_block` threads in each block of `grid` are at most `launch_limit` (for a device
+/// that limits the threads of a launch; out of line, so that the launch path of a device that
+/// does not keeps its code short).
+#[inline(never)]
+fn within_launch_limit(per_block: u64, grid: [u32; 3], launch_limit: u64) -> bool {
+    const PAST_U64: u128 = 1 << 64;
+    let times = |n: u128, d: u32| n.min(PAST_U64) * u128::from(d);
+    let [gx, gy, gz] = grid;
+    let total = times(times(times(u128::from(per_block), gx), gy), gz).min(PAST_U64);
+    total <= u128::from(launch_limit)
 }

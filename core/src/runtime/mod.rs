@@ -61,12 +61,14 @@ pub(crate) struct PlatformEntry {
 }
 
 /// A device. What every launch reads comes first (`repr(C)`, after the slot's 8-byte
-/// generation and tag): the backend, the launch limits (flattened, so that the ordinal fills
-/// their padding) and the ordinal, 64 bytes with the header in a 64-byte-aligned slot.
+/// generation and tag): the backend's launch functions, the launch limits (flattened, so that
+/// the ordinal fills their padding) and the ordinal, 64 bytes with the header in a
+/// 64-byte-aligned slot; the backend itself (every other call, a launch the functions decline)
+/// in the next line.
 #[repr(C)]
 pub(crate) struct DeviceEntry {
-    /// The backend itself, so that resolving a device needs no lookup in the backend list.
-    pub driver: &'static dyn Backend,
+    /// The backend's launches as plain functions (`Backend::fast_launch`), when it has them.
+    pub fast: Option<crate::backend::FastLaunch>,
     /// `LaunchLimits::threads_per_launch`.
     threads_per_launch: u64,
     /// `LaunchLimits::grid`.
@@ -76,6 +78,8 @@ pub(crate) struct DeviceEntry {
     /// `LaunchLimits::threads_per_block`.
     threads_per_block: u32,
     pub ordinal: u32,
+    /// The backend itself, so that resolving a device needs no lookup in the backend list.
+    pub driver: &'static dyn Backend,
     pub platform: u32,
     pub backend: u8,
     /// The device's default queue (`Runtime::default_queue`), once made; it may have been
@@ -88,6 +92,7 @@ impl DeviceEntry {
         let limits = driver.launch_limits(ordinal);
         Self {
             driver,
+            fast: driver.fast_launch(ordinal),
             threads_per_launch: limits.threads_per_launch,
             grid: limits.grid,
             block: limits.block,
@@ -447,8 +452,8 @@ mod tests {
     }
 }
 
-// The launch path's reads (see the entry types): a device's backend, limits and ordinal in the
-// first 64 bytes of its slot (8 of them the slot's generation and tag), a kernel's in the first
+// The launch path's reads (see the entry types): a device's launch functions, limits and
+// ordinal in the first 64 bytes of its slot (8 of them the slot's generation and tag), a kernel's in the first
 // 24 and a queue's in the first 24 of theirs.
 const _: () = {
     assert!(core::mem::offset_of!(DeviceEntry, ordinal) + 4 + 8 <= 64);

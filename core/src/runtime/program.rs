@@ -279,9 +279,15 @@ impl Runtime {
             #[inline(always)]
             |t| {
                 let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+                if let Some(f) = d.fast {
+                    // SAFETY: as below (the fast function has `launch`'s contract).
+                    if unsafe { (f.params)(k.raw, q, dims, args) } {
+                        return Ok(());
+                    }
+                }
                 // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
                 // argument contract is the caller's.
-                Ok(unsafe { d.driver.launch(d.ordinal, q, k.raw, dims, args) }?)
+                unsafe { Self::backend_launch(d, q, k.raw, dims, args) }
             },
         )
     }
@@ -358,10 +364,51 @@ impl Runtime {
                 }
                 // SAFETY: `end` is at most the buffer's length (checked on one side or the other).
                 let args = unsafe { args.get_unchecked(..end as usize) };
+                if let Some(f) = d.fast {
+                    // SAFETY: as below (the fast function has `launch_packed`'s contract).
+                    if unsafe { (f.packed)(k.raw, q, dims, args) } {
+                        return Ok(());
+                    }
+                }
                 // SAFETY: as in `launch`; `args` ends where the last parameter does.
-                Ok(unsafe { d.driver.launch_packed(d.ordinal, q, k.raw, dims, args) }?)
+                unsafe { Self::backend_launch_packed(d, q, k.raw, dims, args) }
             },
         )
+    }
+
+    /// The backend's `launch`: for a backend without fast launch functions, or a launch they
+    /// declined (out of line, so that the launch path's common side stays short).
+    ///
+    /// # Safety
+    /// As `Backend::launch`, for a live queue and kernel of `d`'s device and dimensions within
+    /// its limits.
+    #[inline(never)]
+    unsafe fn backend_launch(
+        d: &DeviceEntry,
+        q: u64,
+        kernel: u64,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { d.driver.launch(d.ordinal, q, kernel, dims, args) }?)
+    }
+
+    /// `backend_launch` for a packed buffer (`Backend::launch_packed`).
+    ///
+    /// # Safety
+    /// As `Backend::launch_packed`, for a live queue and kernel of `d`'s device, dimensions
+    /// within its limits and `args` ending where the kernel's last parameter does.
+    #[inline(never)]
+    unsafe fn backend_launch_packed(
+        d: &DeviceEntry,
+        q: u64,
+        kernel: u64,
+        dims: &LaunchDims,
+        args: &[u8],
+    ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        Ok(unsafe { d.driver.launch_packed(d.ordinal, q, kernel, dims, args) }?)
     }
 
     /// Where a live kernel's last parameter ends, from the backend's layout.
