@@ -58,8 +58,10 @@ ol_result_t olLaunchKernel(ol_handle queue, ol_handle device, ol_handle kernel, 
                            const ol_kernel_launch_size_args_t *launch);
 /* tests/gpu/launch_shim.c (weak: a link without liblaunch_shim.so runs the other rows only). */
 int launch_shim_init(void) __attribute__((weak));
-CUresult launch_shim(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                     unsigned shared, CUstream stream, void **params, void **extra) __attribute__((weak));
+typedef CUresult shim_fn(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                         void **, void **);
+shim_fn launch_shim __attribute__((weak)), launch_shim_call __attribute__((weak)),
+    launch_shim_frame __attribute__((weak)), launch_shim_gate __attribute__((weak));
 
 
 
@@ -151,6 +153,15 @@ static double shim_same_empty_long(void) {
   CU(cuStreamSynchronize(ordo_stream));
   return (now() - t) / LONG;
 }
+static double shim_variant_long(shim_fn *shim) {
+  double t = now();
+  for (int i = 0; i < LONG; i++) CU(shim(ordo_empty_fn, 1, 1, 1, 1, 1, 1, 0, ordo_stream, NULL, NULL));
+  CU(cuStreamSynchronize(ordo_stream));
+  return (now() - t) / LONG;
+}
+static double shim_call_long(void) { return shim_variant_long(launch_shim_call); }
+static double shim_frame_long(void) { return shim_variant_long(launch_shim_frame); }
+static double shim_gate_long(void) { return shim_variant_long(launch_shim_gate); }
 static void shim_empty_one(void) { CU(launch_shim(ordo_empty_fn, 1, 1, 1, 1, 1, 1, 0, ordo_stream, NULL, NULL)); }
 static void sync_ordo_stream(void) { CU(cuStreamSynchronize(ordo_stream)); }
 static double raw_add_enqueue(void) { return raw_timed(raw_add, add_params, 100, 1); }
@@ -249,6 +260,16 @@ int main(int argc, char **argv) {
                  "(50000 rounds)", same_empty_one, shim_empty_one, sync_ordo_stream, 50000, "(informational)");
       report_batches_for("olLaunchKernel vs the forwarding call, same CUfunction and CUstream, empty kernel, batches "
                          "of %d", shim_same_empty_long, ol_empty_long, 2 * ROUNDS, "(informational)");
+      if (launch_shim_call && launch_shim_frame && launch_shim_gate) {
+        report_batches_for("floor, called: the driver returns through the shim, vs the forwarding jump (empty kernel, "
+                           "batches of %d)", shim_same_empty_long, shim_call_long, 2 * ROUNDS, "(informational)");
+        report_batches_for("floor, called from a 512-byte frame, vs called (empty kernel, batches of %d)",
+                           shim_call_long, shim_frame_long, 2 * ROUNDS, "(informational)");
+        report_batches_for("floor, called inside a per-thread in-flight count, vs called (empty kernel, batches of %d)",
+                           shim_call_long, shim_gate_long, 2 * ROUNDS, "(informational)");
+        report_batches_for("olLaunchKernel vs the call inside an in-flight count (empty kernel, batches of %d)",
+                           shim_gate_long, ol_empty_long, 2 * ROUNDS, "(informational)");
+      }
     } else {
       printf("launch_shim: not linked (the floor rows are left out)\n");
     }
