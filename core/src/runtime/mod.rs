@@ -12,6 +12,7 @@ mod info;
 mod init;
 mod memory;
 mod program;
+pub use program::BISECT;
 mod queue;
 mod teardown;
 
