@@ -53,8 +53,6 @@ pub use handle::{
 };
 pub use lifecycle::{MAX_REFS, Phase, State};
 pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep, TeardownSummary};
-#[doc(hidden)]
-pub use runtime::BISECT;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use runtime::OwnedRuntime;

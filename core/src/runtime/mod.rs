@@ -12,7 +12,6 @@ mod info;
 mod init;
 mod memory;
 mod program;
-pub use program::BISECT;
 mod queue;
 mod teardown;
 

@@ -17,13 +17,6 @@ use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use super::{ARGS_END_UNKNOWN, DeviceEntry, KernelEntry, NO_SLOT, ProgramEntry, Runtime, Tables, teardown};
 
-/// Launch-path bisection (measurement only).
-pub const BISECT: u8 = match option_env!("ORDO_BISECT") {
-    Some(s) => s.as_bytes()[0],
-    None => b'9',
-};
-static BISECT_CACHE: spin::Once<(u64, u64, crate::backend::FastLaunch)> = spin::Once::new();
-
 impl Runtime {
     // ---- programs and kernels -------------------------------------------------------------
 
@@ -344,48 +337,15 @@ impl Runtime {
         dims: &LaunchDims,
         args: &[u8],
     ) -> Result<()> {
-        // Measurement only (reverted after): ORDO_BISECT=0/1 at build time skips the gate and
-        // the lookups, 2 skips the lookups, once a first launch has filled the cache.
-        if BISECT <= b'1' {
-            if let Some(&(q, k, f)) = BISECT_CACHE.get() {
-                // SAFETY: measurement build; the benchmark launches one kernel on one queue.
-                return if unsafe { (f.packed)(k, q, dims, args) } {
-                    Ok(())
-                } else {
-                    fail(ErrorCode::BackendFailure, "bisect")
-                };
-            }
-        }
-        if BISECT == b'2' {
-            if let Some(&(q, k, f)) = BISECT_CACHE.get() {
-                let _in_flight = self.state.gate.enter_shared()?;
-                // SAFETY: as above.
-                return if unsafe { (f.packed)(k, q, dims, args) } {
-                    Ok(())
-                } else {
-                    fail(ErrorCode::BackendFailure, "bisect")
-                };
-            }
-        }
         self.with_shared_inline(
             #[inline(always)]
             |t| {
                 let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-                if BISECT != b'9' {
-                    if let Some(f) = d.fast {
-                        BISECT_CACHE.call_once(|| (q, k.raw, f));
-                    }
-                }
                 // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
                 // the kernel's first packed launch takes the other side too).
                 let mut end = k.args_end.load(Relaxed);
-                let ok = BISECT == b'4'
-                    || (t.devices.handle_at(slot) == device.0)
-                        & (end != ARGS_END_UNKNOWN)
-                        & (end as usize <= args.len());
-                if BISECT == b'4' {
-                    end = args.len() as u32;
-                }
+                let ok =
+                    (t.devices.handle_at(slot) == device.0) & (end != ARGS_END_UNKNOWN) & (end as usize <= args.len());
                 if !ok {
                     crate::sync::cold_path();
                     if t.devices.handle_at(slot) != device.0 {
@@ -488,8 +448,7 @@ impl Runtime {
         let q = t.queues.get(queue.0)?;
         let k = t.kernels.get(kernel.0)?;
         let d = t.devices.at(q.device);
-        let fits = if BISECT == b'3' { true } else { d.fits(dims) };
-        if !((k.device == q.device) & fits) {
+        if !((k.device == q.device) & d.fits(dims)) {
             Self::launch_target_error(d, k.device != q.device, dims)?;
         }
         Ok((d, q.device, q.raw, k))
