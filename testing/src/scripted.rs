@@ -11,9 +11,11 @@
 //! releases its object (as a driver that reports an error on destroy has still dropped it), so
 //! "zero live objects after teardown" means the runtime released everything exactly once.
 
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
 use ordo_core::{
-    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue,
-    KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, ParamSlot, TensorMap, TensorMapTiled,
+    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FastLaunch, FillValue, HostFn,
+    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, ParamSlot, TensorMap, TensorMapTiled,
 };
 use ordo_core::{BackendError, ErrorCode};
 
@@ -62,10 +64,26 @@ struct ScriptState {
     load_log: bool,
 }
 
+/// What the scripted fast launch functions answer (`true`: "launched"), and how many times they
+/// ran: process-wide, as the functions have no backend to keep them in.
+static FAST_ACCEPTS: AtomicBool = AtomicBool::new(true);
+static FAST_CALLS: AtomicU64 = AtomicU64::new(0);
+
+fn fast_packed(_: u64, _: u64, _: &LaunchDims, _: &[u8]) -> bool {
+    FAST_CALLS.fetch_add(1, Ordering::SeqCst);
+    FAST_ACCEPTS.load(Ordering::SeqCst)
+}
+
+fn fast_params(_: u64, _: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> bool {
+    FAST_CALLS.fetch_add(1, Ordering::SeqCst);
+    FAST_ACCEPTS.load(Ordering::SeqCst)
+}
+
 /// A backend that counts objects and fails chosen calls. Build it in a `static`.
 pub struct ScriptedBackend {
     state: spin::Mutex<ScriptState>,
     hook: spin::Mutex<Option<fn(BackendOp)>>,
+    fast: AtomicBool,
 }
 
 impl ScriptedBackend {
@@ -95,7 +113,28 @@ impl ScriptedBackend {
                 load_log: false,
             }),
             hook: spin::Mutex::new(None),
+            fast: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the backend hands the runtime fast launch functions (`Backend::fast_launch`,
+    /// asked at the runtime's init). Default: no, so that every launch reaches `launch`, counted
+    /// and fault-injectable. The functions launch nothing and check no object: they count their
+    /// calls (`fast_launches`) and answer what `set_fast_launches_accepted` says.
+    pub fn set_fast_launch(&self, on: bool) {
+        self.fast.store(on, Ordering::SeqCst);
+    }
+
+    /// What the fast launch functions answer from now on (`true`, the default: "launched";
+    /// `false`: declined, so the runtime makes the backend's own call). Shared by every scripted
+    /// backend of the process.
+    pub fn set_fast_launches_accepted(accepted: bool) {
+        FAST_ACCEPTS.store(accepted, Ordering::SeqCst);
+    }
+
+    /// Calls of the fast launch functions so far, by every scripted backend of the process.
+    pub fn fast_launches() -> u64 {
+        FAST_CALLS.load(Ordering::SeqCst)
     }
 
     /// Calls `hook` at the start of every backend call, outside the backend's lock (a test can
@@ -323,6 +362,10 @@ impl Backend for ScriptedBackend {
 
     fn launch_limits(&self, _device: u32) -> LaunchLimits {
         LaunchLimits::CUDA
+    }
+
+    fn fast_launch(&self, _device: u32) -> Option<FastLaunch> {
+        self.fast.load(Ordering::SeqCst).then_some(FastLaunch { packed: fast_packed, params: fast_params })
     }
 
     fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {

@@ -355,15 +355,13 @@ impl Runtime {
     /// Runs `f` with shared access to the tables, as a call in flight.
     #[inline]
     fn with_shared<R>(&self, f: impl FnOnce(&Tables) -> Result<R>) -> Result<R> {
-        let _in_flight = self.state.gate.enter_shared()?;
-        // SAFETY: a shared guard excludes writers for its lifetime.
-        f(unsafe { &*self.state.tables.get() })
+        self.with_shared_inline(f)
     }
 
     /// `with_shared`, always inlined, for the launch paths: with an `#[inline(always)]` closure
     /// the whole launch, from the C entry point to the backend's call, is one function (no
-    /// frame, no closure struct, no result copied between frames: a launch's instructions are
-    /// most of what it costs over the driver's, tests/gpu/RESULTS.md 2026-11-26 15:06).
+    /// frame, no closure struct, no result copied between frames; `tests/gpu/RESULTS.md`,
+    /// 2026-11-26 15:01–15:56).
     #[inline(always)]
     pub(crate) fn with_shared_inline<R>(&self, f: impl FnOnce(&Tables) -> Result<R>) -> Result<R> {
         let _in_flight = self.state.gate.enter_shared()?;

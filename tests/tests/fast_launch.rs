@@ -1,0 +1,87 @@
+//! The runtime's fast launch (`Backend::fast_launch`): a launch reaches the backend's fast
+//! function only after every check the runtime makes, and the backend's own call only when
+//! the fast function declines — with that call's result, faults included. Measured with the
+//! scripted backend's opt-in fast functions, which count their calls and answer as told
+//! (process-wide, hence one test).
+
+use ordo_core::{BackendError, BackendOp, ErrorCode, Kernel, KernelArgs, LaunchDims};
+use ordo_testing::scripted::ScriptedBackend;
+use ordo_tests::{device, scripted_runtime};
+
+#[test]
+fn fast_launch_runs_after_the_checks_and_the_backend_call_only_when_it_declines() {
+    let (b, rt) = scripted_runtime(1);
+    b.set_fast_launch(true);
+    rt.init().unwrap();
+    let d = device(rt, 0).unwrap();
+    let q = rt.queue_create(d).unwrap();
+    let p = rt.program_load(d, b"image").unwrap();
+    let k = rt.kernel_get(p, "kernel").unwrap();
+    let one = LaunchDims::linear(1, 1);
+    let arg = 7u32;
+    let packed = arg.to_ne_bytes();
+    let launch = || {
+        // SAFETY: the scripted backend's kernels take one 4-byte parameter and run nothing.
+        unsafe { rt.launch(q, k, &one, &KernelArgs::EMPTY) }.map_err(|e| e.code)
+    };
+    let launch_packed = || {
+        // SAFETY: as above; the buffer holds the parameter.
+        unsafe { rt.launch_packed_on(d, q, k, &one, &packed) }.map_err(|e| e.code)
+    };
+    // (fast function calls, backend calls) since `before`.
+    let counts = |before: (u64, u64)| (ScriptedBackend::fast_launches() - before.0, b.calls() - before.1);
+    let now = || (ScriptedBackend::fast_launches(), b.calls());
+
+    // Accepted: the backend's own launch is not called.
+    ScriptedBackend::set_fast_launches_accepted(true);
+    let t = now();
+    assert_eq!(launch(), Ok(()));
+    assert_eq!(counts(t), (1, 0), "an accepted fast launch makes no backend call");
+    // The packed form asks for the kernel's layout once (a backend call), then launches fast.
+    let t = now();
+    assert_eq!(launch_packed(), Ok(()));
+    assert_eq!(launch_packed(), Ok(()));
+    assert_eq!(counts(t), (2, 1), "the layout once, then fast launches only");
+
+    // Checks first: a failed check reaches neither function.
+    let t = now();
+    let stale = Kernel::from_raw(k.to_raw() ^ (1 << 16)); // another generation of the slot
+    // SAFETY: rejected before any launch.
+    assert!(unsafe { rt.launch(q, stale, &one, &KernelArgs::EMPTY) }.is_err());
+    // SAFETY: as above.
+    let zero = unsafe { rt.launch(q, k, &LaunchDims::linear(0, 1), &KernelArgs::EMPTY) };
+    assert_eq!(zero.map_err(|e| e.code), Err(ErrorCode::InvalidValue));
+    // SAFETY: as above (the buffer ends before the kernel's parameter does).
+    let short = unsafe { rt.launch_packed_on(d, q, k, &one, &packed[..2]) };
+    assert_eq!(short.map_err(|e| e.code), Err(ErrorCode::InvalidSize));
+    assert_eq!(counts(t), (0, 0), "rejected launches reach no backend function");
+
+    // Declined: the backend's own call, with its result.
+    ScriptedBackend::set_fast_launches_accepted(false);
+    let t = now();
+    assert_eq!(launch(), Ok(()));
+    assert_eq!(launch_packed(), Ok(()));
+    // The scripted backend's `launch_packed` is the trait's default: the layout, then `launch`.
+    assert_eq!(counts(t), (2, 3), "each declined launch makes the backend's own call once");
+    b.fail_next(BackendOp::Launch, BackendError::new(ErrorCode::OutOfResources, 0, "scripted"));
+    let t = now();
+    assert_eq!(launch(), Err(ErrorCode::OutOfResources), "the backend call's error is the launch's");
+    assert_eq!(counts(t), (1, 1));
+
+    // Without fast functions (asked again at the next init) every launch is the backend's call.
+    ScriptedBackend::set_fast_launches_accepted(true);
+    rt.shutdown().unwrap();
+    b.set_fast_launch(false);
+    rt.init().unwrap();
+    let d = device(rt, 0).unwrap();
+    let q = rt.queue_create(d).unwrap();
+    let p = rt.program_load(d, b"image").unwrap();
+    let k = rt.kernel_get(p, "kernel").unwrap();
+    let t = now();
+    // SAFETY: as above.
+    assert_eq!(unsafe { rt.launch(q, k, &one, &KernelArgs::EMPTY) }.map_err(|e| e.code), Ok(()));
+    assert_eq!(counts(t), (0, 1));
+    rt.shutdown().unwrap();
+    assert_eq!(b.double_releases(), 0);
+    assert_eq!(b.calls_while_down(), 0);
+}
