@@ -4,19 +4,24 @@
 //! scripted backend's opt-in fast functions, which count their calls and answer as told
 //! (process-wide, hence one test).
 
-use ordo_core::{BackendError, BackendOp, ErrorCode, Kernel, KernelArgs, LaunchDims};
+use ordo_core::{BackendError, BackendOp, Device, ErrorCode, Kernel, KernelArgs, LaunchDims, Queue, Runtime};
 use ordo_testing::scripted::ScriptedBackend;
 use ordo_tests::{device, scripted_runtime};
+
+/// Initialises `rt`: its device, a queue and a kernel.
+fn objects(rt: &Runtime) -> (Device, Queue, Kernel) {
+    rt.init().unwrap();
+    let d = device(rt, 0).unwrap();
+    let q = rt.queue_create(d).unwrap();
+    let p = rt.program_load(d, b"image").unwrap();
+    (d, q, rt.kernel_get(p, "kernel").unwrap())
+}
 
 #[test]
 fn fast_launch_runs_after_the_checks_and_the_backend_call_only_when_it_declines() {
     let (b, rt) = scripted_runtime(1);
     b.set_fast_launch(true);
-    rt.init().unwrap();
-    let d = device(rt, 0).unwrap();
-    let q = rt.queue_create(d).unwrap();
-    let p = rt.program_load(d, b"image").unwrap();
-    let k = rt.kernel_get(p, "kernel").unwrap();
+    let (d, q, k) = objects(rt);
     let one = LaunchDims::linear(1, 1);
     let arg = 7u32;
     let packed = arg.to_ne_bytes();
@@ -72,11 +77,7 @@ fn fast_launch_runs_after_the_checks_and_the_backend_call_only_when_it_declines(
     ScriptedBackend::set_fast_launches_accepted(true);
     rt.shutdown().unwrap();
     b.set_fast_launch(false);
-    rt.init().unwrap();
-    let d = device(rt, 0).unwrap();
-    let q = rt.queue_create(d).unwrap();
-    let p = rt.program_load(d, b"image").unwrap();
-    let k = rt.kernel_get(p, "kernel").unwrap();
+    let (_, q, k) = objects(rt);
     let t = now();
     // SAFETY: as above.
     assert_eq!(unsafe { rt.launch(q, k, &one, &KernelArgs::EMPTY) }.map_err(|e| e.code), Ok(()));
