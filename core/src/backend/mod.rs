@@ -12,11 +12,13 @@
 //! `device_release`; then `deinit`. After `deinit`, `init` may be called again.
 //! Depends on `error`.
 //!
-//! The values that cross the trait live in `types.rs`; this file holds the trait and the names
-//! of its methods (`BackendOp`).
+//! The values that cross the trait live in `types.rs` and, a launch's, in `launch.rs`; this file
+//! holds the trait and the names of its methods (`BackendOp`).
 
+mod launch;
 mod types;
 
+pub use launch::*;
 pub use types::*;
 
 use core::ffi::c_void;
