@@ -119,17 +119,23 @@ pub(super) fn fail(e: OlError) -> ol_result_t {
 /// Runs an entry point's body; a panic becomes `OL_ERRC_UNKNOWN` (it never crosses into C).
 #[inline]
 pub(super) fn entry(body: impl FnOnce() -> OlResult<()>) -> ol_result_t {
-    match catch(body, |_| Err(err(OL_ERRC_UNKNOWN, "internal error: a panic was caught at the C boundary"))) {
-        Ok(()) => core::ptr::null(),
-        Err(e) => fail(e),
-    }
+    entry_result(|| result(body()))
 }
 
-/// `entry` for a body that makes its own `ol_result_t` (the launch path: no `OlResult` to
-/// convert on the way out); a panic becomes `OL_ERRC_UNKNOWN` all the same.
+/// `entry` for a body that makes its own `ol_result_t` (the launch path, which converts its
+/// results where it has them); a panic becomes `OL_ERRC_UNKNOWN` all the same.
 #[inline(always)]
 pub(super) fn entry_result(body: impl FnOnce() -> ol_result_t) -> ol_result_t {
     catch(body, |_| fail(err(OL_ERRC_UNKNOWN, "internal error: a panic was caught at the C boundary")))
+}
+
+/// An entry point's answer: NULL for success, else the error's result (`fail`).
+#[inline(always)]
+pub(super) fn result(r: OlResult<()>) -> ol_result_t {
+    match r {
+        Ok(()) => core::ptr::null(),
+        Err(e) => fail(e),
+    }
 }
 
 /// `OL_ERRC_UNINITIALIZED` unless ordo is initialised (the first check of every entry point).

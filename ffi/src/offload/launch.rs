@@ -110,21 +110,14 @@ pub unsafe extern "C" fn olLaunchKernel(
                 let device = ordo_core::Device::from_raw(ptr_to_handle(device_h));
                 // SAFETY: the caller's contract for the buffer (non-NULL when not empty, at most
                 // isize::MAX bytes: checked).
-                let r = unsafe {
+                return result(unsafe {
                     launch_packed(device, queue(queue_h), ordo_core::Kernel(raw), ArgumentsData, ArgumentsSize, &dims)
-                };
-                return match r {
-                    Ok(()) => core::ptr::null(),
-                    Err(e) => fail(e),
-                };
+                });
             }
         }
         ordo_core::cold_path();
         // SAFETY: forwarded contract.
-        match unsafe { launch_checked(queue_h, device_h, kernel_h, ArgumentsData, ArgumentsSize, LaunchSizeArgs) } {
-            Ok(()) => core::ptr::null(),
-            Err(e) => fail(e),
-        }
+        result(unsafe { launch_checked(queue_h, device_h, kernel_h, ArgumentsData, ArgumentsSize, LaunchSizeArgs) })
     })
 }
 
