@@ -198,6 +198,13 @@ pub(crate) fn fast_launch(f: LaunchKernelFn) -> Option<FastLaunch> {
     (first as usize == f as usize).then_some(FastLaunch { packed: fast_packed, params: fast_params })
 }
 
+/// The driver's `cuLaunchKernel` for a fast launch of `dims`, or `None` when the launch needs
+/// the backend's own call (above 48 KiB of dynamic shared memory: the kernel's opt-in first).
+#[inline(always)]
+fn fast_driver(dims: &LaunchDims) -> Option<LaunchKernelFn> {
+    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT { None } else { FAST_LAUNCH_KERNEL.get().copied() }
+}
+
 /// `FastLaunch::packed`: `launch_packed` in whatever context the thread has current; `false`
 /// (nothing launched) when the driver refuses, for instance another context or none is
 /// current — the backend's `launch_packed` then makes the device's context current and tries
@@ -207,10 +214,7 @@ pub(crate) fn fast_launch(f: LaunchKernelFn) -> Option<FastLaunch> {
 /// # Safety
 /// As `launch_packed`, for a kernel and queue of the device that handed out this function.
 unsafe fn fast_packed(kernel: u64, queue: u64, dims: &LaunchDims, args: &[u8]) -> bool {
-    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
-        return false;
-    }
-    let Some(&f) = FAST_LAUNCH_KERNEL.get() else { return false };
+    let Some(f) = fast_driver(dims) else { return false };
     // SAFETY: forwarded contract.
     let r = unsafe { with_packed(args, |extra| driver_launch(f, kernel, queue, dims, std::ptr::null_mut(), extra)) };
     r == CUresult::CUDA_SUCCESS
@@ -221,10 +225,7 @@ unsafe fn fast_packed(kernel: u64, queue: u64, dims: &LaunchDims, args: &[u8]) -
 /// # Safety
 /// As `launch`, for a kernel and queue of the device that handed out this function.
 unsafe fn fast_params(kernel: u64, queue: u64, dims: &LaunchDims, args: &KernelArgs<'_>) -> bool {
-    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
-        return false;
-    }
-    let Some(&f) = FAST_LAUNCH_KERNEL.get() else { return false };
+    let Some(f) = fast_driver(dims) else { return false };
     // SAFETY: forwarded contract; `params` points to the arguments.
     let r = unsafe { driver_launch(f, kernel, queue, dims, params_pointer(args), std::ptr::null_mut()) };
     r == CUresult::CUDA_SUCCESS
