@@ -13,7 +13,8 @@
  * stream behind ordo's queue, ordo's own C ABI (ordo_launch) on the same queue and kernel. The
  * floor rows (informational, when liblaunch_shim.so is linked: launch_shim.c) measure what any
  * library in front of the driver costs here — a function of its own shared object that only
- * forwards to cuLaunchKernel — and olLaunchKernel against that function.
+ * forwards to cuLaunchKernel — and olLaunchKernel against that function; with
+ * OFFLOAD_BENCH_SHIM_VARIANTS set, also launch_shim.c's variants, one against the next.
  * Each arm: batches of 1000 launches then a synchronise (96 rounds), and 301 rounds of 200.
  * Target <= 1.02x. The ol* functions are declared here (the GPU machine has no OffloadAPI.h; the
  * types are the header's, checked on the CPU by tests/offload/layout.c).
@@ -255,7 +256,9 @@ int main(int argc, char **argv) {
                  "(50000 rounds)", same_empty_one, shim_empty_one, sync_ordo_stream, 50000, "(informational)");
       report_batches_for("olLaunchKernel vs the forwarding call, same CUfunction and CUstream, empty kernel, batches "
                          "of %d", shim_same_empty_long, ol_empty_long, 2 * ROUNDS, "(informational)");
-      if (launch_shim_call && launch_shim_frame && launch_shim_gate) {
+      /* The shim's variants (a decomposition, about 15 s a process): only when asked, so that
+       * tests/gpu/run.sh stays within one device call. */
+      if (getenv("OFFLOAD_BENCH_SHIM_VARIANTS") && launch_shim_call && launch_shim_frame && launch_shim_gate) {
         report_batches_for("floor, called: the driver returns through the shim, vs the forwarding jump (empty kernel, "
                            "batches of %d)", shim_same_empty_long, shim_call_long, 2 * ROUNDS, "(informational)");
         report_batches_for("floor, called from a 512-byte frame, vs called (empty kernel, batches of %d)",
