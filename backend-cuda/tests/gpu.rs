@@ -141,10 +141,26 @@ fn bad_inputs_on_the_gpu() {
     let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
     assert_eq!(rt.kernel_get(p, "no_such_kernel").unwrap_err().code, ErrorCode::NotFound);
     let k = rt.kernel_get(p, "empty").unwrap();
-    // Launch limits come from the driver.
-    let too_many = LaunchDims { grid: [1, 1, 1], block: [2048, 1, 1], shared_mem_bytes: 0 };
-    // SAFETY: `empty` takes no arguments.
-    assert_eq!(unsafe { rt.launch(q, k, &too_many, &KernelArgs::EMPTY) }.unwrap_err().code, ErrorCode::InvalidValue);
+    // Launch limits come from the driver. The fast launch hands dimensions to the driver
+    // unchecked and the driver refuses these; the error is the runtime's (which limit), for
+    // both argument forms, and nothing is launched.
+    let beyond = [
+        ([1, 1, 1], [2048, 1, 1], "a block dimension exceeds the device's limit"),
+        ([1, 1, 1], [1, 1, 65], "a block dimension exceeds the device's limit"),
+        ([1, 1, 1], [32, 32, 2], "more threads per block than the device allows"),
+        ([0, 1, 1], [1, 1, 1], "grid and block dimensions must all be at least 1"),
+        ([1, 65536, 1], [1, 1, 1], "a grid dimension exceeds the device's limit"),
+        ([1, 1, 1], [1, 0, 1], "grid and block dimensions must all be at least 1"),
+    ];
+    for (grid, block, message) in beyond {
+        let dims = LaunchDims { grid, block, shared_mem_bytes: 0 };
+        // SAFETY: `empty` takes no arguments.
+        let e = unsafe { rt.launch(q, k, &dims, &KernelArgs::EMPTY) }.unwrap_err();
+        assert_eq!((e.code, e.message), (ErrorCode::InvalidValue, message), "{grid:?} {block:?}");
+        // SAFETY: as above (no parameters: an empty buffer).
+        let e = unsafe { rt.launch_packed_on(d, q, k, &dims, &[]) }.unwrap_err();
+        assert_eq!((e.code, e.message), (ErrorCode::InvalidValue, message), "{grid:?} {block:?}, packed");
+    }
     // Dynamic shared memory above 48 KiB works after the (cached) opt-in; above the device limit fails.
     let optin = rt.device_info(d, DeviceInfo::MaxSharedMemoryPerBlockOptin).unwrap().as_int().unwrap() as u32;
     let big = LaunchDims { shared_mem_bytes: 64 * 1024, ..LaunchDims::linear(1, 32) };

@@ -18,7 +18,9 @@
  *   - `vector_add_f32` with its arguments as kernelParams vs one packed buffer (`extra`,
  *     CU_LAUNCH_PARAM_BUFFER_POINTER, as liboffload's plugin and ordo's olLaunchKernel pass them);
  *   - `vector_add_f32` from a second module of the same PTX (loaded with cuModuleLoadDataEx and a
- *     JIT log buffer, as ordo loads) vs the first, and the empty kernel on a second stream.
+ *     JIT log buffer, as ordo loads) vs the first, and the empty kernel on a second stream;
+ *   - both kernels from a third module, loaded as the first, whose parameters were described
+ *     with cuFuncGetParamInfo (as ordo does at a kernel's first packed launch), vs the first.
  * Also prints whether membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is available (ordo's calls
  * then need no fence) and the kernel release.
  * Built on the GPU machine: cc -O2 -I<cuda>/include launch_probe.c -lcuda
@@ -38,7 +40,7 @@
 
 
 enum { N = 1000, ROUNDS = 24, LINES = 16 };
-static CUfunction fn, add_fn, add_fn_b, empty_b;
+static CUfunction fn, add_fn, add_fn_b, empty_b, empty_q, add_fn_q;
 static CUstream stream, stream_b;
 static struct { void *a, *b, *c; uint32_t n; } add_args;
 static void *add_params[4] = {&add_args.a, &add_args.b, &add_args.c, &add_args.n};
@@ -134,6 +136,8 @@ static double add_second_module(void) { return batch_of(add_fn_b, stream, add_pa
 static double empty_second_stream(void) { return batch_of(fn, stream_b, NULL, 0); }
 static double empty_second_module(void) { return batch_of(empty_b, stream, NULL, 0); }
 static double empty_first(void) { return batch_of(fn, stream, NULL, 0); }
+static double empty_queried(void) { return batch_of(empty_q, stream, NULL, 0); }
+static double add_queried(void) { return batch_of(add_fn_q, stream, add_params, 0); }
 
 static double bare(void) { return batch(NULL); }
 static double with_lock_or(void) { return batch(lock_or); }
@@ -172,6 +176,18 @@ int main(int argc, char **argv) {
   CU(cuModuleLoadDataEx(&module_b, ptx, 2, options, values));
   CU(cuModuleGetFunction(&add_fn_b, module_b, "vector_add_f32"));
   CU(cuModuleGetFunction(&empty_b, module_b, "empty"));
+  /* A third module, loaded as the first, whose functions' parameters are described
+   * (cuFuncGetParamInfo, as ordo asks at a kernel's first packed launch). */
+  CUmodule module_q;
+  CU(cuModuleLoadData(&module_q, ptx));
+  CU(cuModuleGetFunction(&empty_q, module_q, "empty"));
+  CU(cuModuleGetFunction(&add_fn_q, module_q, "vector_add_f32"));
+  CUfunction described[] = {empty_q, add_fn_q};
+  for (int f = 0; f < 2; f++)
+    for (size_t i = 0;; i++) {
+      size_t offset, size;
+      if (cuFuncGetParamInfo(described[f], i, &offset, &size) != CUDA_SUCCESS) break;
+    }
   (void)abba_calls; /* abba.h's other form, not used here */
   for (int i = 0; i < CHAIN; i++) /* page i points into page i + 1; the last to itself */
     chain_pages[i * 4160 / sizeof(void *)] = &chain_pages[(i + (i + 1 < CHAIN)) * 4160 / sizeof(void *)];
@@ -198,8 +214,13 @@ int main(int argc, char **argv) {
               add_second_module, ROUNDS, "");
   abba_report("empty: second module vs first", empty_first, empty_second_module, ROUNDS, "");
   abba_report("empty: second blocking stream vs first", empty_first, empty_second_stream, ROUNDS, "");
+  abba_report("empty: a third module's, parameters described (cuFuncGetParamInfo), vs first", empty_first,
+              empty_queried, ROUNDS, "");
+  abba_report("vector_add_f32: the third module's, parameters described, vs first, kernelParams", add_params_form,
+              add_queried, ROUNDS, "");
   CU(cuStreamDestroy(stream_b));
   CU(cuModuleUnload(module_b));
+  CU(cuModuleUnload(module_q));
   CU(cuStreamDestroy(stream));
   CU(cuModuleUnload(module));
   CU(cuDevicePrimaryCtxRelease(dev));

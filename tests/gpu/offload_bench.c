@@ -10,7 +10,9 @@
  * Then the same two comparisons with the very CUfunction and CUstream behind ordo's handles
  * (ordo_kernel_native, ordo_queue_native) on the driver's side, so that the arms differ only in
  * ordo's code. Diagnosis rows (informational) separate the parts: the driver call on the very
- * stream behind ordo's queue, ordo's own C ABI (ordo_launch) on the same queue and kernel. The
+ * stream behind ordo's queue, the driver call with the CUfunction behind ordo's kernel against
+ * the benchmark's on that stream (what rows 1-4 hold of the driver's difference between the two
+ * functions), ordo's own C ABI (ordo_launch) on the same queue and kernel. The
  * floor rows (informational, when liblaunch_shim.so is linked: launch_shim.c) measure what any
  * library in front of the driver costs here — a function of its own shared object that only
  * forwards to cuLaunchKernel — and olLaunchKernel against that function; with
@@ -110,9 +112,11 @@ static double raw_same(CUfunction f, void **params, int n) {
 }
 /* The benchmark's own function on ordo's stream: separates the stream from ordo's code. */
 static double raw_on_ordo_stream(void) { return raw_same(raw_empty, NULL, LONG); }
+static void *add_params[4];
+/* The benchmark's vector_add_f32 on ordo's stream: with same_add_long, separates the function. */
+static double raw_add_on_ordo_stream(void) { return raw_same(raw_add, add_params, LONG); }
 static double ol_batch(ol_handle k, const void *args, size_t size, int n) { return ol_timed(k, args, size, n, 0); }
 
-static void *add_params[4];
 static double raw_empty_long(void) { return raw_batch(raw_empty, NULL, LONG); }
 static double ol_empty_long(void) { return ol_batch(ol_empty, NULL, 0, LONG); }
 static double raw_empty_short(void) { return raw_batch(raw_empty, NULL, SHORT); }
@@ -276,6 +280,12 @@ int main(int argc, char **argv) {
   }
   abba_report("diagnosis: cuLaunchKernel on ordo's own stream vs on the benchmark's (empty kernel, 1000)",
                 raw_empty_long, raw_on_ordo_stream, ROUNDS, "(informational)");
+  if (ordo_empty_fn) {
+    abba_report("diagnosis: cuLaunchKernel with ordo's CUfunction vs the benchmark's, both on ordo's stream (empty "
+                "kernel, 1000)", raw_on_ordo_stream, same_empty_long, ROUNDS, "(informational)");
+    abba_report("diagnosis: the same for vector_add_f32 (kernelParams, 1000)", raw_add_on_ordo_stream, same_add_long,
+                ROUNDS, "(informational)");
+  }
   abba_report("diagnosis: olLaunchKernel vs cuLaunchKernel on ordo's own stream (empty kernel, 1000)",
                 raw_on_ordo_stream, ol_empty_long, ROUNDS, "(informational)");
   abba_report("diagnosis: ordo_launch (ordo's C ABI) vs cuLaunchKernel on ordo's own stream (empty kernel, 1000)",
