@@ -208,10 +208,8 @@ fn fast_driver(dims: &LaunchDims) -> Option<LaunchKernelFn> {
 /// `FastLaunch::packed`: `launch_packed` in whatever context the thread has current; `false`
 /// (nothing launched) when the driver refuses, for instance another context or none is
 /// current — the backend's `launch_packed` then makes the device's context current and tries
-/// again, or reports the error — for launches above 48 KiB of dynamic shared memory, which
-/// need the kernel's opt-in first, and for dimensions the device cannot run, which the driver
-/// refuses (`CUDA_ERROR_INVALID_VALUE`) against the device attributes the backend's launch
-/// limits are read from (the runtime then reports which limit they exceed).
+/// again, or reports the error — and for launches above 48 KiB of dynamic shared memory, which
+/// need the kernel's opt-in first.
 ///
 /// # Safety
 /// As `launch_packed`, for a kernel and queue of the device that handed out this function.

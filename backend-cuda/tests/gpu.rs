@@ -141,9 +141,8 @@ fn bad_inputs_on_the_gpu() {
     let p = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
     assert_eq!(rt.kernel_get(p, "no_such_kernel").unwrap_err().code, ErrorCode::NotFound);
     let k = rt.kernel_get(p, "empty").unwrap();
-    // Launch limits come from the driver. The fast launch hands dimensions to the driver
-    // unchecked and the driver refuses these; the error is the runtime's (which limit), for
-    // both argument forms, and nothing is launched.
+    // Launch limits come from the driver; dimensions beyond them are the runtime's error (which
+    // limit), in both argument forms, before the backend's fast launch or its call.
     let beyond = [
         ([1, 1, 1], [2048, 1, 1], "a block dimension exceeds the device's limit"),
         ([1, 1, 1], [1, 1, 65], "a block dimension exceeds the device's limit"),

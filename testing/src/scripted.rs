@@ -69,19 +69,14 @@ struct ScriptState {
 static FAST_ACCEPTS: AtomicBool = AtomicBool::new(true);
 static FAST_CALLS: AtomicU64 = AtomicU64::new(0);
 
-/// The scripted fast functions' answer: declined for dimensions the scripted device cannot run
-/// (as a driver refuses them; `FastLaunch`), else what `set_fast_launches_accepted` said.
-fn fast_answer(dims: &LaunchDims) -> bool {
+fn fast_packed(_: u64, _: u64, _: &LaunchDims, _: &[u8]) -> bool {
     FAST_CALLS.fetch_add(1, Ordering::SeqCst);
-    dims.validate(&LaunchLimits::CUDA).is_ok() && FAST_ACCEPTS.load(Ordering::SeqCst)
+    FAST_ACCEPTS.load(Ordering::SeqCst)
 }
 
-fn fast_packed(_: u64, _: u64, dims: &LaunchDims, _: &[u8]) -> bool {
-    fast_answer(dims)
-}
-
-fn fast_params(_: u64, _: u64, dims: &LaunchDims, _: &KernelArgs<'_>) -> bool {
-    fast_answer(dims)
+fn fast_params(_: u64, _: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> bool {
+    FAST_CALLS.fetch_add(1, Ordering::SeqCst);
+    FAST_ACCEPTS.load(Ordering::SeqCst)
 }
 
 /// A backend that counts objects and fails chosen calls. Build it in a `static`.
@@ -125,8 +120,7 @@ impl ScriptedBackend {
     /// Whether the backend hands the runtime fast launch functions (`Backend::fast_launch`,
     /// asked at the runtime's init). Default: no, so that every launch reaches `launch`, counted
     /// and fault-injectable. The functions launch nothing and check no object: they count their
-    /// calls (`fast_launches`), decline dimensions beyond the scripted device's launch limits
-    /// (as a driver refuses them) and otherwise answer what `set_fast_launches_accepted` says.
+    /// calls (`fast_launches`) and answer what `set_fast_launches_accepted` says.
     pub fn set_fast_launch(&self, on: bool) {
         self.fast.store(on, Ordering::SeqCst);
     }

@@ -11,8 +11,9 @@
  * (ordo_kernel_native, ordo_queue_native) on the driver's side, so that the arms differ only in
  * ordo's code. Diagnosis rows (informational) separate the parts: the driver call on the very
  * stream behind ordo's queue, the driver call with the CUfunction behind ordo's kernel against
- * the benchmark's on that stream (what rows 1-4 hold of the driver's difference between the two
- * functions), ordo's own C ABI (ordo_launch) on the same queue and kernel. The
+ * the benchmark's on that stream, and on ordo's CUfunction and stream against the benchmark's
+ * (what rows 1-4 hold of the driver's own difference between the two sets of objects), ordo's
+ * own C ABI (ordo_launch) on the same queue and kernel. The
  * floor rows (informational, when liblaunch_shim.so is linked: launch_shim.c) measure what any
  * library in front of the driver costs here — a function of its own shared object that only
  * forwards to cuLaunchKernel — and olLaunchKernel against that function; with
@@ -283,8 +284,14 @@ int main(int argc, char **argv) {
   if (ordo_empty_fn) {
     abba_report("diagnosis: cuLaunchKernel with ordo's CUfunction vs the benchmark's, both on ordo's stream (empty "
                 "kernel, 1000)", raw_on_ordo_stream, same_empty_long, ROUNDS, "(informational)");
-    abba_report("diagnosis: the same for vector_add_f32 (kernelParams, 1000)", raw_add_on_ordo_stream, same_add_long,
-                ROUNDS, "(informational)");
+    abba_report("diagnosis: vector_add_f32 with ordo's CUfunction vs the benchmark's, both on ordo's stream "
+                "(kernelParams, 1000)", raw_add_on_ordo_stream, same_add_long, ROUNDS, "(informational)");
+    /* What rows 1-4 hold of the driver alone: its launch on ordo's CUfunction and CUstream
+     * against the benchmark's, the objects the arms of those rows use. */
+    abba_report("diagnosis: cuLaunchKernel on ordo's CUfunction and stream vs on the benchmark's (empty kernel, 1000)",
+                raw_empty_long, same_empty_long, ROUNDS, "(informational)");
+    abba_report("diagnosis: vector_add_f32 on ordo's CUfunction and stream vs on the benchmark's (kernelParams, 1000)",
+                raw_add_long, same_add_long, ROUNDS, "(informational)");
   }
   abba_report("diagnosis: olLaunchKernel vs cuLaunchKernel on ordo's own stream (empty kernel, 1000)",
                 raw_on_ordo_stream, ol_empty_long, ROUNDS, "(informational)");

@@ -262,16 +262,11 @@ impl<'a> KernelArgs<'a> {
 /// A device's launches reduced to plain functions of the backend (no `self`, no error value):
 /// what `Backend::fast_launch` hands the runtime, so that a launch costs one direct call in
 /// front of the driver's. Each returns whether the kernel was launched; on `false` nothing was
-/// launched and the runtime checks the dimensions against the device's launch limits (their
-/// error is the launch's), then makes the backend's own call (`launch_packed` or `launch`) with
-/// the same arguments, which launches or says why not (a thread with another context current, a
+/// launched and the runtime makes the backend's own call (`launch_packed` or `launch`) with the
+/// same arguments, which launches or says why not (a thread with another context current, a
 /// launch that needs a step first, such as CUDA's opt-in above 48 KiB of dynamic shared memory,
 /// a driver error). The contracts are those of `Backend::launch_packed` and `Backend::launch`
-/// for the device that handed them out, but for the dimensions: the runtime calls the functions
-/// before it checks them (a check the driver makes anyway, made once), so a function must
-/// launch nothing and return `false` for dimensions the device cannot run — a zero, or beyond
-/// what `Backend::launch_limits` says for the device (CUDA's driver refuses them against the
-/// same device attributes the backend reads its limits from).
+/// for the device that handed them out.
 #[derive(Clone, Copy, Debug)]
 pub struct FastLaunch {
     /// `Backend::launch_packed` without `self` or the device: kernel, queue, dimensions,

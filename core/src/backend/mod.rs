@@ -174,8 +174,7 @@ pub trait Backend: Sync {
     /// `device`'s launches as plain functions (`FastLaunch`), for the runtime's launch path:
     /// asked once per device at init, used until the device is released. Default: none (every
     /// launch is a `launch` or `launch_packed` call). A backend that counts, injects faults into
-    /// or wraps its launches returns none, so that every launch reaches those calls. The
-    /// functions must refuse dimensions the device cannot run (`FastLaunch`).
+    /// or wraps its launches returns none, so that every launch reaches those calls.
     fn fast_launch(&self, device: u32) -> Option<FastLaunch> {
         let _ = device;
         None

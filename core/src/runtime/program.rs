@@ -278,16 +278,13 @@ impl Runtime {
         self.with_shared_inline(
             #[inline(always)]
             |t| {
-                let (d, _, q, k) = Self::launch_objects(t, queue, kernel)?;
+                let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
                 if let Some(f) = d.fast {
-                    // SAFETY: a live queue and kernel of this device; the function refuses
-                    // dimensions the device cannot run (`FastLaunch`); the argument contract is
-                    // the caller's.
+                    // SAFETY: as below (the fast function has `launch`'s contract).
                     if unsafe { (f.params)(k.raw, q, dims, args) } {
                         return Ok(());
                     }
                 }
-                Self::check_dims(d, dims)?;
                 // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
                 // argument contract is the caller's.
                 unsafe { Self::backend_launch(d, q, k.raw, dims, args) }
@@ -343,7 +340,7 @@ impl Runtime {
         self.with_shared_inline(
             #[inline(always)]
             |t| {
-                let (d, slot, q, k) = Self::launch_objects(t, queue, kernel)?;
+                let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
                 // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
                 // the kernel's first packed launch takes the other side too).
                 let mut end = k.args_end.load(Relaxed);
@@ -351,8 +348,6 @@ impl Runtime {
                     (t.devices.handle_at(slot) == device.0) & (end != ARGS_END_UNKNOWN) & (end as usize <= args.len());
                 if !ok {
                     crate::sync::cold_path();
-                    // Every launch's errors in one order: the dimensions' before these.
-                    Self::check_dims(d, dims)?;
                     if t.devices.handle_at(slot) != device.0 {
                         return Self::other_device(t, device);
                     }
@@ -370,12 +365,11 @@ impl Runtime {
                 // SAFETY: `end` is at most the buffer's length (checked on one side or the other).
                 let args = unsafe { args.get_unchecked(..end as usize) };
                 if let Some(f) = d.fast {
-                    // SAFETY: as in `launch`; `args` ends where the last parameter does.
+                    // SAFETY: as below (the fast function has `launch_packed`'s contract).
                     if unsafe { (f.packed)(k.raw, q, dims, args) } {
                         return Ok(());
                     }
                 }
-                Self::check_dims(d, dims)?;
                 // SAFETY: as in `launch`; `args` ends where the last parameter does.
                 unsafe { Self::backend_launch_packed(d, q, k.raw, dims, args) }
             },
@@ -440,9 +434,10 @@ impl Runtime {
         fail(ErrorCode::InvalidArgument, "the queue is not on the given device")
     }
 
-    /// What every launch checks: a live queue and a live kernel of one device
-    /// (`launch_objects`), and dimensions within that device's limits (`check_dims`). The
-    /// errors come in that order.
+    /// What every launch checks: a live queue and a live kernel of one device, and dimensions
+    /// within that device's limits. The device's entry and slot, and the backend's queue and
+    /// kernel. Three branches on the way (each handle's, then the device and the dimensions
+    /// together); the errors, in that order, come from the cold side.
     #[inline(always)]
     fn launch_target<'t>(
         t: &'t Tables,
@@ -450,44 +445,23 @@ impl Runtime {
         kernel: Kernel,
         dims: &LaunchDims,
     ) -> Result<(&'t DeviceEntry, u32, u64, &'t KernelEntry)> {
-        let target = Self::launch_objects(t, queue, kernel)?;
-        Self::check_dims(target.0, dims)?;
-        Ok(target)
-    }
-
-    /// A launch's objects: a live queue and a live kernel of one device. The device's entry and
-    /// slot, and the backend's queue and kernel. Three branches (each handle's, the device's);
-    /// the errors, in that order, come from the cold side. A launch through the backend's fast
-    /// functions checks its dimensions only when they decline (`FastLaunch`: they refuse what
-    /// the device cannot run), every other launch before the backend's call.
-    #[inline(always)]
-    fn launch_objects(t: &Tables, queue: Queue, kernel: Kernel) -> Result<(&DeviceEntry, u32, u64, &KernelEntry)> {
         let q = t.queues.get(queue.0)?;
         let k = t.kernels.get(kernel.0)?;
-        if k.device != q.device {
-            return Self::other_kernel_device();
+        let d = t.devices.at(q.device);
+        if !((k.device == q.device) & d.fits(dims)) {
+            Self::launch_target_error(d, k.device != q.device, dims)?;
         }
-        Ok((t.devices.at(q.device), q.device, q.raw, k))
+        Ok((d, q.device, q.raw, k))
     }
 
-    /// `launch_objects`' error for a kernel of another device than the queue's.
+    /// `launch_target`'s error when the kernel's device or the dimensions do not fit (out of
+    /// line, so that the fast side keeps none of the compares' values for it).
     #[cold]
     #[inline(never)]
-    fn other_kernel_device<T>() -> Result<T> {
-        fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices")
-    }
-
-    /// `InvalidValue` unless `dims` fit `d`'s launch limits (`LaunchDims::validate`).
-    #[inline(always)]
-    fn check_dims(d: &DeviceEntry, dims: &LaunchDims) -> Result<()> {
-        if d.fits(dims) { Ok(()) } else { Self::dims_error(d, dims) }
-    }
-
-    /// `check_dims`' error: which limit the dimensions exceed (out of line, so that the fast
-    /// side keeps none of the compares' values for it).
-    #[cold]
-    #[inline(never)]
-    fn dims_error(d: &DeviceEntry, dims: &LaunchDims) -> Result<()> {
+    fn launch_target_error(d: &DeviceEntry, other_device: bool, dims: &LaunchDims) -> Result<()> {
+        if other_device {
+            return fail(ErrorCode::InvalidArgument, "kernel and queue belong to different devices");
+        }
         dims.validate(&d.limits())
     }
 }
