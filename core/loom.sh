@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs the loom models of the lifecycle (core/tests/loom.rs) with small table capacities, in
-# their own target directory. LOOM_MAX_PREEMPTIONS bounds the search (default 3).
+# Runs the loom models of the lifecycle (core/tests/loom.rs) with small table capacities, and of
+# the host queues without threads (core/tests/loom_deferred.rs), in their own target directory.
+# LOOM_MAX_PREEMPTIONS bounds the search (default 3).
 #
-# What loom checks is the code that ships, with two differences, and why each is equivalent.
+# What loom checks is the code that ships, with three differences, and why each is equivalent.
 #
 # 1. Hashed shards (builds without std; threads beyond the per-thread slots): the shared entry is
 #    "fetch_add(shard, SeqCst); load(word, SeqCst)" and a writer does "CAS(word, SeqCst);
@@ -22,6 +23,13 @@
 #    where membarrier is missing: a SeqCst fence on both sides (`slots::light(false)`). The
 #    barrier's semantics are the kernel's contract (membarrier(2)); the rest is the same code.
 #
+# 3. `DeferredHost` (core/tests/loom_deferred.rs): its two locks are loom's mutexes under cfg(loom)
+#    (`sync::Mutex`, spin's otherwise), and `sync::preemption_point()` lets loom run another
+#    thread between taking a piece of work off the list and running it (real threads can be
+#    preempted anywhere; loom only switches at its own operations, and that window has none).
+#    Its waiting list holds 2 pieces instead of 16 so that the models reach a full list.
+#    Dropping the running lock from `run` fails the model of two synchronises.
+#
 # Planting the bug back is caught: dropping the reader's fence (slots), the writer's fence, or
 # the hashed entry's fence each fails three models. The models run three times: every thread on
 # its own slot, none (hashed shards only), and mixed (ORDO_LOOM_COUNTERS, read at build time).
@@ -37,3 +45,5 @@ for counters in slots hashed mixed; do
     ORDO_LOOM_COUNTERS=$counters cargo test -p ordo-core --test loom --release --target-dir target/loom \
         -- --test-threads=1 "$@"
 done
+echo "loom: DeferredHost"
+cargo test -p ordo-core --test loom_deferred --release --target-dir target/loom -- --test-threads=1 "$@"

@@ -14,6 +14,26 @@ pub(crate) use loom::sync::atomic::{AtomicU32, Ordering, fence};
 #[cfg(not(loom))]
 use spin::relax::RelaxStrategy;
 
+/// A lock around data: spin's mutex, or loom's under `cfg(loom)` so that the models see who
+/// waits for whom (`DeferredHost`'s locks; `core/tests/loom_deferred.rs`).
+#[cfg(not(loom))]
+pub(crate) type Mutex<T> = spin::Mutex<T>;
+
+/// A lock around data: loom's mutex behind spin's `lock` (a guard, no poisoning).
+#[cfg(loom)]
+pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+#[cfg(loom)]
+impl<T> Mutex<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self(loom::sync::Mutex::new(value))
+    }
+
+    pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// The relax strategy of every wait in the core.
 #[cfg(all(not(loom), feature = "std"))]
 pub type Relax = spin::relax::Yield;
@@ -44,6 +64,15 @@ pub(crate) fn relax() {
         // SAFETY: `set_wait_strategy` stores only addresses of `fn()` (or 0).
         hook => unsafe { core::mem::transmute::<usize, fn()>(hook)() },
     }
+    #[cfg(loom)]
+    loom::thread::yield_now();
+}
+
+/// A point where a loom model may run another thread (a no-op in real builds, whose threads
+/// may be preempted anywhere): for a window between two steps that take no lock, which loom
+/// would otherwise run as one (`DeferredHost` between taking a piece of work and running it).
+#[inline(always)]
+pub(crate) fn preemption_point() {
     #[cfg(loom)]
     loom::thread::yield_now();
 }

@@ -28,11 +28,13 @@ use crate::backend::{
 };
 use crate::error::{BackendError, Error, ErrorCode};
 use crate::reentry;
+use crate::sync::Mutex;
 
 use super::HostBackend;
 
-/// Pieces of work a `DeferredHost` keeps waiting, over all its queues.
-pub const DEFERRED_WORK: usize = 16;
+/// Pieces of work a `DeferredHost` keeps waiting, over all its queues (2 in loom builds, so
+/// that the models reach a full list).
+pub const DEFERRED_WORK: usize = if cfg!(loom) { 2 } else { 16 };
 /// Bytes of kernel arguments a waiting launch keeps (each argument at its C-struct offset).
 pub const DEFERRED_ARG_BYTES: usize = 128;
 /// Parameters a waiting launch keeps.
@@ -133,20 +135,35 @@ fn err(code: ErrorCode, message: &'static str) -> BackendError {
 /// (see the module docs). Build it in a `static` over a `static` `HostBackend`.
 pub struct DeferredHost {
     inner: &'static HostBackend,
-    state: spin::Mutex<State>,
+    state: Mutex<State>,
     /// Held while waiting work runs, so that each queue's work runs in order, one piece at a
     /// time, whichever thread reaches an execution point.
-    running: spin::Mutex<()>,
+    running: Mutex<()>,
+}
+
+/// `DeferredHost::new`'s value (a macro: the constructor is `const` except in loom builds, whose
+/// locks cannot be made in a constant).
+macro_rules! deferred_host {
+    ($inner:expr) => {
+        Self {
+            inner: $inner,
+            state: Mutex::new(State { work: heapless::Vec::new(), next_seq: 0, errors: heapless::Vec::new() }),
+            running: Mutex::new(()),
+        }
+    };
 }
 
 impl DeferredHost {
     /// `inner` with deferred queues.
+    #[cfg(not(loom))]
     pub const fn new(inner: &'static HostBackend) -> Self {
-        Self {
-            inner,
-            state: spin::Mutex::new(State { work: heapless::Vec::new(), next_seq: 0, errors: heapless::Vec::new() }),
-            running: spin::Mutex::new(()),
-        }
+        deferred_host!(inner)
+    }
+
+    /// `inner` with deferred queues (loom builds: not `const`).
+    #[cfg(loom)]
+    pub fn new(inner: &'static HostBackend) -> Self {
+        deferred_host!(inner)
     }
 
     /// How many pieces of work wait right now (for tests and diagnostics).
@@ -176,6 +193,8 @@ impl DeferredHost {
                     None => return,
                 }
             };
+            // Taken and not yet run: another execution point must still wait for it.
+            crate::sync::preemption_point();
             if let Err(e) = self.execute(&next) {
                 let mut s = self.state.lock();
                 if !s.errors.iter().any(|(q, _)| *q == next.queue) && s.errors.push((next.queue, e)).is_err() {
@@ -312,7 +331,8 @@ impl Backend for DeferredHost {
 
     unsafe fn forget_after_fork(&self) {
         // SAFETY: in a forked child only this thread exists, so a held lock belongs to a thread
-        // of the parent that will never release it.
+        // of the parent that will never release it. (loom models no fork.)
+        #[cfg(not(loom))]
         unsafe {
             if self.running.is_locked() {
                 self.running.force_unlock();
