@@ -27,8 +27,9 @@
 #    (`sync::Mutex`, spin's otherwise), and `sync::preemption_point()` lets loom run another
 #    thread between taking a piece of work off the list and running it (real threads can be
 #    preempted anywhere; loom only switches at its own operations, and that window has none).
-#    Its waiting list holds 2 pieces instead of 16 so that the models reach a full list.
-#    Dropping the running lock from `run` fails the model of two synchronises.
+#    Its waiting list holds 3 pieces instead of 16 so that the models reach a full list.
+#    Dropping the running lock from `run` fails the model of two synchronises; a wait that
+#    does not run the recording queue's work through the record fails the event model.
 #
 # Planting the bug back is caught: dropping the reader's fence (slots), the writer's fence, or
 # the hashed entry's fence each fails three models. The models run three times: every thread on

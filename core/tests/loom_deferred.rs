@@ -3,8 +3,10 @@
 //! the preemption bound, of
 //! - a submitting thread racing another thread's synchronise of the same queue,
 //! - two synchronises of one queue, one of them while the other runs its work,
-//! - submissions that find the waiting list full (two pieces in loom builds) racing another
+//! - submissions that find the waiting list full (three pieces in loom builds) racing another
 //!   queue's submission and synchronise,
+//! - a queue waiting for an event recorded on another queue, synchronised while another thread
+//!   synchronises the recording queue,
 //!
 //! checks that every piece runs exactly once, each queue's pieces in submission order, that a
 //! synchronise returns only after the work submitted before it has run, and (loom reports
@@ -78,8 +80,8 @@ fn finish(device: &DeferredHost, queues: &[u64]) {
 }
 
 #[test]
-fn loom_waiting_list_is_two_pieces() {
-    assert_eq!(DEFERRED_WORK, 2, "the models below assume loom builds' short list");
+fn loom_waiting_list_is_three_pieces() {
+    assert_eq!(DEFERRED_WORK, 3, "the models below assume loom builds' short list");
 }
 
 /// A thread synchronises a queue while this one submits two pieces to it: whatever it runs,
@@ -118,9 +120,10 @@ fn a_synchronise_waits_for_work_another_thread_runs() {
     });
 }
 
-/// This thread submits three pieces to one queue (the third finds the two-piece list full and
-/// runs its queue's work first) while another submits one to a second queue and synchronises
-/// it: every piece runs once, the first queue's in order, and nothing deadlocks.
+/// This thread submits three pieces to one queue while another submits one to a second queue
+/// and synchronises it: the last of the four submissions finds the three-piece list full and
+/// runs its queue's work first, or all waiting work (the other queue's too); every piece runs
+/// once, the first queue's in order, and nothing deadlocks.
 #[test]
 fn a_full_list_runs_work_while_another_queue_submits_and_synchronises() {
     loom::model(|| {
@@ -141,6 +144,33 @@ fn a_full_list_runs_work_while_another_queue_submits_and_synchronises() {
         let q1_order: Vec<u8> = all.iter().copied().filter(|&n| n < 10).collect();
         assert_eq!(q1_order, [1, 2, 3], "q1's pieces out of order: {all:?}");
         assert_eq!(all.iter().filter(|&&n| n == 10).count(), 1, "q2's piece ran {all:?}");
+        finish(device, &[q1, q2]);
+    });
+}
+
+/// A piece on q1 and an event recorded after it on q1, q2 waiting for the event; q1
+/// synchronised on another thread while this one synchronises q2: q2's synchronise returns
+/// only after q1's piece ran (through the record), which runs once.
+#[test]
+fn a_wait_for_another_queues_event_races_that_queues_synchronise() {
+    loom::model(|| {
+        let (device, log) = device();
+        let (q1, q2) = (device.queue_create(0).unwrap(), device.queue_create(0).unwrap());
+        let e = device.event_create(0).unwrap();
+        submit(device, log, q1, 1);
+        // SAFETY: a live event and queue of device 0.
+        unsafe { device.event_record(0, e, q1) }.unwrap();
+        let other = thread::spawn(move || {
+            synchronize(device, q1);
+            logged(log)
+        });
+        // SAFETY: as above.
+        unsafe { device.queue_wait_event(0, q2, e) }.unwrap();
+        synchronize(device, q2);
+        assert_eq!(logged(log), [1], "q2's synchronise returned before the work its wait depends on ran");
+        assert_eq!(other.join().unwrap(), [1], "q1's synchronise returned before its piece ran");
+        // SAFETY: a live event of device 0; its record has run.
+        unsafe { device.event_destroy(0, e) }.unwrap();
         finish(device, &[q1, q2]);
     });
 }

@@ -32,9 +32,9 @@ use crate::sync::Mutex;
 
 use super::HostBackend;
 
-/// Pieces of work a `DeferredHost` keeps waiting, over all its queues (2 in loom builds, so
+/// Pieces of work a `DeferredHost` keeps waiting, over all its queues (3 in loom builds, so
 /// that the models reach a full list).
-pub const DEFERRED_WORK: usize = if cfg!(loom) { 2 } else { 16 };
+pub const DEFERRED_WORK: usize = if cfg!(loom) { 3 } else { 16 };
 /// Bytes of kernel arguments a waiting launch keeps (each argument at its C-struct offset).
 pub const DEFERRED_ARG_BYTES: usize = 128;
 /// Parameters a waiting launch keeps.
