@@ -2,9 +2,11 @@
 # Each benchmark row's per-round median ratio over several processes of one benchmark: the
 # logs of offload_bench runs (some with `raw-first`), given as arguments. Prints, per row, the
 # ratios of the processes that made ordo's objects first, of those that made the benchmark's
-# first, and the median over all of them (of an even count: the mean of the two middle values).
+# first, the median over all of them (of an even count: the mean of the two middle values), and
+# for rows with the ≤ 1.02 target how many processes read above it; then how many values above
+# it there are over every such row of every process (0: the target met everywhere).
 # Rows are the lines `| name | … ns | … ns | ratio [p25, p75]… |` (offload_bench, mlir_bench) and
-# `| name | ns/launch | driver | ordo | mean ratio | median ratio [p25, p75] |` (c_launch_bench).
+# `| name | ns/launch | driver | ordo | mean ratio | median ratio [p25, p75] | target |` (c_launch_bench).
 set -euo pipefail
 [ $# -ge 1 ] || { echo "usage: bench_rows.sh LOG..." >&2; exit 2; }
 awk '
@@ -18,6 +20,8 @@ awk '
     if (!(name in seen)) { seen[name] = 1; names[++rows] = name }
     values[name, order] = values[name, order] " " ratio
     all[name] = all[name] " " ratio
+    count[name]++
+    if (/<= 1\.02 \|/) { target[name] = 1; if (ratio + 0 > 1.02) over[name]++ }
   }
   function median(list,   v, k, i, j, t) {
     k = split(list, v, " ")
@@ -25,11 +29,14 @@ awk '
     return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
   }
   END {
-    print "| row | ordo'"'"'s objects first | the benchmark'"'"'s first | median over the processes |"
-    print "|---|---|---|---|"
+    print "| row | ordo'"'"'s objects first | the benchmark'"'"'s first | median over the processes | processes above 1.02 |"
+    print "|---|---|---|---|---|"
     for (r = 1; r <= rows; r++) {
       name = names[r]
-      printf "| %s |%s |%s | %.3f |\n", name, values[name, "ordo"], values[name, "raw"], median(all[name])
+      above = name in target ? (over[name] + 0) " of " count[name] : "(no target)"
+      printf "| %s |%s |%s | %.3f | %s |\n", name, values[name, "ordo"], values[name, "raw"], median(all[name]), above
+      if (name in target) { targets++; misses += over[name] + 0 }
     }
+    if (targets) printf "rows with the <= 1.02 target: %d; values above it over all processes: %d\n", targets, misses
   }
 ' "$@"
