@@ -41,6 +41,8 @@ export ORDO_MAX_PLATFORMS=2 ORDO_MAX_DEVICES=2 ORDO_MAX_QUEUES=2 ORDO_MAX_EVENTS
 export ORDO_MAX_KERNELS=2 ORDO_MAX_ALLOCATIONS=2 ORDO_MAX_REPORT_FAILURES=4
 # Calls in flight are counted per thread (std builds) or in hashed shards (no std, and threads
 # beyond the slots); the models run with every thread on its own counter, with none, and mixed.
+echo "loom: clippy on the loom build (the models and the core as loom builds it)"
+cargo clippy -p ordo-core --tests --release --target-dir target/loom -- -D warnings
 for counters in slots hashed mixed; do
     echo "loom: calls in flight counted in: $counters"
     ORDO_LOOM_COUNTERS=$counters cargo test -p ordo-core --test loom --release --target-dir target/loom \

@@ -18,7 +18,7 @@
 //! Run with `core/loom.sh` (it sets `RUSTFLAGS="--cfg loom"`).
 #![cfg(loom)]
 
-use std::ffi::c_void;
+use core::ffi::c_void;
 use std::sync::Mutex as StdMutex;
 
 use loom::thread;

@@ -569,5 +569,5 @@ impl Backend for HostBackend {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;

@@ -266,6 +266,7 @@ impl RuntimeState {
 
     /// A fresh, uninitialised state (loom builds cannot make atomics in a `const fn`).
     #[cfg(loom)]
+    #[allow(clippy::new_without_default, reason = "the other builds' `new` is a const fn, which `Default` cannot be")]
     pub fn new() -> Self {
         Self {
             gate: Gate::new(),
