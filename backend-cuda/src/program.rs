@@ -202,19 +202,7 @@ pub(crate) fn fast_launch(f: LaunchKernelFn) -> Option<FastLaunch> {
 /// the backend's own call (above 48 KiB of dynamic shared memory: the kernel's opt-in first).
 #[inline(always)]
 fn fast_driver(dims: &LaunchDims) -> Option<LaunchKernelFn> {
-    // Each way out is off the straight path, so that the common case falls through every
-    // branch (a taken branch the predictor has forgotten costs a redirect).
-    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT {
-        ordo_core::cold_path();
-        return None;
-    }
-    match FAST_LAUNCH_KERNEL.get() {
-        Some(&f) => Some(f),
-        None => {
-            ordo_core::cold_path();
-            None
-        }
-    }
+    if dims.shared_mem_bytes > DEFAULT_SHARED_MEMORY_LIMIT { None } else { FAST_LAUNCH_KERNEL.get().copied() }
 }
 
 /// `FastLaunch::packed`: `launch_packed` in whatever context the thread has current; `false`

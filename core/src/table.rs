@@ -190,13 +190,6 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
     /// predictor's history, where each branch costs more than the compares.
     #[inline(always)]
     pub(crate) fn resolve(&self, h: RawHandle) -> Result<u32> {
-        let (index, differences) = self.differences(h);
-        if differences == 0 { Ok(index as u32) } else { self.unresolved(h) }
-    }
-
-    /// `h`'s slot index, and 0 exactly when that slot is live and names `h` (`resolve`'s test).
-    #[inline(always)]
-    fn differences(&self, h: RawHandle) -> (usize, u32) {
         let index = h.index();
         let slot = &self.slots[index.min(N - 1)];
         // The differences OR-ed together (compilers keep this arithmetic; a chain of `&&`, or
@@ -208,20 +201,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
             | u32::from(tag == 0)
             | (slot.generation.load(Relaxed) ^ h.generation())
             | u32::from(slot.tag ^ tag);
-        (index, differences)
-    }
-
-    /// The live entry `h` names, or `None` (`get` without its error, for the launch path's
-    /// common case: no call on the other side).
-    #[inline(always)]
-    pub(crate) fn find(&self, h: RawHandle) -> Option<&T> {
-        let (index, differences) = self.differences(h);
-        if differences != 0 {
-            crate::sync::cold_path();
-            return None;
-        }
-        // SAFETY: as in `get`: slot `index` is in range and live, so its value is initialised.
-        Some(unsafe { self.slots.get_unchecked(index).value.assume_init_ref() })
+        if differences == 0 { Ok(index as u32) } else { self.unresolved(h) }
     }
 
     /// `resolve`'s error for `h`: its kind's error first, then another runtime's, a stale or a

@@ -76,66 +76,9 @@ fn fast_launch_runs_after_the_checks_and_the_backend_call_only_when_it_declines(
     assert_eq!(launch(), Err(ErrorCode::OutOfResources), "the backend call's error is the launch's");
     assert_eq!(counts(t), (1, 1));
 
-    // The two halves an entry point may call (`olLaunchKernel`'s): `try_launch_packed_fast`
-    // launches only through an accepting fast function, after every check, and says nothing;
-    // `launch_packed_on_backend` then reports the error or launches through the backend alone.
-    ScriptedBackend::set_fast_launches_accepted(true);
-    let try_fast = |d: Device, q: Queue, k: Kernel, dims: &LaunchDims, args: &[u8]| {
-        // SAFETY: as above (the scripted kernels run nothing).
-        unsafe { rt.try_launch_packed_fast(d, q, k, dims, args) }
-    };
-    let on_backend = |d: Device, q: Queue, k: Kernel, dims: &LaunchDims, args: &[u8]| {
-        // SAFETY: as above.
-        unsafe { rt.launch_packed_on_backend(d, q, k, dims, args) }.map_err(|e| e.code)
-    };
-    let t = now();
-    assert!(try_fast(d, q, k, &one, &packed));
-    assert_eq!(counts(t), (1, 0), "accepted: the fast function alone");
-    // A kernel never launched packed: its layout is unknown, so the fast side declines without a
-    // call, and the backend side asks for the layout and launches.
-    let k2 = rt.kernel_get(rt.program_load(d, b"image").unwrap(), "kernel").unwrap();
-    let t = now();
-    assert!(!try_fast(d, q, k2, &one, &packed));
-    assert_eq!(counts(t), (0, 0));
-    assert_eq!(on_backend(d, q, k2, &one, &packed), Ok(()));
-    assert_eq!(counts(t), (0, 3), "the layout, then the backend's launch_packed (layout and launch)");
-    assert!(try_fast(d, q, k2, &one, &packed), "the layout is kept");
-    // Every failed check: `false` with no call, and the backend side's error is the full path's.
-    let stale_queue = Queue::from_raw(q.to_raw() ^ (1 << 16));
-    let stale_device = Device::from_raw(d.to_raw() ^ (1 << 16));
-    let too_big = LaunchDims::linear(1, u32::MAX);
-    let cases: [(Device, Queue, Kernel, &LaunchDims, &[u8]); 6] = [
-        (d, q, stale, &one, &packed),
-        (d, stale_queue, k, &one, &packed),
-        (stale_device, q, k, &one, &packed),
-        (d, q, k, &LaunchDims::linear(0, 1), &packed),
-        (d, q, k, &too_big, &packed),
-        (d, q, k, &one, &packed[..2]),
-    ];
-    for (i, (cd, cq, ck, dims, args)) in cases.into_iter().enumerate() {
-        let t = now();
-        assert!(!try_fast(cd, cq, ck, dims, args), "case {i}");
-        // SAFETY: as above (rejected before any launch).
-        let full = unsafe { rt.launch_packed_on(cd, cq, ck, dims, args) }.map_err(|e| e.code);
-        assert!(full.is_err(), "case {i}");
-        assert_eq!(on_backend(cd, cq, ck, dims, args), full, "case {i}");
-        assert_eq!(counts(t), (0, 0), "case {i}: a failed check reaches no backend function");
-    }
-    // Declined: the fast side's one call, then the backend side's own launch without a second.
-    ScriptedBackend::set_fast_launches_accepted(false);
-    let t = now();
-    assert!(!try_fast(d, q, k, &one, &packed));
-    assert_eq!(on_backend(d, q, k, &one, &packed), Ok(()));
-    assert_eq!(counts(t), (1, 2), "one fast call, then the backend's launch_packed (layout and launch)");
-    // Not ready: nothing.
+    // Without fast functions (asked again at the next init) every launch is the backend's call.
     ScriptedBackend::set_fast_launches_accepted(true);
     rt.shutdown().unwrap();
-    let t = now();
-    assert!(!try_fast(d, q, k, &one, &packed));
-    assert_eq!(on_backend(d, q, k, &one, &packed), Err(ErrorCode::Uninitialized));
-    assert_eq!(counts(t), (0, 0));
-
-    // Without fast functions (asked again at the next init) every launch is the backend's call.
     b.set_fast_launch(false);
     let (_, q, k) = objects(rt);
     let t = now();

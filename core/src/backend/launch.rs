@@ -150,12 +150,10 @@ impl LaunchDims {
         // and is exact whenever it can pass.
         let per_block = (u64::from(bx) * u64::from(by)).min(1 << 32) * u64::from(bz);
         let ok = dims_ok & (per_block <= u64::from(per_block_limit));
-        if launch_limit != u64::MAX {
-            // Off the straight path: a device without a per-launch limit (CUDA's) falls through.
-            crate::sync::cold_path();
-            return ok & within_launch_limit(per_block, [gx, gy, gz], launch_limit);
+        if launch_limit == u64::MAX {
+            return ok;
         }
-        ok
+        ok & within_launch_limit(per_block, [gx, gy, gz], launch_limit)
     }
 
     /// Which check of `validate` failed (only called when one did).

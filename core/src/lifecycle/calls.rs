@@ -168,9 +168,6 @@ impl Drop for SharedGuard<'_> {
             // waits for it everything this call did.
             self.count.store(self.count.load(Ordering::Relaxed).wrapping_sub(1), Ordering::Release);
         } else {
-            // With `std`, threads beyond `slots::SLOTS` only: off the straight path.
-            #[cfg(any(feature = "std", loom))]
-            crate::sync::cold_path();
             self.count.fetch_sub(1, Ordering::Release);
         }
     }

@@ -337,93 +337,6 @@ impl Runtime {
         dims: &LaunchDims,
         args: &[u8],
     ) -> Result<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.launch_packed_checked::<true>(device, queue, kernel, dims, args) }
-    }
-
-    /// `launch_packed_on`'s common case in the fewest instructions, with nothing to report:
-    /// `true` when the runtime is `Ready`, every check of `launch_packed_on` passes, the
-    /// kernel's parameter layout is known (it has been launched packed before) and the device's
-    /// fast launch function (`Backend::fast_launch`) launched it. `false` otherwise, having
-    /// launched nothing: the caller then calls `launch_packed_on_backend`, which reports what is
-    /// wrong or launches through the backend's own `launch_packed`. No error is built here, so
-    /// an entry point's common side holds no error handling (`olLaunchKernel`'s).
-    ///
-    /// # Safety
-    /// As `launch_packed_on`.
-    #[inline(always)]
-    pub unsafe fn try_launch_packed_fast(
-        &self,
-        device: Device,
-        queue: Queue,
-        kernel: Kernel,
-        dims: &LaunchDims,
-        args: &[u8],
-    ) -> bool {
-        let Ok(_in_flight) = self.state.gate.enter_shared() else {
-            crate::sync::cold_path();
-            return false;
-        };
-        // SAFETY: a shared guard excludes writers for its lifetime.
-        let t = unsafe { &*self.state.tables.get() };
-        let (Some(q), Some(k)) = (t.queues.find(queue.0), t.kernels.find(kernel.0)) else {
-            crate::sync::cold_path();
-            return false;
-        };
-        // A live queue's device is live (devices go last), and the queue's device must be the
-        // kernel's and `device`'s.
-        let d = t.devices.at(q.device);
-        let end = k.args_end.load(Relaxed);
-        let ok = (k.device == q.device)
-            & (t.devices.handle_at(q.device) == device.0)
-            & d.fits(dims)
-            & (end != ARGS_END_UNKNOWN)
-            & (end as usize <= args.len());
-        match d.fast {
-            // SAFETY: `end` is at most the buffer's length (checked); a live queue and kernel of
-            // this device, dimensions within its limits; the fast function has `launch_packed`'s
-            // contract, and the argument contract is the caller's.
-            Some(f) if ok => unsafe { (f.packed)(k.raw, q.raw, dims, args.get_unchecked(..end as usize)) },
-            _ => {
-                crate::sync::cold_path();
-                false
-            }
-        }
-    }
-
-    /// `launch_packed_on` without the device's fast launch function: for a caller whose
-    /// `try_launch_packed_fast` returned `false` (which has tried it, or found a check that
-    /// fails). Its errors are `launch_packed_on`'s; a launch goes through the backend's
-    /// `launch_packed`.
-    ///
-    /// # Safety
-    /// As `launch_packed_on`.
-    #[inline(never)]
-    pub unsafe fn launch_packed_on_backend(
-        &self,
-        device: Device,
-        queue: Queue,
-        kernel: Kernel,
-        dims: &LaunchDims,
-        args: &[u8],
-    ) -> Result<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.launch_packed_checked::<false>(device, queue, kernel, dims, args) }
-    }
-
-    /// `launch_packed_on`, trying the device's fast launch function first when `FAST`.
-    ///
-    /// # Safety
-    /// As `launch_packed_on`.
-    #[inline(always)]
-    unsafe fn launch_packed_checked<const FAST: bool>(
-        &self,
-        device: Device,
-        queue: Queue,
-        kernel: Kernel,
-        dims: &LaunchDims,
-        args: &[u8],
-    ) -> Result<()> {
         self.with_shared_inline(
             #[inline(always)]
             |t| {
@@ -451,7 +364,7 @@ impl Runtime {
                 }
                 // SAFETY: `end` is at most the buffer's length (checked on one side or the other).
                 let args = unsafe { args.get_unchecked(..end as usize) };
-                if let (true, Some(f)) = (FAST, d.fast) {
+                if let Some(f) = d.fast {
                     // SAFETY: as below (the fast function has `launch_packed`'s contract).
                     if unsafe { (f.packed)(k.raw, q, dims, args) } {
                         return Ok(());

@@ -18,26 +18,17 @@ pub(super) unsafe fn launch_packed(
     size: usize,
     dims: &LaunchDims,
 ) -> OlResult<()> {
-    // SAFETY: forwarded contract.
-    let args = unsafe { packed_args(data, size) };
+    let args: &[u8] = if size == 0 {
+        &[]
+    } else {
+        // SAFETY: non-null (`olLaunchKernel` refuses a NULL buffer with a non-zero size), at most
+        // `isize::MAX` bytes (refused above that) and readable for `size` bytes by the caller's
+        // contract.
+        unsafe { core::slice::from_raw_parts(data.cast::<u8>(), size) }
+    };
     // SAFETY: each parameter's bytes in the buffer are a value of its type (the contract).
     let r = unsafe { runtime().launch_packed_on(device, q, kernel, dims, args) };
     r.map_err(|e| launch_error(e, device, q))
-}
-
-/// liboffload's argument buffer as a slice (empty for a size of 0, whatever `data` is).
-///
-/// # Safety
-/// `data` is readable for `size` bytes when `size` is not 0, and `size` is at most
-/// `isize::MAX`.
-#[inline(always)]
-unsafe fn packed_args<'a>(data: *const c_void, size: usize) -> &'a [u8] {
-    if size == 0 {
-        &[]
-    } else {
-        // SAFETY: the contract.
-        unsafe { core::slice::from_raw_parts(data.cast::<u8>(), size) }
-    }
 }
 
 /// liboffload's code for a failed launch: which handle was bad, or a queue of another device.
@@ -60,21 +51,14 @@ pub(super) fn launch_error(e: Error, device: Device, q: Queue) -> OlError {
 #[inline(always)]
 fn launch_dims_unchecked(a: &ol_kernel_launch_size_args_t) -> (LaunchDims, bool) {
     let ok = (a.Dimensions.wrapping_sub(1) < 3) & (a.DynSharedMemory <= u32::MAX as usize);
-    // `v` where the dimension is used, else 1, without a branch: the fields are read whatever
-    // `Dimensions` says (volatile reads, which the compiler cannot move behind a branch, as it
-    // otherwise does to skip them, taking that branch in the common 1-D case).
-    let read = |v: &u32| {
-        // SAFETY: a field of the caller's struct (a valid reference).
-        unsafe { core::ptr::read_volatile(v) }
+    // `v` where the dimension is used, else 1: a mask, not a branch.
+    let used = |v: u32, dim: usize| {
+        let mask = 0u32.wrapping_sub(u32::from(dim < a.Dimensions));
+        (v & mask) | (1 & !mask)
     };
-    // All ones where the dimension is used (`Dimensions` above 1, above 2), from the sign of a
-    // difference: arithmetic, where a compare would become a branch again.
-    let n = a.Dimensions as u32;
-    let (y, z) = (((1u32.wrapping_sub(n)) as i32 >> 31) as u32, ((2u32.wrapping_sub(n)) as i32 >> 31) as u32);
-    let used = |v: &u32, on: u32| (read(v) & on) | (1 & !on);
     let dims = LaunchDims {
-        grid: [a.NumGroups.x, used(&a.NumGroups.y, y), used(&a.NumGroups.z, z)],
-        block: [a.GroupSize.x, used(&a.GroupSize.y, y), used(&a.GroupSize.z, z)],
+        grid: [used(a.NumGroups.x, 0), used(a.NumGroups.y, 1), used(a.NumGroups.z, 2)],
+        block: [used(a.GroupSize.x, 0), used(a.GroupSize.y, 1), used(a.GroupSize.z, 2)],
         shared_mem_bytes: a.DynSharedMemory as u32,
     };
     (dims, ok)
@@ -124,19 +108,11 @@ pub unsafe extern "C" fn olLaunchKernel(
             let (dims, dims_ok) = launch_dims_unchecked(unsafe { &*LaunchSizeArgs });
             if dims_ok {
                 let device = ordo_core::Device::from_raw(ptr_to_handle(device_h));
-                let (q, k) = (queue(queue_h), ordo_core::Kernel(raw));
                 // SAFETY: the caller's contract for the buffer (non-NULL when not empty, at most
                 // isize::MAX bytes: checked).
-                let args = unsafe { packed_args(ArgumentsData, ArgumentsSize) };
-                // SAFETY: each parameter's bytes in the buffer are a value of its type (the contract).
-                let launched = unsafe { runtime().try_launch_packed_fast(device, q, k, &dims, args) };
-                if !launched {
-                    ordo_core::cold_path();
-                    // SAFETY: as above; the fast side launched nothing.
-                    let r = unsafe { runtime().launch_packed_on_backend(device, q, k, &dims, args) };
-                    return result(r.map_err(|e| launch_error(e, device, q)));
-                }
-                return core::ptr::null();
+                return result(unsafe {
+                    launch_packed(device, queue(queue_h), ordo_core::Kernel(raw), ArgumentsData, ArgumentsSize, &dims)
+                });
             }
         }
         ordo_core::cold_path();
