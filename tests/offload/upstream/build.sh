@@ -31,10 +31,11 @@ cache=${ORDO_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ordo}
 mkdir -p "$cache"
 
 if ! echo "$sha256  $cache/$tarball" | sha256sum -c --status 2>/dev/null; then
-  # The archive's addresses come from apt's own configuration (deb822 sources or one-line lists).
-  uris=$( (grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | sed 's/^URIs:[[:space:]]*//' | tr ' ' '\n'
-          grep -h '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '{print $2}') |
-          grep -E '^https?://' | sort -u)
+  # The archive's addresses come from apt's own configuration (deb822 sources or one-line lists;
+  # a system may have either alone, so a missing file is no error here).
+  uris=$( (grep -h '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | sed 's/^URIs:[[:space:]]*//' | tr ' ' '\n' || true
+          grep -h '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '{print $2}' || true) |
+          grep -E '^https?://' | sort -u || true)
   for uri in $uris; do
     for pool in pool/main pool/updates/main; do
       url="${uri%/}/$pool/l/llvm-toolchain-22/$tarball"
