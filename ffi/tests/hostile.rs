@@ -80,6 +80,22 @@ fn hostile_calls_are_refused_and_touch_nothing() {
             mgpuMemcpy(device, other.as_ptr().cast_mut().cast(), 256, null_mut());
             mgpuStreamSynchronize(null_mut());
             assert_eq!(back, [7u8; 256], "nothing was copied");
+            // A freed device pointer on one side and a live one on the other: the freed one is
+            // not readable host memory, so nothing reaches the driver (which faulted reading it
+            // as host memory: found by fuzz/fuzz_targets/mgpu_api.rs on an H100).
+            let live = mgpuMemAlloc(256, null_mut(), 0);
+            let freed = mgpuMemAlloc(4096, null_mut(), 0);
+            assert!(!live.is_null() && !freed.is_null());
+            mgpuMemFree(freed, null_mut());
+            mgpuMemcpy(live, freed, 256, null_mut());
+            mgpuMemcpy(freed, live, 256, null_mut());
+            // A host side that ends in unreadable memory is refused too (its last byte).
+            mgpuMemcpy(live, back.as_mut_ptr().cast(), i64::MAX, null_mut());
+            mgpuStreamSynchronize(null_mut());
+            mgpuMemcpy(back.as_mut_ptr().cast(), live, 256, null_mut());
+            mgpuStreamSynchronize(null_mut());
+            assert!(rt.mem_info(DevicePtr(live as u64)).is_ok(), "the live allocation is untouched");
+            mgpuMemFree(live, null_mut());
             println!("mgpu*: host unregister of device memory and copies with unknown sides refused");
 
             // A pooled stream destroyed twice with a create between: the second destroy names a

@@ -35,9 +35,10 @@ pub extern "C" fn mgpuMemFree(ptr: *mut c_void, _stream: *mut c_void) {
 }
 
 /// `mgpuMemcpy(ptr dst, ptr src, i64 size, ptr stream)`: the direction is found from ordo's
-/// allocation table (as the driver finds it from unified addressing). A null side, or two sides
-/// neither of which is memory ordo knows (a freed device pointer looks like host memory), print
-/// one line and copy nothing; after the at-exit teardown the call does nothing.
+/// allocation table (as the driver finds it from unified addressing). A null side, two sides
+/// neither of which is memory ordo knows, or a host side whose first or last byte the process
+/// cannot read (a device pointer `mgpuMemFree` released, or another library's) print one line and
+/// copy nothing; after the at-exit teardown the call does nothing.
 ///
 /// # Safety
 /// Host-side ranges are valid for `size` bytes until the stream has passed the copy.
@@ -59,7 +60,9 @@ pub unsafe extern "C" fn mgpuMemcpy(dst: *mut c_void, src: *mut c_void, size: i6
         let on_device = |p: *mut c_void| rt.mem_info(DevicePtr(from_ptr(p))).is_ok();
         let kind = match (on_device(dst), on_device(src)) {
             (true, true) => CopyKind::DeviceToDevice,
+            (true, false) if !host_readable(src, size) => return report_unmapped(),
             (true, false) => CopyKind::HostToDevice,
+            (false, true) if !host_readable(dst, size) => return report_unmapped(),
             (false, true) => CopyKind::DeviceToHost,
             (false, false) => {
                 // Neither side is memory ordo knows: a freed or foreign device pointer looks
@@ -78,6 +81,40 @@ pub unsafe extern "C" fn mgpuMemcpy(dst: *mut c_void, src: *mut c_void, size: i6
             report("cuMemcpyAsync", &e);
         }
     })
+}
+
+/// Whether the first and the last byte of `size` bytes at `p` can be read by this process, asked
+/// of the kernel (`process_vm_readv` on the process itself), so that a range the process cannot
+/// read is found without touching it. A device pointer that `mgpuMemFree` released, or one of
+/// another library's, is in the driver's reserved address range, which the process cannot read:
+/// the driver would fault on it as host memory. Where the kernel refuses the question (a seccomp
+/// filter, a kernel without the call) the range is taken as readable, as before this check.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn host_readable(p: *mut c_void, size: usize) -> bool {
+    let mut probe = [0u8; 2];
+    let last = (p as usize).wrapping_add(size - 1);
+    let local = [libc::iovec { iov_base: probe.as_mut_ptr().cast(), iov_len: 2 }];
+    let remote = [libc::iovec { iov_base: p, iov_len: 1 }, libc::iovec { iov_base: last as *mut c_void, iov_len: 1 }];
+    // SAFETY: reads at most two bytes of this process's memory into `probe` (the kernel checks
+    // the remote addresses and reports EFAULT for an unreadable one; nothing is written there).
+    let n = unsafe { libc::process_vm_readv(libc::getpid(), local.as_ptr(), 1, remote.as_ptr(), 2, 0) };
+    n == 2 || (n < 0 && matches!(std::io::Error::last_os_error().raw_os_error(), Some(libc::ENOSYS | libc::EPERM)))
+}
+
+/// Elsewhere the kernel has no such question: the range is taken as readable.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn host_readable(_: *mut c_void, _: usize) -> bool {
+    true
+}
+
+/// `mgpuMemcpy`'s line for a host side the process cannot read.
+#[cold]
+fn report_unmapped() {
+    let e = ordo_core::Error::new(
+        ErrorCode::InvalidValue,
+        "the side that is not ordo's device memory is not readable host memory (a freed or foreign device pointer?)",
+    );
+    report("cuMemcpyAsync", &e);
 }
 
 pub(super) fn memset(dst: *mut c_void, value: FillValue, count: i64, stream: *mut c_void, what: &str) {
