@@ -47,6 +47,28 @@ fn hostile_calls_are_refused_and_touch_nothing() {
         let r = olLaunchKernel(null_mut(), host, any_kernel, src.as_ptr().cast(), usize::MAX, &dims);
         assert_eq!(code(r), OL_ERRC_INVALID_SIZE);
 
+        // olMemFree of registered host memory: NOT_FOUND, as any address olMemAlloc did not
+        // return, and the registration stays until olMemUnregister (olMemFree once released it
+        // and answered success: found by fuzz/fuzz_targets/offload_api.rs).
+        let mut cpu: Option<ol_device_handle_t> = None;
+        unsafe extern "C" fn first_ordo(device: ol_device_handle_t, data: *mut c_void) -> bool {
+            // SAFETY: `data` is `cpu` below, alive for the iteration.
+            let found = unsafe { &mut *data.cast::<Option<ol_device_handle_t>>() };
+            if device != common::host_device() && found.is_none() {
+                *found = Some(device);
+            }
+            true
+        }
+        assert!(olIterateDevices(Some(first_ordo), (&raw mut cpu).cast()).is_null());
+        if let Some(cpu) = cpu {
+            let mut region = vec![0u8; 4096];
+            let mut pinned = null_mut();
+            assert!(olMemRegister(cpu, region.as_mut_ptr().cast(), 4096, 0, &mut pinned).is_null());
+            assert_eq!(code(olMemFree(region.as_mut_ptr().cast())), OL_ERRC_NOT_FOUND);
+            assert!(olMemUnregister(cpu, region.as_mut_ptr().cast()).is_null(), "still registered");
+            assert_eq!(code(olMemUnregister(cpu, region.as_mut_ptr().cast())), OL_ERRC_INVALID_ARGUMENT);
+        }
+
         // An ol_result_t outlives the thread that got it (it pointed into that thread's
         // thread-local storage and dangled after the thread exited).
         let (host_at, dst_at) = (host as usize, dst.as_mut_ptr() as usize);

@@ -27,11 +27,22 @@ ol_api! {
         Ok(())
     }
 
-    /// Frees an allocation by its base address.
+    /// Frees an allocation (`olMemAlloc`'s) by its base address. The start of host memory
+    /// registered with `olMemRegister` is `OL_ERRC_NOT_FOUND`, as any address `olMemAlloc` did
+    /// not return: `olMemUnregister` releases it.
     fn olMemFree / olMemFreeWithCodeLoc(Address: *mut c_void) {
         ready()?;
         pointer(Address, "NULL == Address")?;
-        on(Arg::Other, runtime().mem_free(DevicePtr(Address as u64)))
+        let rt = runtime();
+        if let Ok((base, _, MemKind::Registered, _)) = rt.mem_info(DevicePtr(Address as u64)) {
+            if base.0 == Address as u64 {
+                return Err(err(
+                    OL_ERRC_NOT_FOUND,
+                    "the address is host memory registered with olMemRegister (olMemUnregister releases it)",
+                ));
+            }
+        }
+        on(Arg::Other, rt.mem_free(DevicePtr(Address as u64)))
     }
 
     /// A property of the allocation holding `Ptr` (any interior pointer).
