@@ -15,17 +15,11 @@ use ordo_ffi::*;
 const HOST_BYTES: usize = 1 << 20;
 const SENTINEL: u64 = 0x5e5e_5e5e_5e5e_5e5e;
 
-struct Input<'a>(&'a [u8]);
+#[path = "input.rs"]
+mod input;
+use input::Input;
 
 impl Input<'_> {
-    fn byte(&mut self) -> Option<u8> {
-        let (&b, rest) = self.0.split_first()?;
-        self.0 = rest;
-        Some(b)
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes([self.byte()?, self.byte()?, self.byte()?, self.byte()?]))
-    }
     /// A size: small, zero, huge, or just past a boundary.
     fn size(&mut self) -> Option<usize> {
         Some(match self.byte()? % 8 {

@@ -29,18 +29,9 @@ const PTX: &[u8] = b".version 7.0\n.target sm_70\n.address_size 64\n\
 \tld.param.u64 %rd1, [p];\n\tld.param.u32 %r1, [v];\n\tcvta.to.global.u64 %rd2, %rd1;\n\
 \tst.global.u32 [%rd2], %r1;\n\tret;\n}\n\0";
 
-struct Input<'a>(&'a [u8]);
-
-impl Input<'_> {
-    fn byte(&mut self) -> Option<u8> {
-        let (&b, rest) = self.0.split_first()?;
-        self.0 = rest;
-        Some(b)
-    }
-    fn u16(&mut self) -> Option<u16> {
-        Some(u16::from_le_bytes([self.byte()?, self.byte()?]))
-    }
-}
+#[path = "input.rs"]
+mod input;
+use input::Input;
 
 /// What an input made: live and destroyed objects (a destroyed one is passed again on purpose).
 #[derive(Default)]

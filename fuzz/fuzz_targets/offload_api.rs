@@ -21,17 +21,11 @@ const HOST_BYTES: usize = 1 << 16;
 const SENTINEL: usize = 0x5e5e_5e5e_5e5e_5e5e;
 const CANARY: u8 = 0xa5;
 
-struct Input<'a>(&'a [u8]);
+#[path = "input.rs"]
+mod input;
+use input::Input;
 
 impl Input<'_> {
-    fn byte(&mut self) -> Option<u8> {
-        let (&b, rest) = self.0.split_first()?;
-        self.0 = rest;
-        Some(b)
-    }
-    fn u16(&mut self) -> Option<u16> {
-        Some(u16::from_le_bytes([self.byte()?, self.byte()?]))
-    }
     /// A size for a copy or fill of at most `fits` bytes: one that fits, 0, or one beyond
     /// `isize::MAX` (which must be refused whatever the pointers are).
     fn size(&mut self, fits: usize) -> Option<usize> {
