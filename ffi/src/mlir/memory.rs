@@ -92,7 +92,7 @@ pub unsafe extern "C" fn mgpuMemcpy(dst: *mut c_void, src: *mut c_void, size: i6
 #[cfg(any(target_os = "linux", target_os = "android"))]
 fn host_readable(p: *mut c_void, size: usize) -> bool {
     let mut probe = [0u8; 2];
-    let last = (p as usize).wrapping_add(size - 1);
+    let last = (p as usize).wrapping_add(size.saturating_sub(1));
     let local = [libc::iovec { iov_base: probe.as_mut_ptr().cast(), iov_len: 2 }];
     let remote = [libc::iovec { iov_base: p, iov_len: 1 }, libc::iovec { iov_base: last as *mut c_void, iov_len: 1 }];
     // SAFETY: reads at most two bytes of this process's memory into `probe` (the kernel checks
