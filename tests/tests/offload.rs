@@ -346,6 +346,45 @@ fn conformance_suite_on_ordo_under_valgrind() {
     assert!(results(&out.stdout).iter().filter(|(_, r, _)| r == "PASS").count() >= 120, "{stdout}");
 }
 
+/// `ol*` results of threads that exited (`tests/offload/thread_errors.c`: 64 threads fail two
+/// calls each and exit) stay readable and unchanged, and under valgrind nothing is definitely
+/// lost: results are kept in one process-wide set, not a struct leaked per thread (which lost
+/// 1,040 bytes for every thread that ever failed a call). Debian's liboffload runs it too.
+#[test]
+fn results_of_exited_threads_stay_valid_and_nothing_leaks() {
+    if !present(HEADER, "liboffload-22-dev") || !present("/usr/bin/valgrind", "valgrind") {
+        return;
+    }
+    let lib = library_copy("lib-thread-errors");
+    let dir = scratch();
+    let exe = dir.join("thread-errors-ordo");
+    let rpath = format!("-Wl,-rpath,{}", lib.display());
+    compile("tests/offload/thread_errors.c", &exe, &[&format!("{}/libordo.so.0", lib.display()), &rpath, "-lpthread"]);
+    let plain = program(&exe).output().expect("the program runs");
+    let stdout = String::from_utf8_lossy(&plain.stdout);
+    assert!(plain.status.success() && stdout.starts_with("PASS"), "{stdout}{}", String::from_utf8_lossy(&plain.stderr));
+    let out = program("valgrind")
+        .args(["-q", "--error-exitcode=9", "--leak-check=full", "--errors-for-leak-kinds=definite"])
+        .args(["--show-leak-kinds=definite"])
+        .arg(&exe)
+        .output()
+        .expect("valgrind runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "valgrind reported:\n{}", String::from_utf8_lossy(&out.stderr));
+    if Path::new(&format!("{LLVM_LIB}/libLLVMOffload.so.22.1")).exists() {
+        let theirs = dir.join("thread-errors-llvm");
+        compile(
+            "tests/offload/thread_errors.c",
+            &theirs,
+            &[&format!("-L{LLVM_LIB}"), "-lLLVMOffload", &format!("-Wl,-rpath,{LLVM_LIB}"), "-lpthread"],
+        );
+        let out = program(&theirs).output().expect("the program runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "Debian's liboffload: {stdout}");
+    }
+}
+
 #[test]
 fn gpu_kernels_build_with_clang() {
     if !present("/usr/bin/clang-22", "clang-22") {

@@ -22,21 +22,58 @@ pub struct HostHeap {
     pub free: unsafe fn(*mut u8, usize),
 }
 
-/// The process heap (`std::alloc`), as the host backend's `HostHeap`.
+/// The process heap (`std::alloc`), as the host backend's `HostHeap`: zeroed blocks of the
+/// global allocator asked for with a small alignment, so that they come from `calloc` (with the
+/// system allocator), whose large blocks are fresh pages the kernel zeroes when first touched:
+/// allocating does not touch them (one `posix_memalign` + `memset`, which a 256-byte alignment
+/// would otherwise give, writes every page at once — a 2 GiB allocation then cost 2.6 s and
+/// 2 GiB of resident memory, and one of the machine's whole memory got the process killed).
+/// The block is over-allocated by `HOST_ALIGN` bytes and aligned inside; the start the heap
+/// returned is kept in the word before the aligned start.
 #[cfg(feature = "std")]
-pub const STD_HOST_HEAP: HostHeap = HostHeap {
-    alloc: |size| match core::alloc::Layout::from_size_align(size, HOST_ALIGN) {
-        // SAFETY: a non-zero size (the backend's contract).
-        Ok(layout) => unsafe { std::alloc::alloc_zeroed(layout) },
-        Err(_) => core::ptr::null_mut(),
-    },
-    free: |ptr, size| {
-        if let Ok(layout) = core::alloc::Layout::from_size_align(size, HOST_ALIGN) {
-            // SAFETY: the caller's contract: `ptr` is a live block of this layout.
-            unsafe { std::alloc::dealloc(ptr, layout) }
-        }
-    },
-};
+pub const STD_HOST_HEAP: HostHeap = HostHeap { alloc: std_heap_alloc, free: std_heap_free };
+
+/// The layout `STD_HOST_HEAP` asks the global allocator for a block of `size` bytes.
+#[cfg(feature = "std")]
+fn std_heap_layout(size: usize) -> Option<core::alloc::Layout> {
+    let total = size.checked_add(HOST_ALIGN)?;
+    // The alignment of a pointer (at most the system allocator's minimum): `calloc`.
+    core::alloc::Layout::from_size_align(total, core::mem::align_of::<*mut u8>()).ok()
+}
+
+#[cfg(feature = "std")]
+fn std_heap_alloc(size: usize) -> *mut u8 {
+    const STASH: usize = core::mem::size_of::<*mut u8>();
+    let Some(layout) = std_heap_layout(size) else { return core::ptr::null_mut() };
+    // SAFETY: a non-zero size (`HOST_ALIGN` at least).
+    let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+    if raw.is_null() {
+        return raw;
+    }
+    // `raw` is pointer-aligned, so the first `HOST_ALIGN`-aligned address at least one pointer
+    // past it lies at most `HOST_ALIGN` bytes in: `size` bytes from there fit in the block.
+    let offset = (raw.addr() + STASH).next_multiple_of(HOST_ALIGN) - raw.addr();
+    // SAFETY: `offset <= HOST_ALIGN`, inside the block; the word before the aligned start is
+    // inside it too (`offset >= STASH`) and pointer-aligned (both ends are).
+    unsafe {
+        let aligned = raw.add(offset);
+        aligned.sub(STASH).cast::<*mut u8>().write(raw);
+        aligned
+    }
+}
+
+/// # Safety
+/// `ptr` came from `std_heap_alloc(size)` and was not given back since.
+#[cfg(feature = "std")]
+unsafe fn std_heap_free(ptr: *mut u8, size: usize) {
+    const STASH: usize = core::mem::size_of::<*mut u8>();
+    let Some(layout) = std_heap_layout(size) else { return };
+    // SAFETY: the caller's contract: `std_heap_alloc` stored the block's start before `ptr`.
+    unsafe {
+        let raw = ptr.sub(STASH).cast::<*mut u8>().read();
+        std::alloc::dealloc(raw, layout);
+    }
+}
 
 /// Copies `size` bytes from address `src` to address `dst` (the ranges may overlap) through raw
 /// pointers of exposed provenance: no reference over bytes other code may reach.

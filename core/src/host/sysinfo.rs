@@ -13,8 +13,8 @@ pub struct HostDeviceInfo {
     pub memory_clock_mhz: u32,
     /// The PCI-SIG vendor ID of the CPU's maker (0x8086 Intel, 0x1022 AMD, 0x13b5 Arm, ...).
     pub vendor_id: u32,
-    /// The machine's memory in bytes: the host device's total memory, and the most it hands
-    /// out, when it allocates from a heap (`HostBackend::with_heap`).
+    /// The memory the process can have, in bytes: the host device's total memory, and the most
+    /// it hands out, when it allocates from a heap (`HostBackend::with_heap`).
     pub memory_bytes: u64,
 }
 
@@ -46,8 +46,10 @@ pub fn cpu_vendor_pci_id(cpuinfo_vendor: &str) -> u32 {
 /// `cpuinfo_max_freq`, else the fastest `cpu MHz` of `/proc/cpuinfo`; the vendor from
 /// `/proc/cpuinfo`; the memory clock from the SMBIOS memory-device records under
 /// `/sys/firmware/dmi/entries/17-*` (configured speed, else speed, in MT/s, halved); the memory
-/// size from `/proc/meminfo`'s `MemTotal`. A value the system does not give stays 0. On other
-/// systems, `UNKNOWN`.
+/// size is the smallest of `/proc/meminfo`'s `MemTotal`, the memory limit of the process's
+/// cgroup and of each cgroup above it (v2 `memory.max`, v1 `memory.limit_in_bytes`), and its
+/// address-space and data-size limits (`/proc/self/limits`): what it can really allocate. A
+/// value the system does not give stays 0. On other systems, `UNKNOWN`.
 #[cfg(feature = "std")]
 pub fn std_host_device_info() -> HostDeviceInfo {
     static INFO: std::sync::OnceLock<HostDeviceInfo> = std::sync::OnceLock::new();
@@ -82,7 +84,52 @@ fn read_host_device_info() -> HostDeviceInfo {
             })?
         })
         .map_or(0, |kb| kb.saturating_mul(1024));
+    let memory_bytes = match process_memory_limit() {
+        Some(limit) if memory_bytes == 0 || limit < memory_bytes => limit,
+        _ => memory_bytes,
+    };
     HostDeviceInfo { clock_mhz, memory_clock_mhz: smbios_memory_clock_mhz(), vendor_id, memory_bytes }
+}
+
+/// The smallest memory limit on the process other than the machine's size: its cgroup's and
+/// every cgroup's above it, v2 and v1, and its `RLIMIT_AS` and `RLIMIT_DATA` soft limits.
+/// `None` when nothing limits it.
+#[cfg(all(feature = "std", target_os = "linux"))]
+fn process_memory_limit() -> Option<u64> {
+    let read_number =
+        |path: &std::path::Path| -> Option<u64> { std::fs::read_to_string(path).ok()?.trim().parse().ok() };
+    let mut limits: std::vec::Vec<u64> = std::vec::Vec::new();
+    let limits_file = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    for name in ["Max address space", "Max data size"] {
+        let soft =
+            limits_file.lines().find_map(|l| l.strip_prefix(name)?.split_whitespace().next()?.parse::<u64>().ok());
+        limits.extend(soft);
+    }
+    // (hierarchy root, the cgroup's path in it, the limit's file name)
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    for line in cgroups.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next()) else { continue };
+        let (root, file) = match controllers {
+            "" => ("/sys/fs/cgroup", "memory.max"),
+            c if c.split(',').any(|c| c == "memory") => ("/sys/fs/cgroup/memory", "memory.limit_in_bytes"),
+            _ => continue,
+        };
+        let root = std::path::Path::new(root);
+        // The cgroup and each one above it; where the path is not visible (a container's own
+        // cgroup namespace), the hierarchy's root is the process's cgroup.
+        let mut dir = root.join(path.trim_start_matches('/'));
+        if !dir.exists() {
+            dir = root.to_path_buf();
+        }
+        loop {
+            limits.extend(read_number(&dir.join(file)));
+            if dir == root || !dir.pop() {
+                break;
+            }
+        }
+    }
+    limits.into_iter().min()
 }
 
 /// The fastest memory device of the SMBIOS tables (type 17), in MHz.

@@ -72,48 +72,63 @@ pub(super) fn on<T>(arg: Arg, r: ordo_core::Result<T>) -> OlResult<T> {
     r.map_err(|e| OlError::from_ordo(code_of(&e, arg), e))
 }
 
-/// A thread's error struct and its detail text, allocated at the thread's first failing `ol*`
-/// call and never freed, so that an `ol_result_t` stays valid for the life of the process, even
-/// after its thread exited (one per thread that ever failed a call: 1 KiB each).
-struct ErrorSlot {
-    error: UnsafeCell<ol_error_struct_t>,
-    text: UnsafeCell<[u8; 1024]>,
+/// The most distinct `(code, detail)` results kept (at most 4,096 structs and their texts, each
+/// detail at most 1,023 bytes). Past it a failure gets its code's fixed result, whose detail says
+/// that the text was not kept (the full text is still the thread's `ordo_last_error_detail`).
+const KEPT_RESULTS: usize = 4096;
+
+/// One kept result: an error struct pointing into its own detail text. Never freed, never
+/// changed, and reachable from `RESULTS` for the life of the process.
+struct KeptResult {
+    error: ol_error_struct_t,
+    _text: Box<[u8]>,
 }
 
-thread_local! {
-    /// The calling thread's slot, once it has one.
-    static SLOT: core::cell::Cell<Option<&'static ErrorSlot>> = const { core::cell::Cell::new(None) };
+// SAFETY: immutable after construction; its pointer points into its own text.
+unsafe impl Send for KeptResult {}
+
+/// Every result handed out so far, by code and detail text (liboffload keeps its results in one
+/// process-wide set the same way): valid and unchanged for the life of the process, after the
+/// failing thread exits too, and bounded by the distinct results rather than the threads.
+static RESULTS: Mutex<Option<KeptResults>> = Mutex::new(None);
+
+/// The kept results by code and detail text (without its NUL).
+type KeptResults = HashMap<(ol_errc_t, Box<[u8]>), Box<KeptResult>>;
+
+/// The kept result for `code` and `detail` (NUL-free bytes), made the first time they occur.
+fn kept_result(code: ol_errc_t, detail: &[u8]) -> ol_result_t {
+    let mut results = RESULTS.lock().unwrap_or_else(|p| p.into_inner());
+    let results = results.get_or_insert_with(HashMap::new);
+    if let Some(kept) = results.get(&(code, Box::from(detail))) {
+        return &kept.error;
+    }
+    let (key, text): (Box<[u8]>, Box<[u8]>) = if results.len() < KEPT_RESULTS {
+        (Box::from(detail), [detail, &[0]].concat().into_boxed_slice())
+    } else {
+        // Full: one more entry per code at most, under an empty key.
+        if let Some(kept) = results.get(&(code, Box::from(&[][..]))) {
+            return &kept.error;
+        }
+        let note = b"ordo keeps the first 4,096 distinct ol* error details; this one is the calling thread's ordo_last_error_detail()\0";
+        (Box::from(&[][..]), Box::from(&note[..]))
+    };
+    let error = ol_error_struct_t { Code: code, Details: text.as_ptr().cast() };
+    let kept = Box::new(KeptResult { error, _text: text });
+    let pointer: *const ol_error_struct_t = &kept.error;
+    results.insert((code, key), kept);
+    pointer
 }
 
-/// Stores `e` in the calling thread's error struct and returns a pointer to it. The detail is
-/// also the thread's `ordo_last_error_detail`.
+/// Records `e`'s detail as the calling thread's `ordo_last_error_detail` and returns the kept
+/// result for its code and detail text.
 pub(super) fn fail(e: OlError) -> ol_result_t {
     match e.detail {
         Detail::Text(text) => set_detail(&[text]),
         Detail::Ordo(error) => set_detail_of(error),
     }
-    let slot: &'static ErrorSlot = SLOT.with(|cell| {
-        cell.get().unwrap_or_else(|| {
-            let fresh: &'static ErrorSlot = Box::leak(Box::new(ErrorSlot {
-                error: UnsafeCell::new(ol_error_struct_t { Code: OL_ERRC_SUCCESS, Details: core::ptr::null() }),
-                text: UnsafeCell::new([0; 1024]),
-            }));
-            cell.set(Some(fresh));
-            fresh
-        })
-    });
-    // SAFETY: the slot is written by its own thread only, and no reference into it is held
-    // (callers keep the raw pointer returned and read it between their calls); the detail
-    // pointer is the thread's NUL-terminated detail text.
-    unsafe {
-        let detail = core::ffi::CStr::from_ptr(detail_pointer()).to_bytes();
-        let text = &mut *slot.text.get();
-        let n = detail.len().min(text.len() - 1);
-        text[..n].copy_from_slice(&detail[..n]);
-        text[n] = 0;
-        *slot.error.get() = ol_error_struct_t { Code: e.code, Details: text.as_ptr().cast() };
-        slot.error.get().cast_const()
-    }
+    // SAFETY: the thread's NUL-terminated detail text, unchanged until its next ordo call.
+    let detail = unsafe { core::ffi::CStr::from_ptr(detail_pointer()) }.to_bytes();
+    kept_result(e.code, detail)
 }
 
 /// Runs an entry point's body; a panic becomes `OL_ERRC_UNKNOWN` (it never crosses into C).

@@ -2,11 +2,12 @@
 //! (feature `offload`, 64-bit targets), so that a program written for liboffload links ordo
 //! instead. Types and values match the header exactly (checked by a C test that includes it).
 //!
-//! - `ol_result_t` is NULL on success, else a pointer to the calling thread's error struct: the
-//!   liboffload code and ordo's detail text (the thread's one detail buffer, shared with the
-//!   `ordo_*` functions, copied into the struct's own text). It stays valid, unchanged, until the
-//!   thread's next failing `ol*` call, and valid for the life of the process, after its thread
-//!   exits too.
+//! - `ol_result_t` is NULL on success, else a pointer to an error struct kept in one
+//!   process-wide set, as liboffload keeps its results: the liboffload code and ordo's detail
+//!   text (the same text as the thread's `ordo_last_error_detail`). It stays valid and unchanged
+//!   for the life of the process, after its thread exits too; one struct serves every failure
+//!   with the same code and text, so the set is bounded by the distinct results (at most 4,096
+//!   texts kept; past that a failure's struct carries its code and a note instead of the text).
 //! - Handles are ordo handles cast to the opaque pointer types (platforms, devices, queues,
 //!   events, programs; a kernel symbol is a kernel handle, a global-variable symbol a
 //!   `Global` handle). Nothing is ever dereferenced: a stale, released or forged handle is
@@ -31,7 +32,6 @@
 #![allow(non_snake_case)] // liboffload's parameter and field names are the ABI's.
 
 use core::ffi::{c_char, c_void};
-use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
