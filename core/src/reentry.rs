@@ -35,9 +35,58 @@ mod imp {
         }
     }
 
+    /// Threads waiting right now for work that runs user callbacks on other threads (a host
+    /// queue's worker): while one does, a callback that finds a writer holding the gate cannot
+    /// tell whether the writer waits for it, and gets `Busy` instead of waiting.
+    static WAITING_FOR_CALLBACKS: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
+
+    pub(crate) fn callbacks_waited_for() -> bool {
+        WAITING_FOR_CALLBACKS.load(core::sync::atomic::Ordering::SeqCst) > 0
+    }
+
+    pub(crate) fn waiting_for_callbacks<T>(f: impl FnOnce() -> T) -> T {
+        struct Waiting;
+        impl Drop for Waiting {
+            fn drop(&mut self) {
+                WAITING_FOR_CALLBACKS.fetch_sub(1, core::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        WAITING_FOR_CALLBACKS.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+        let _waiting = Waiting;
+        f()
+    }
+
     /// Runs `f`; a panic inside it becomes `Err(())` (the panic message was already printed).
     pub(crate) fn contain<T>(f: impl FnOnce() -> T) -> Result<T, ()> {
         std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)).map_err(|_| ())
+    }
+
+    /// Distinct panic messages kept for errors (`contain_message`), at most `KEPT_MESSAGES`.
+    static MESSAGES: std::sync::Mutex<std::vec::Vec<&'static str>> = std::sync::Mutex::new(std::vec::Vec::new());
+    const KEPT_MESSAGES: usize = 64;
+
+    /// Runs `f`; a panic inside it becomes `Err(prefix + its message)`, a string kept for the
+    /// life of the process (errors carry `&'static str`): one copy per distinct text, at most
+    /// 64 texts (later ones read `prefix` and a note), so repeated panics do not grow memory.
+    pub(crate) fn contain_message<T>(prefix: &'static str, f: impl FnOnce() -> T) -> Result<T, &'static str> {
+        std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)).map_err(|payload| {
+            let message = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<std::string::String>().map(|s| s.as_str()))
+                .unwrap_or("(a panic without a text message)");
+            let text = std::format!("{prefix}: {message}");
+            let mut kept = MESSAGES.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(&same) = kept.iter().find(|&&k| k == text) {
+                return same;
+            }
+            if kept.len() >= KEPT_MESSAGES {
+                return prefix;
+            }
+            let text: &'static str = std::boxed::Box::leak(text.into_boxed_str());
+            kept.push(text);
+            text
+        })
     }
 }
 
@@ -53,10 +102,23 @@ mod imp {
         CallbackMark(())
     }
 
+    pub(crate) fn callbacks_waited_for() -> bool {
+        false
+    }
+
+    pub(crate) fn waiting_for_callbacks<T>(f: impl FnOnce() -> T) -> T {
+        f()
+    }
+
     /// Runs `f` (without std a panic is not caught; the runtime's drop guards handle it).
     pub(crate) fn contain<T>(f: impl FnOnce() -> T) -> Result<T, ()> {
         Ok(f())
     }
+
+    /// Runs `f` (without std a panic is not caught).
+    pub(crate) fn contain_message<T>(_prefix: &'static str, f: impl FnOnce() -> T) -> Result<T, &'static str> {
+        Ok(f())
+    }
 }
 
-pub(crate) use imp::{contain, in_callback, mark};
+pub(crate) use imp::{callbacks_waited_for, contain, contain_message, in_callback, mark, waiting_for_callbacks};

@@ -18,7 +18,7 @@ use core::ffi::c_void;
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 
-use ordo_core::host::{HostBackend, in_callback, run_as_callback};
+use ordo_core::host::{HostBackend, catch_panic, in_callback, panicked, run_as_callback, waiting_for_callbacks};
 use ordo_core::{
     Backend, BackendError, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, ErrorCode, FillValue,
     HostFn, InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, TensorMap, TensorMapTiled,
@@ -82,7 +82,9 @@ impl Worker {
             .name("ordo-host-queue".into())
             .spawn(move || {
                 for job in inbox {
-                    let result = job();
+                    // A panic in the work (a host kernel's is already the launch's error) is the
+                    // queue's error: the thread goes on, so the queue stays usable.
+                    let result = catch_panic("work on a host queue panicked", job).unwrap_or_else(|m| Err(panicked(m)));
                     let mut p = lock(&theirs.0);
                     p.done += 1;
                     if let Err(e) = result {
@@ -126,8 +128,14 @@ impl Worker {
         if p.done < target && in_callback() {
             return Err(busy());
         }
-        while p.done < target {
-            p = cv.wait(p).unwrap_or_else(|e| e.into_inner());
+        if p.done < target {
+            // The worker may be running a host function that calls into ordo meanwhile.
+            p = waiting_for_callbacks(|| {
+                while p.done < target {
+                    p = cv.wait(p).unwrap_or_else(|e| e.into_inner());
+                }
+                p
+            });
         }
         Ok(p)
     }
@@ -157,8 +165,13 @@ impl Track {
         if c.1 < target && in_callback() {
             return Err(busy());
         }
-        while c.1 < target {
-            c = self.cv.wait(c).unwrap_or_else(|e| e.into_inner());
+        if c.1 < target {
+            // The record may wait behind a host function that calls into ordo meanwhile.
+            waiting_for_callbacks(|| {
+                while c.1 < target {
+                    c = self.cv.wait(c).unwrap_or_else(|e| e.into_inner());
+                }
+            });
         }
         Ok(())
     }

@@ -223,3 +223,129 @@ fn an_error_of_enqueued_work_comes_back_at_the_next_synchronise_and_sizes_fail_a
     rt.program_unload(p).unwrap();
     rt.program_unload(builtin).unwrap();
 }
+
+/// Runs `f` on a thread of its own and fails (instead of hanging the test) when it has not
+/// returned within `limit`.
+fn within<T: Send + 'static>(limit: Duration, what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, result) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(f());
+    });
+    result.recv_timeout(limit).unwrap_or_else(|_| {
+        // A panic would unwind into the test's init guard, whose final shutdown waits for the
+        // stuck call: end the process instead, so that the hang is a failure.
+        eprintln!("{what}: no answer within {limit:?} (a deadlock)");
+        std::process::abort()
+    })
+}
+
+#[test]
+fn a_host_functions_query_while_another_thread_frees_answers_within_bounded_time() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    static FREEING: AtomicBool = AtomicBool::new(false);
+    /// What the host function's query answered: 0 none yet, 1 success, 2 `Busy`, 3 another error.
+    static ANSWER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    unsafe extern "C" fn query_while_freed(data: *mut core::ffi::c_void) {
+        while !FREEING.load(Ordering::Acquire) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Long enough for the other thread's free to hold the runtime and wait for this queue.
+        std::thread::sleep(Duration::from_millis(50));
+        let d = ordo::raw::Device::from_raw(data as u64);
+        let answer = match ordo::runtime().device_info(d, ordo::DeviceInfo::Name) {
+            Ok(_) => 1,
+            Err(e) if e.code == ErrorCode::Busy => 2,
+            Err(_) => 3,
+        };
+        ANSWER.store(answer, Ordering::Release);
+    }
+    let rt = ordo::runtime();
+    let _guard = rt.init_guard().unwrap();
+    let d = host(rt);
+    let q = rt.queue_create(d).unwrap();
+    let mem = rt.mem_alloc(d, MemKind::Device, 64).unwrap();
+    FREEING.store(false, Ordering::Release);
+    ANSWER.store(0, Ordering::Release);
+    // SAFETY: the function reads statics and passes a handle value to ordo.
+    unsafe { rt.queue_host_function(q, query_while_freed, d.to_raw() as usize as *mut core::ffi::c_void) }.unwrap();
+    FREEING.store(true, Ordering::Release);
+    // `mem_free` is a create/destroy call that waits for the host queues, which wait for the
+    // host function, which queries the device: it must not wait for the free.
+    within(Duration::from_secs(20), "mem_free while a host function queries", move || ordo::runtime().mem_free(mem))
+        .unwrap();
+    let answer = ANSWER.load(Ordering::Acquire);
+    assert!(answer == 1 || answer == 2, "the host function's query answered {answer} (1 success, 2 Busy)");
+    rt.queue_synchronize(q).unwrap();
+    // With nothing waiting, the same query from a host function works.
+    FREEING.store(true, Ordering::Release);
+    // SAFETY: as above.
+    unsafe { rt.queue_host_function(q, query_while_freed, d.to_raw() as usize as *mut core::ffi::c_void) }.unwrap();
+    rt.queue_synchronize(q).unwrap();
+    assert_eq!(ANSWER.load(Ordering::Acquire), 1);
+    rt.queue_destroy(q).unwrap();
+}
+
+/// A host kernel that panics when its argument is 1 and writes 7 to its output otherwise.
+unsafe fn panics_on_one(
+    t: &ordo::host::HostThread,
+    args: &ordo::KernelArgs<'_>,
+) -> Result<(), ordo::host::RuntimeError> {
+    let _ = t;
+    // SAFETY: the kernel's declared parameters: a u32 and an output address.
+    let (flag, out) = unsafe { (*args.params()[0].cast::<u32>(), *args.params()[1].cast::<u64>()) };
+    assert!(flag != 1, "the kernel was told to panic ({flag})");
+    // SAFETY: the caller passes a live 4-byte allocation of the host device.
+    unsafe { core::ptr::with_exposed_provenance_mut::<u32>(out as usize).write(7) };
+    Ok(())
+}
+
+static PANICKING: ordo::host::HostProgram = ordo::host::HostProgram {
+    name: "tests.host_queues.panicking",
+    kernels: &[ordo::host::HostKernel { name: "panics_on_one", run: panics_on_one, params: &[4, 8] }],
+};
+
+#[test]
+fn a_panicking_host_kernel_is_an_error_of_its_queue_which_stays_usable() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    ordo::register_host_program(&PANICKING).unwrap();
+    let rt = ordo::runtime();
+    let _guard = rt.init_guard().unwrap();
+    let d = host(rt);
+    let (q, other) = (rt.queue_create(d).unwrap(), rt.queue_create(d).unwrap());
+    let p = rt.program_load(d, PANICKING.name.as_bytes()).unwrap();
+    let k = rt.kernel_get(p, "panics_on_one").unwrap();
+    let out = rt.mem_alloc(d, MemKind::Device, 4).unwrap();
+    let dims = ordo::LaunchDims { grid: [1, 1, 1], block: [1, 1, 1], shared_mem_bytes: 0 };
+    let launch = move |queue: Queue, flag: u32| {
+        let address = out.0;
+        let params = [(&raw const flag).cast_mut().cast::<core::ffi::c_void>(), (&raw const address).cast_mut().cast()];
+        let args = ordo::KernelArgs::new(&params, &[4, 8]).unwrap();
+        // SAFETY: the arguments are the kernel's declared u32 and address, valid for the call.
+        unsafe { ordo::runtime().launch(queue, k, &dims, &args) }
+    };
+    launch(q, 1).unwrap();
+    let e = within(Duration::from_secs(20), "synchronising a queue whose kernel panicked", move || {
+        ordo::runtime().queue_synchronize(q)
+    })
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::BackendFailure, "{e}");
+    let text = e.to_string();
+    assert!(text.contains("a host kernel panicked") && text.contains("the kernel was told to panic (1)"), "{text}");
+    // The same queue runs the next launch; another queue was never affected.
+    launch(q, 0).unwrap();
+    rt.queue_synchronize(q).unwrap();
+    launch(other, 0).unwrap();
+    rt.queue_synchronize(other).unwrap();
+    let mut seven = 0u32;
+    // SAFETY: 4 bytes of `seven`; no queue (complete when it returns).
+    unsafe { rt.memcpy(ordo::CopyKind::DeviceToHost, (&raw mut seven) as u64, out.0, 4, None) }.unwrap();
+    assert_eq!(seven, 7);
+    // The panic's text is kept once: a second panic reads the same.
+    launch(q, 1).unwrap();
+    assert_eq!(rt.queue_synchronize(q).unwrap_err().to_string(), text);
+    for queue in [q, other] {
+        rt.queue_destroy(queue).unwrap();
+    }
+    rt.mem_free(out).unwrap();
+    rt.program_unload(p).unwrap();
+}

@@ -86,6 +86,27 @@ pub fn in_callback() -> bool {
     reentry::in_callback()
 }
 
+/// Runs `f`, a wait of the calling thread for work that runs user callbacks on other threads
+/// (a host queue's worker thread): a callback's call into ordo that finds a create/destroy call
+/// holding the runtime meanwhile fails with `Busy` instead of waiting for it (that call may be
+/// waiting for this wait, which waits for the callback). Std builds; without std it runs `f`.
+pub fn waiting_for_callbacks<T>(f: impl FnOnce() -> T) -> T {
+    reentry::waiting_for_callbacks(f)
+}
+
+/// Runs `f`, a user's code; with std a panic in it becomes `Err("prefix: its message")`, a
+/// string kept for the life of the process (one copy per distinct text, at most 64 texts; later
+/// ones read `prefix` alone), so that it can be a `BackendError`'s message. Without std a panic
+/// is not caught.
+pub fn catch_panic<T>(prefix: &'static str, f: impl FnOnce() -> T) -> Result<T, &'static str> {
+    reentry::contain_message(prefix, f)
+}
+
+/// The error of work whose user code panicked (`catch_panic`'s message).
+pub fn panicked(message: &'static str) -> BackendError {
+    err(ErrorCode::BackendFailure, message)
+}
+
 fn err(code: ErrorCode, message: &'static str) -> BackendError {
     BackendError::new(code, 0, message)
 }
@@ -207,6 +228,44 @@ impl HostBackend {
             return Err(err(ErrorCode::InvalidSize, "kernel argument size does not match the kernel's parameter"));
         }
         Ok(layout)
+    }
+
+    /// Runs a launch's grid, block after block, each thread after the other, on the calling
+    /// thread (its local memory at `local`, zeroed before each block).
+    ///
+    /// # Safety
+    /// `args` are valid arguments of `run`; `local` is `local_len` bytes of the launch's own.
+    unsafe fn run_grid(
+        run: HostKernelFn,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+        local: u64,
+        local_len: usize,
+    ) -> BackendResult<()> {
+        let local = core::ptr::with_exposed_provenance_mut::<u8>(local as usize);
+        let mut t =
+            HostThread { thread: [0; 3], block: [0; 3], block_dim: dims.block, grid_dim: dims.grid, local, local_len };
+        for bz in 0..dims.grid[2] {
+            for by in 0..dims.grid[1] {
+                for bx in 0..dims.grid[0] {
+                    t.block = [bx, by, bz];
+                    if local_len > 0 {
+                        // SAFETY: the launch's own allocation of `local_len` bytes.
+                        unsafe { core::ptr::write_bytes(local, 0, local_len) };
+                    }
+                    for tz in 0..dims.block[2] {
+                        for ty in 0..dims.block[1] {
+                            for tx in 0..dims.block[0] {
+                                t.thread = [tx, ty, tz];
+                                // SAFETY: the caller of launch guarantees the arguments.
+                                unsafe { run(&t, args) }.map_err(BackendError::from_error)?;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Runs `work` as the host device's one piece of work in progress. From inside a host kernel
@@ -484,38 +543,14 @@ impl Backend for HostBackend {
         };
         let ran = self.execute(|| {
             // The kernel is user code: calls it makes into ordo that would wait for this launch
-            // fail with `Busy` (std builds).
+            // fail with `Busy` (std builds), and a panic in it is this launch's error (std
+            // builds), the device usable afterwards.
             let _callback = reentry::mark();
-            let local = core::ptr::with_exposed_provenance_mut::<u8>(local as usize);
-            let mut t = HostThread {
-                thread: [0; 3],
-                block: [0; 3],
-                block_dim: dims.block,
-                grid_dim: dims.grid,
-                local,
-                local_len,
-            };
-            for bz in 0..dims.grid[2] {
-                for by in 0..dims.grid[1] {
-                    for bx in 0..dims.grid[0] {
-                        t.block = [bx, by, bz];
-                        if local_len > 0 {
-                            // SAFETY: the launch's own allocation of `local_len` bytes.
-                            unsafe { core::ptr::write_bytes(local, 0, local_len) };
-                        }
-                        for tz in 0..dims.block[2] {
-                            for ty in 0..dims.block[1] {
-                                for tx in 0..dims.block[0] {
-                                    t.thread = [tx, ty, tz];
-                                    // SAFETY: the caller of launch guarantees the arguments.
-                                    unsafe { run(&t, args) }.map_err(BackendError::from_error)?;
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            Ok(())
+            // SAFETY: the caller of launch guarantees the arguments; `local` is this launch's.
+            reentry::contain_message("a host kernel panicked", || unsafe {
+                Self::run_grid(run, dims, args, local, local_len)
+            })
+            .unwrap_or_else(|message| Err(panicked(message)))
         });
         if local != 0 {
             // SAFETY: the allocation made above for this launch, used by nothing else now.

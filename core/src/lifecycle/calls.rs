@@ -22,16 +22,35 @@ impl Gate {
                 return Ok(SharedGuard { count, owned: true });
             }
             crate::sync::cold_path();
+            if n > 0 && w.phase() == Phase::Ready {
+                // A call nested in one of this thread's calls in flight (a host kernel's, run by
+                // that call): a writer waits for the outer call, so the inner one does not wait
+                // for the writer; it changes nothing the writer does not already wait out.
+                return Ok(SharedGuard { count, owned: true });
+            }
             count.store(n, Ordering::Release);
-            return self.enter_shared_owned_slow(count, mine.asymmetric, w).ok_or(Error::UNINITIALIZED);
+            return self.enter_shared_owned_slow(count, mine.asymmetric, w).map_err(Refused::error);
         }
         crate::sync::cold_path();
-        self.enter_shared_hashed().ok_or(Error::UNINITIALIZED)
+        self.enter_shared_hashed().map_err(Refused::error)
     }
 
-    /// The owned-counter entry after a first attempt found `w` (not `Ready`, or a writer):
-    /// `None` when the runtime is not `Ready` (a guard or nothing: two registers, so that the
-    /// launch path's fast side keeps its guard out of memory).
+    /// Waits while a writer holds the gate. A user callback stops waiting with `Busy` once some
+    /// thread waits for callbacks (`reentry::waiting_for_callbacks`): the writer may be waiting
+    /// for that thread, which waits for this callback.
+    fn wait_for_writer(&self) -> core::result::Result<(), Refused> {
+        while self.load().writer() {
+            if in_callback() && crate::reentry::callbacks_waited_for() {
+                return Err(Refused::Busy);
+            }
+            relax();
+        }
+        Ok(())
+    }
+
+    /// The owned-counter entry after a first attempt found `w` (not `Ready`, or a writer). A
+    /// guard or a one-byte refusal: two registers, so that the launch path's fast side keeps
+    /// its guard out of memory.
     #[cfg(any(feature = "std", loom))]
     #[cold]
     #[inline(never)]
@@ -40,44 +59,44 @@ impl Gate {
         count: &'a AtomicU32,
         asymmetric: bool,
         mut w: Word,
-    ) -> Option<SharedGuard<'a>> {
+    ) -> core::result::Result<SharedGuard<'a>, Refused> {
         loop {
             if w.phase() != Phase::Ready {
-                return None;
+                return Err(Refused::Uninitialized);
             }
-            while self.load().writer() {
-                relax();
-            }
+            self.wait_for_writer()?;
             let n = count.load(Ordering::Relaxed);
             count.store(n.wrapping_add(1), Ordering::Relaxed);
             crate::slots::light(asymmetric);
             w = self.load();
             if w.phase() == Phase::Ready && !w.writer() {
-                return Some(SharedGuard { count, owned: true });
+                return Ok(SharedGuard { count, owned: true });
             }
             count.store(n, Ordering::Release);
         }
     }
 
-    /// The shared entry through a hashed shard (a read-modify-write each way); `None` when the
-    /// runtime is not `Ready`.
+    /// The shared entry through a hashed shard (a read-modify-write each way). A shard is
+    /// shared between threads, so a nested call cannot be told apart here: a user callback that
+    /// finds a writer gets `Busy` at once (the writer may be waiting for its outer call).
     #[inline(never)]
-    pub(super) fn enter_shared_hashed(&self) -> Option<SharedGuard<'_>> {
+    pub(super) fn enter_shared_hashed(&self) -> core::result::Result<SharedGuard<'_>, Refused> {
         let shard = &self.shards[shard_index()].0;
         loop {
             shard.fetch_add(1, Ordering::SeqCst);
             handshake_fence();
             let w = self.load();
             if w.phase() == Phase::Ready && !w.writer() {
-                return Some(SharedGuard { count: shard, owned: false });
+                return Ok(SharedGuard { count: shard, owned: false });
             }
             shard.fetch_sub(1, Ordering::SeqCst);
             if w.phase() != Phase::Ready {
-                return None;
+                return Err(Refused::Uninitialized);
             }
-            while self.load().writer() {
-                relax();
+            if in_callback() {
+                return Err(Refused::Busy);
             }
+            self.wait_for_writer()?;
         }
     }
 
@@ -150,6 +169,25 @@ impl Gate {
             slot.busy.store(0, Ordering::SeqCst);
         }
         self.clear_slot_refs();
+    }
+}
+
+/// Why a shared call could not enter (one byte, beside a guard in two registers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The runtime is not `Ready`.
+    Uninitialized,
+    /// A user callback found a writer that may be waiting for it.
+    Busy,
+}
+
+impl Refused {
+    #[cold]
+    fn error(self) -> Error {
+        match self {
+            Refused::Uninitialized => Error::UNINITIALIZED,
+            Refused::Busy => Error::REENTRANT,
+        }
     }
 }
 
