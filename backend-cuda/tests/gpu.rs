@@ -420,7 +420,8 @@ fn another_current_context_does_not_misdirect_ordo_and_is_put_back() {
 
 /// Existing host memory registered with the device: overlapping and zero-size registrations
 /// are refused, a fill on a queue writes into it through the mapping, `mem_info` reports it as
-/// `Registered`, `mem_free` unregisters it, and the teardown unregisters one left registered.
+/// `Registered`, `mem_free` refuses it, `host_unregister` ends it, and the teardown unregisters
+/// one left registered.
 #[test]
 fn host_memory_registered_with_the_device() {
     let Some(rt) = cuda() else { return };
@@ -446,7 +447,8 @@ fn host_memory_registered_with_the_device() {
     // through a volatile read so the compiler does not assume it unchanged.
     let seen: Vec<u32> = (0..host.len()).map(|i| unsafe { std::ptr::read_volatile(host.as_ptr().add(i)) }).collect();
     assert!(seen.iter().all(|&v| v == 0xC0FFEE), "the fill reached host memory");
-    rt.mem_free(p).unwrap();
+    assert_eq!(rt.mem_free(p).unwrap_err().code, ErrorCode::NotFound, "mem_free refuses a registration");
+    rt.host_unregister(p).unwrap();
     assert_eq!(rt.mem_info(p).unwrap_err().code, ErrorCode::NotFound, "unregistered");
     // One left registered: the teardown unregisters it with the device's memory.
     let mut other = vec![0u8; 4096];

@@ -518,7 +518,7 @@ ordo_status_t ordo_mem_release(struct ordo_allocation_t allocation);
 // Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and
 // mapped for it at the same address, and named by that address like an allocation (copies,
 // fills and kernels may use it; `ordo_mem_info` reports `ORDO_MEM_REGISTERED`) until
-// `ordo_mem_free(ptr)` unregisters it or the final `ordo_shutdown` does.
+// `ordo_host_unregister(ptr)` or the final `ordo_shutdown` ends it (`ordo_mem_free` refuses it).
 // `ORDO_ERROR_NULL_POINTER` for a NULL `ptr`, `ORDO_ERROR_INVALID_SIZE` for 0,
 // `ORDO_ERROR_INVALID_ARGUMENT` when the range overlaps memory ordo knows, and
 // `ORDO_ERROR_UNSUPPORTED` on platforms that cannot register host memory (AMDGPU). On the host
@@ -529,8 +529,16 @@ ordo_status_t ordo_mem_release(struct ordo_allocation_t allocation);
 // shuts down.
 ordo_status_t ordo_host_register(struct ordo_device_t device, void *ptr, size_t size);
 
+// Unregisters host memory `ordo_host_register` registered, named by its start (`ptr`). Errors,
+// nothing changed: `ORDO_ERROR_NULL_POINTER` for NULL, `ORDO_ERROR_NOT_FOUND` for an address
+// ordo does not know (never registered, or unregistered already), `ORDO_ERROR_INVALID_ARGUMENT`
+// for an address inside a registered range or the start of an allocation.
+ordo_status_t ordo_host_unregister(void *ptr);
+
 // Frees an allocation by its base address. NULL, an unknown or an already-freed address is an
-// error, never a double free.
+// error, never a double free. The start of registered host memory is `ORDO_ERROR_NOT_FOUND`,
+// nothing changed (`ordo_host_unregister` ends it); a program's global variable
+// `ORDO_ERROR_INVALID_ARGUMENT`.
 ordo_status_t ordo_mem_free(void *ptr);
 
 // Copies `size` bytes (`kind`: `ORDO_COPY_*`). It starts after all work submitted earlier to the

@@ -465,8 +465,8 @@ fn host_backend_rejects_unknown_programs_kernels_and_exhaustion() {
 
 /// Host registration's argument checks come first (null, size, handle), then the backend: the
 /// host backend registers (the range is its memory as it is): copies reach the caller's bytes,
-/// an overlapping range is `InvalidArgument`, `mem_free` unregisters and the bytes stay the
-/// caller's.
+/// an overlapping range is `InvalidArgument`, `mem_free` refuses the registration (`NotFound`,
+/// nothing changed), `host_unregister` ends it once, and the bytes stay the caller's.
 #[test]
 fn host_register_checks_its_arguments_and_the_host_backend_registers() {
     let (_, rt) = ordo_tests::host_runtime();
@@ -486,7 +486,15 @@ fn host_register_checks_its_arguments_and_the_host_backend_registers() {
     let (base, size, kind, dev) = rt.mem_info(DevicePtr(p as u64 + 10)).unwrap();
     assert_eq!((base, size, kind, dev), (DevicePtr(p as u64), 256, MemKind::Registered, d));
     rt.copy_to_device(DevicePtr(p as u64 + 8), &[7u8; 8]).unwrap();
-    rt.mem_free(DevicePtr(p as u64)).unwrap();
+    assert_eq!(rt.mem_free(DevicePtr(p as u64)).unwrap_err().code, ErrorCode::NotFound);
+    assert_eq!(rt.mem_info(DevicePtr(p as u64)).unwrap().2, MemKind::Registered, "still registered");
+    assert_eq!(rt.host_unregister(DevicePtr(p as u64 + 16)).unwrap_err().code, ErrorCode::InvalidArgument);
+    assert_eq!(rt.host_unregister(DevicePtr(0)).unwrap_err().code, ErrorCode::NullPointer);
+    let allocation = rt.mem_alloc(d, MemKind::Device, 64).unwrap();
+    assert_eq!(rt.host_unregister(allocation).unwrap_err().code, ErrorCode::InvalidArgument, "an allocation");
+    rt.mem_free(allocation).unwrap();
+    rt.host_unregister(DevicePtr(p as u64)).unwrap();
+    assert_eq!(rt.host_unregister(DevicePtr(p as u64)).unwrap_err().code, ErrorCode::NotFound);
     assert_eq!(rt.mem_free(DevicePtr(p as u64)).unwrap_err().code, ErrorCode::NotFound);
     assert_eq!(&bytes[..16], &[0, 0, 0, 0, 0, 0, 0, 0, 7, 7, 7, 7, 7, 7, 7, 7], "the caller's bytes, written");
     let p = bytes.as_mut_ptr();

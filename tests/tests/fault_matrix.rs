@@ -98,7 +98,7 @@ fn work(rt: &Runtime, host: &mut [u8]) -> Result<()> {
     assert_eq!(calls, 1);
     let spare = rt.mem_alloc(d0, MemKind::Host, 64)?;
     rt.mem_free(spare)?;
-    rt.mem_free(registered)?;
+    rt.host_unregister(registered)?;
     // SAFETY: as above; registered again for the teardown to release.
     unsafe { rt.host_register(d0, host.as_mut_ptr(), host.len()) }?;
     let p2 = rt.program_load(d1, b"image2")?;

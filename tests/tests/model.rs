@@ -223,6 +223,7 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
                     .prop_map(|(device, size)| Op::HostRegister { device, size })
                     .boxed(),
             ),
+            (2, mem().prop_map(Op::HostUnregister).boxed()),
             (
                 2,
                 (mem(), 0usize..64, 0usize..128, 0usize..6)
@@ -287,6 +288,7 @@ macro_rules! reference_machine {
                 }
                 match op {
                     Op::MemFree(a)
+                    | Op::HostUnregister(a)
                     | Op::CopyToDevice { alloc: a, .. }
                     | Op::CopyFromDevice { alloc: a, .. }
                     | Op::Fill { alloc: a, .. }
@@ -421,6 +423,7 @@ impl Sut {
                 made(rt.mem_alloc(Device::from_raw(self.raw(device)), MemKind::Device, size).map(|p| p.0))
             }
             Op::MemFree(a) => unit(rt.mem_free(DevicePtr(self.address(a)))),
+            Op::HostUnregister(a) => unit(rt.host_unregister(DevicePtr(self.address(a)))),
             Op::CopyToDevice { alloc, offset, len } => {
                 let src = vec![0u8; len];
                 let offset = if alloc == Ref::Null { 0 } else { offset as u64 };

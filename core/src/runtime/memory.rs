@@ -98,8 +98,9 @@ impl Runtime {
 
     /// Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and
     /// mapped for it at the same address, named by that address like an allocation (kind
-    /// `Registered`: copies, fills and kernels may use it; `mem_info` finds it) until `mem_free`
-    /// of `ptr` unregisters it, or the final teardown does (with the device's memory). Errors:
+    /// `Registered`: copies, fills and kernels may use it; `mem_info` finds it) until
+    /// `host_unregister` of `ptr` ends it (`mem_free` refuses it), or the final teardown does
+    /// (with the device's memory). Errors:
     /// `NullPointer`, `InvalidSize` (0 or above `isize::MAX`), the device's handle errors,
     /// `InvalidArgument` when the range overlaps an allocation or registered range,
     /// `OutOfResources` when the allocation table is full, `Unsupported` from backends that
@@ -135,19 +136,49 @@ impl Runtime {
         })
     }
 
-    /// Frees the allocation whose base address is `ptr`.
+    /// Frees the allocation whose base address is `ptr`. The start of registered host memory is
+    /// `NotFound` (it is no allocation: `host_unregister` ends it), a program's global variable
+    /// `InvalidArgument` (it leaves with its program); nothing changes on error.
     pub fn mem_free(&self, ptr: DevicePtr) -> Result<()> {
         self.with_exclusive(|t| {
             let slot = t.allocations.find_base(ptr.0)?;
-            if t.allocations.slots.at(slot).kind == MemKind::Global {
-                return fail(
-                    ErrorCode::InvalidArgument,
-                    "the address is a program's global variable: unload the program",
-                );
+            match t.allocations.slots.at(slot).kind {
+                MemKind::Global => {
+                    return fail(
+                        ErrorCode::InvalidArgument,
+                        "the address is a program's global variable: unload the program",
+                    );
+                }
+                MemKind::Registered => {
+                    return fail(
+                        ErrorCode::NotFound,
+                        "the address is registered host memory, not an allocation: unregister it",
+                    );
+                }
+                _ => {}
             }
             let d = self.dev_at(t, t.allocations.slots.at(slot).device);
             let m = t.allocations.remove_at(slot);
             // SAFETY: a live allocation of this device (found by its base), removed from the
+            // table first so it is never passed again.
+            Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
+        })
+    }
+
+    /// Unregisters the host memory `host_register` registered at `ptr` (its start), in one
+    /// lookup. `NotFound` for an address ordo does not know (or an unregistered one),
+    /// `InvalidArgument` for the start of an allocation or global variable (`mem_free` and the
+    /// program's unload end those) and for an address inside a registered range; nothing
+    /// changes on error.
+    pub fn host_unregister(&self, ptr: DevicePtr) -> Result<()> {
+        self.with_exclusive(|t| {
+            let slot = t.allocations.find_base(ptr.0)?;
+            if t.allocations.slots.at(slot).kind != MemKind::Registered {
+                return fail(ErrorCode::InvalidArgument, "the address is not the start of registered host memory");
+            }
+            let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+            let m = t.allocations.remove_at(slot);
+            // SAFETY: a live registration of this device (found by its start), removed from the
             // table first so it is never passed again.
             Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
         })

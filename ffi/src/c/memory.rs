@@ -86,7 +86,7 @@ pub extern "C" fn ordo_mem_release(allocation: ordo_allocation_t) -> ordo_status
 /// Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and
 /// mapped for it at the same address, and named by that address like an allocation (copies,
 /// fills and kernels may use it; `ordo_mem_info` reports `ORDO_MEM_REGISTERED`) until
-/// `ordo_mem_free(ptr)` unregisters it or the final `ordo_shutdown` does.
+/// `ordo_host_unregister(ptr)` or the final `ordo_shutdown` ends it (`ordo_mem_free` refuses it).
 /// `ORDO_ERROR_NULL_POINTER` for a NULL `ptr`, `ORDO_ERROR_INVALID_SIZE` for 0,
 /// `ORDO_ERROR_INVALID_ARGUMENT` when the range overlaps memory ordo knows, and
 /// `ORDO_ERROR_UNSUPPORTED` on platforms that cannot register host memory (AMDGPU). On the host
@@ -108,8 +108,19 @@ pub unsafe extern "C" fn ordo_host_register(device: ordo_device_t, ptr: *mut c_v
     })
 }
 
+/// Unregisters host memory `ordo_host_register` registered, named by its start (`ptr`). Errors,
+/// nothing changed: `ORDO_ERROR_NULL_POINTER` for NULL, `ORDO_ERROR_NOT_FOUND` for an address
+/// ordo does not know (never registered, or unregistered already), `ORDO_ERROR_INVALID_ARGUMENT`
+/// for an address inside a registered range or the start of an allocation.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_host_unregister(ptr: *mut c_void) -> ordo_status_t {
+    guard(|| status(runtime().host_unregister(DevicePtr(ptr as u64))))
+}
+
 /// Frees an allocation by its base address. NULL, an unknown or an already-freed address is an
-/// error, never a double free.
+/// error, never a double free. The start of registered host memory is `ORDO_ERROR_NOT_FOUND`,
+/// nothing changed (`ordo_host_unregister` ends it); a program's global variable
+/// `ORDO_ERROR_INVALID_ARGUMENT`.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_mem_free(ptr: *mut c_void) -> ordo_status_t {
     guard(|| status(runtime().mem_free(DevicePtr(ptr as u64))))

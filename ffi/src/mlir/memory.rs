@@ -156,21 +156,13 @@ pub(super) fn unregister(ptr: *mut c_void) {
     if ptr.is_null() {
         return;
     }
-    let rt = runtime();
-    // Only a range `mgpuMemHostRegister*` registered, named by its start, is released here: never
-    // device memory, never a range another call made.
-    match rt.mem_info(DevicePtr(from_ptr(ptr))) {
-        Ok((base, _, MemKind::Registered, _)) if base.0 == from_ptr(ptr) => {
-            if let Err(e) = rt.mem_free(base) {
-                report("cuMemHostUnregister", &e);
-            }
-        }
+    // Only registered host memory, named by its start, is released here (the runtime's
+    // `host_unregister` refuses device memory), in one lookup.
+    match runtime().host_unregister(DevicePtr(from_ptr(ptr))) {
+        Ok(()) => {}
         // Released by the at-exit teardown (or never registered after it): silence.
         Err(e) if e.code == ErrorCode::Uninitialized => {}
-        _ => report(
-            "cuMemHostUnregister",
-            &ordo_core::Error::new(ErrorCode::InvalidValue, "the address is not the start of registered host memory"),
-        ),
+        Err(e) => report("cuMemHostUnregister", &e),
     }
 }
 

@@ -27,22 +27,14 @@ ol_api! {
         Ok(())
     }
 
-    /// Frees an allocation (`olMemAlloc`'s) by its base address. The start of host memory
-    /// registered with `olMemRegister` is `OL_ERRC_NOT_FOUND`, as any address `olMemAlloc` did
-    /// not return: `olMemUnregister` releases it.
+    /// Frees an allocation (`olMemAlloc`'s) by its base address, in one lookup. The start of
+    /// host memory registered with `olMemRegister` is `OL_ERRC_NOT_FOUND` (the runtime's
+    /// `mem_free` refuses registrations), as any address `olMemAlloc` did not return:
+    /// `olMemUnregister` releases it.
     fn olMemFree / olMemFreeWithCodeLoc(Address: *mut c_void) {
         ready()?;
         pointer(Address, "NULL == Address")?;
-        let rt = runtime();
-        if let Ok((base, _, MemKind::Registered, _)) = rt.mem_info(DevicePtr(Address as u64)) {
-            if base.0 == Address as u64 {
-                return Err(err(
-                    OL_ERRC_NOT_FOUND,
-                    "the address is host memory registered with olMemRegister (olMemUnregister releases it)",
-                ));
-            }
-        }
-        on(Arg::Other, rt.mem_free(DevicePtr(Address as u64)))
+        on(Arg::Other, runtime().mem_free(DevicePtr(Address as u64)))
     }
 
     /// A property of the allocation holding `Ptr` (any interior pointer).
@@ -133,7 +125,7 @@ ol_api! {
                     }
                     Ok(())
                 }
-                _ => on(Arg::Other, rt.mem_free(base)),
+                _ => on(Arg::Other, rt.host_unregister(base)),
             }
         })
     }

@@ -290,12 +290,17 @@ int main(void) {
   EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, (size_t)1 << 40, &ptr), ORDO_ERROR_OUT_OF_RESOURCES);
   char buf[2048];
   /* Host registration: arguments first; the host platform registers (the range is its memory as
-   * it is), an overlapping range is refused, and ordo_mem_free unregisters. */
+   * it is), an overlapping range is refused, ordo_mem_free refuses the registration (nothing
+   * changed), and ordo_host_unregister ends it, once. */
   EXPECT(ordo_host_register(d, NULL, 16), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_host_register(d, buf, 0), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_host_register(d, buf, sizeof buf), ORDO_SUCCESS);
   EXPECT(ordo_host_register(d, buf + 16, 16), ORDO_ERROR_INVALID_ARGUMENT);
-  EXPECT(ordo_mem_free(buf), ORDO_SUCCESS);
+  EXPECT(ordo_mem_free(buf), ORDO_ERROR_NOT_FOUND);
+  EXPECT(ordo_host_unregister(NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_host_unregister(buf + 16), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_host_unregister(buf), ORDO_SUCCESS);
+  EXPECT(ordo_host_unregister(buf), ORDO_ERROR_NOT_FOUND);
   EXPECT(ordo_mem_free(buf), ORDO_ERROR_NOT_FOUND);
   /* Zero bytes: success and nothing done, whatever the pointers (as CUDA and MLIR code expect);
    * the direction and a given queue are still checked. */

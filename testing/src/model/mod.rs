@@ -69,6 +69,8 @@ pub struct ObjInfo {
     /// For a program's global variable (an allocation whose `parent` is the program), its name
     /// index; `None` for everything else.
     pub global: Option<u8>,
+    /// For host memory registered with a device (`host_register`): true.
+    pub registered: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,6 +276,7 @@ impl<const N: usize> Model<N> {
                 parent: None,
                 size: index,
                 global: None,
+                registered: false,
             };
             if self.objects.push(info).is_err() || self.platforms.push(platform).is_err() {
                 return Outcome::ModelFull;
@@ -288,6 +291,7 @@ impl<const N: usize> Model<N> {
                     parent: Some(platform),
                     size: i as usize,
                     global: None,
+                    registered: false,
                 };
                 if self.objects.push(info).is_err() {
                     return Outcome::ModelFull;

@@ -10,7 +10,15 @@ use super::{Check, Model, ObjId, ObjInfo, Op, Outcome, Ref};
 impl<const N: usize> Model<N> {
     pub(super) fn object_op(&mut self, op: Op) -> Check<Outcome> {
         use ObjectKind as K;
-        let obj = |kind, device: ObjId| ObjInfo { kind, device, live: true, parent: None, size: 0, global: None };
+        let obj = |kind, device: ObjId| ObjInfo {
+            kind,
+            device,
+            live: true,
+            parent: None,
+            size: 0,
+            global: None,
+            registered: false,
+        };
         Ok(match op {
             Op::PlatformCount => Outcome::Count(self.platforms.len() as u32),
             Op::PlatformAt(index) => match self.platforms.get(index as usize) {
@@ -56,6 +64,19 @@ impl<const N: usize> Model<N> {
                 let a = self.resolve_address(a)?;
                 if self.info(a).global.is_some() {
                     // A program's global variable leaves with its program.
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                if self.info(a).registered {
+                    // Registered host memory is no allocation: `host_unregister` ends it.
+                    return Err(ErrorCode::NotFound);
+                }
+                self.kill(a);
+                self.call_on(a, BackendOp::MemFree)?;
+                Outcome::Ok
+            }
+            Op::HostUnregister(a) => {
+                let a = self.resolve_address(a)?;
+                if !self.info(a).registered {
                     return Err(ErrorCode::InvalidArgument);
                 }
                 self.kill(a);
@@ -236,7 +257,7 @@ impl<const N: usize> Model<N> {
                 let d = self.resolve(device, K::Device)?;
                 self.full(K::Allocation, MAX_ALLOCATIONS)?;
                 self.call_on(d, BackendOp::HostRegister)?;
-                self.create(ObjInfo { size, ..obj(K::Allocation, d) })
+                self.create(ObjInfo { size, registered: true, ..obj(K::Allocation, d) })
             }
             Op::FillPattern { alloc, offset, len, pattern_len } => {
                 if pattern_len == 0 || len % pattern_len != 0 {

@@ -173,6 +173,8 @@ pub enum Op {
     QueueCreateIndependent(Ref),
     /// `default_queue(device)`: the device's one default queue (made by the first call).
     DefaultQueue(Ref),
+    /// `host_unregister(start of a registration)`.
+    HostUnregister(Ref),
     /// `host_register(device, fresh host memory of size bytes)`.
     HostRegister {
         /// The device.
@@ -260,6 +262,7 @@ impl Op {
             | QueueCreateIndependent(r)
             | DefaultQueue(r)
             | HostRegister { device: r, .. }
+            | HostUnregister(r)
             | FillPattern { alloc: r, .. }
             | KernelParamCount(r)
             | KernelParamLayout(r)
