@@ -251,7 +251,8 @@ impl Backend for QueuedHost {
     }
 
     fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+        // Queue work runs on the queues' threads, after the enqueueing call returned.
+        self.inner.capabilities() | Capabilities::ASYNC_QUEUES
     }
 
     fn init(&self) -> BackendResult<u32> {

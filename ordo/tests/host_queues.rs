@@ -349,3 +349,13 @@ fn a_panicking_host_kernel_is_an_error_of_its_queue_which_stays_usable() {
     rt.mem_free(out).unwrap();
     rt.program_unload(p).unwrap();
 }
+
+#[test]
+fn the_host_platform_lists_asynchronous_queues_and_local_memory() {
+    let rt = ordo::runtime();
+    let _guard = rt.init_guard().unwrap();
+    let caps = rt.platform_info(rt.platform(0).unwrap()).unwrap().capabilities;
+    for cap in [ordo_core::Capabilities::ASYNC_QUEUES, ordo_core::Capabilities::SHARED_MEMORY] {
+        assert!(caps.contains(cap), "{caps:?} lacks {cap:?}");
+    }
+}

@@ -311,7 +311,9 @@ impl Backend for DeferredHost {
     }
 
     fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+        // Queue work waits for the queue's execution point: it may not have run when the
+        // enqueueing call returns.
+        self.inner.capabilities() | Capabilities::ASYNC_QUEUES
     }
 
     fn init(&self) -> BackendResult<u32> {

@@ -286,7 +286,9 @@ impl Backend for HostBackend {
 
     fn capabilities(&self) -> Capabilities {
         let timing = if self.clock_ns.is_some() { Capabilities::EVENT_TIMING } else { Capabilities::empty() };
-        Capabilities::HOST_ACCESSIBLE_MEMORY | timing
+        // Launches run at the call (wrappers with queues add `ASYNC_QUEUES`); a block's local
+        // memory is the launch's dynamic shared memory.
+        Capabilities::HOST_ACCESSIBLE_MEMORY | Capabilities::SHARED_MEMORY | timing
     }
 
     fn init(&self) -> BackendResult<u32> {
