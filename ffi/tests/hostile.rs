@@ -253,3 +253,37 @@ fn a_child_forked_during_ol_calls_can_init_and_shut_down() {
         assert!(olShutDown().is_null());
     }
 }
+
+/// The child side of `a_first_mgpu_call_that_is_a_null_copy_prints_one_line`: runs only when
+/// that test starts this binary with `ORDO_HOSTILE_CHILD` set.
+#[test]
+fn child_null_copy_as_the_first_mgpu_call() {
+    if std::env::var_os("ORDO_HOSTILE_CHILD").is_none() {
+        return;
+    }
+    let mut buf = [0u8; 16];
+    // SAFETY: the null side is the bad argument under test; `buf` is 16 writable bytes.
+    unsafe { ordo_ffi::mlir::mgpuMemcpy(null_mut(), buf.as_mut_ptr().cast(), 16, null_mut()) };
+    assert_eq!(buf, [0u8; 16]);
+}
+
+/// `mgpuMemcpy` with a NULL side as a process's first `mgpu*` call prints one line, as it does
+/// later (it printed nothing: ordo was not initialised yet, and the copy returned as it does
+/// after the at-exit teardown). With a CUDA device the line names the copy; without one it is
+/// the line every first `mgpu*` call prints there (exit status 1).
+#[test]
+fn a_first_mgpu_call_that_is_a_null_copy_prints_one_line() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_null_copy_as_the_first_mgpu_call", "--nocapture", "--test-threads=1"])
+        .env("ORDO_HOSTILE_CHILD", "1")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    match out.status.code() {
+        Some(0) => assert!(lines.len() == 1 && lines[0].contains("cuMemcpyAsync"), "{stderr}"),
+        Some(1) => assert!(lines.len() == 1 && lines[0].contains("no CUDA device"), "{stderr}"),
+        other => panic!("status {other:?}\n{stderr}"),
+    }
+}

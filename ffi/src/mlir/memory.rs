@@ -49,6 +49,9 @@ pub unsafe extern "C" fn mgpuMemcpy(dst: *mut c_void, src: *mut c_void, size: i6
         if size == 0 {
             return;
         }
+        // The process's first mgpu* call initialises ordo as every other call does (a copy with
+        // a NULL side printed nothing when it came first).
+        super::ensure_init();
         let rt = runtime();
         if !rt.is_ready() {
             return; // after the at-exit teardown: silence, and no memory touched
