@@ -660,7 +660,8 @@ ordo_status_t ordo_kernel_get(struct ordo_program_t program,
 
 // Launches a kernel on a queue of the kernel's device. `args` holds `arg_count` pointers, each to
 // one argument's value (as `cuLaunchKernel`'s `kernelParams`); `sizes`, when not NULL, holds each
-// argument's size for backends that check it (the host backend does).
+// argument's size for backends that check it (the host backend does). An `arg_count` other than
+// the kernel's parameter count (where the backend tells it) is `ORDO_ERROR_INVALID_ARGUMENT`.
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function

@@ -443,16 +443,22 @@ fn host_backend_rejects_unknown_programs_kernels_and_exhaustion() {
     let q = rt.queue_create(d).unwrap();
     let k = rt.kernel_get(p, "vector_add_f32").unwrap();
     let too_big = LaunchDims { grid: [1, 1, 1], block: [1025, 1, 1], shared_mem_bytes: 0 };
-    let launch = |dims: &LaunchDims| {
+    // Four argument pointers (the kernel's count), never read: every launch below is refused.
+    let mut word = 0u64;
+    let four = [(&raw mut word).cast::<core::ffi::c_void>(); 4];
+    let launch = |dims: &LaunchDims, args: &KernelArgs<'_>| {
         // SAFETY: each launch here is rejected before the kernel reads an argument: by the
-        // dimension checks, or by the kernel's own argument-count check.
-        unsafe { rt.launch(q, k, dims, &KernelArgs::EMPTY) }.map_err(|e| e.code)
+        // dimension checks, or by the runtime's argument-count check.
+        unsafe { rt.launch(q, k, dims, args) }.map_err(|e| e.code)
     };
-    assert_eq!(launch(&too_big), Err(ErrorCode::InvalidValue));
+    let four = KernelArgs::unsized_params(&four).unwrap();
+    assert_eq!(launch(&too_big, &KernelArgs::EMPTY), Err(ErrorCode::InvalidValue));
     let shared = LaunchDims { shared_mem_bytes: 48 * 1024 + 1, ..LaunchDims::linear(1, 1) };
-    assert_eq!(launch(&shared), Err(ErrorCode::InvalidValue), "more local memory than a block has");
-    // A kernel given too few arguments fails cleanly instead of reading garbage.
-    assert_eq!(launch(&LaunchDims::linear(1, 1)), Err(ErrorCode::InvalidArgument));
+    assert_eq!(launch(&shared, &four), Err(ErrorCode::InvalidValue), "more local memory than a block has");
+    // A kernel given too few arguments fails cleanly instead of reading past them: the runtime
+    // compares the count with the kernel's parameters before the backend is called.
+    assert_eq!(launch(&LaunchDims::linear(1, 1), &KernelArgs::EMPTY), Err(ErrorCode::InvalidArgument));
+    assert_eq!(launch(&shared, &KernelArgs::EMPTY), Err(ErrorCode::InvalidArgument), "the count comes first");
     let (e0, e1) = (rt.event_create(d).unwrap(), rt.event_create(d).unwrap());
     assert_eq!(rt.event_elapsed_ms(e0, e1).unwrap_err().code, ErrorCode::InvalidArgument, "never recorded");
     rt.event_record(e0, q).unwrap();
@@ -506,7 +512,8 @@ fn host_register_checks_its_arguments_and_the_host_backend_registers() {
 }
 
 /// Cluster launches check the cluster against the grid first (`InvalidValue`), then the host
-/// backend has no clusters and cannot count a kernel's parameters (`Unsupported`).
+/// runtime compares the argument count with the kernel's parameters (`InvalidArgument`), then
+/// the host backend has no clusters and cannot count a kernel's parameters (`Unsupported`).
 #[test]
 fn cluster_launch_checks_and_the_host_backend_refuses_it() {
     let (_, rt) = ordo_tests::host_runtime();
@@ -528,6 +535,12 @@ fn cluster_launch_checks_and_the_host_backend_refuses_it() {
         );
         assert_eq!(
             rt.launch_cluster(q, k, &dims, [2, 1, 1], &KernelArgs::EMPTY).unwrap_err().code,
+            ErrorCode::InvalidArgument
+        );
+        let mut word = 0u64;
+        let four = [(&raw mut word).cast::<core::ffi::c_void>(); 4];
+        assert_eq!(
+            rt.launch_cluster(q, k, &dims, [2, 1, 1], &KernelArgs::unsized_params(&four).unwrap()).unwrap_err().code,
             ErrorCode::Unsupported
         );
     }

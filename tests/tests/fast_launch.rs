@@ -25,9 +25,11 @@ fn fast_launch_runs_after_the_checks_and_the_backend_call_only_when_it_declines(
     let one = LaunchDims::linear(1, 1);
     let arg = 7u32;
     let packed = arg.to_ne_bytes();
+    let param = [(&raw const arg).cast_mut().cast::<core::ffi::c_void>()];
+    let params = KernelArgs::unsized_params(&param).unwrap();
     let launch = || {
         // SAFETY: the scripted backend's kernels take one 4-byte parameter and run nothing.
-        unsafe { rt.launch(q, k, &one, &KernelArgs::EMPTY) }.map_err(|e| e.code)
+        unsafe { rt.launch(q, k, &one, &params) }.map_err(|e| e.code)
     };
     let launch_packed = || {
         // SAFETY: as above; the buffer holds the parameter.
@@ -37,16 +39,30 @@ fn fast_launch_runs_after_the_checks_and_the_backend_call_only_when_it_declines(
     let counts = |before: (u64, u64)| (ScriptedBackend::fast_launches() - before.0, b.calls() - before.1);
     let now = || (ScriptedBackend::fast_launches(), b.calls());
 
-    // Accepted: the backend's own launch is not called.
+    // Accepted: the backend's own launch is not called. The kernel's first launch asks for its
+    // layout once (a backend call: the parameter count and the packed buffer's end).
     ScriptedBackend::set_fast_launches_accepted(true);
     let t = now();
     assert_eq!(launch(), Ok(()));
+    assert_eq!(counts(t), (1, 1), "the layout once, then the fast launch");
+    let t = now();
+    assert_eq!(launch(), Ok(()));
     assert_eq!(counts(t), (1, 0), "an accepted fast launch makes no backend call");
-    // The packed form asks for the kernel's layout once (a backend call), then launches fast.
+    // The packed form uses the same layout: fast launches only.
     let t = now();
     assert_eq!(launch_packed(), Ok(()));
     assert_eq!(launch_packed(), Ok(()));
-    assert_eq!(counts(t), (2, 1), "the layout once, then fast launches only");
+    assert_eq!(counts(t), (2, 0), "fast launches only");
+    // Another argument count than the kernel's parameters: refused before any launch.
+    let t = now();
+    // SAFETY: rejected before any launch.
+    let none = unsafe { rt.launch(q, k, &one, &KernelArgs::EMPTY) };
+    assert_eq!(none.map_err(|e| e.code), Err(ErrorCode::InvalidArgument));
+    let two = [param[0], param[0]];
+    // SAFETY: as above.
+    let extra = unsafe { rt.launch(q, k, &one, &KernelArgs::unsized_params(&two).unwrap()) };
+    assert_eq!(extra.map_err(|e| e.code), Err(ErrorCode::InvalidArgument));
+    assert_eq!(counts(t), (0, 0), "a wrong count reaches no backend function");
 
     // Checks first: a failed check reaches neither function.
     let t = now();
@@ -69,7 +85,8 @@ fn fast_launch_runs_after_the_checks_and_the_backend_call_only_when_it_declines(
     let t = now();
     assert_eq!(launch(), Ok(()));
     assert_eq!(launch_packed(), Ok(()));
-    // The scripted backend's `launch_packed` is the trait's default: the layout, then `launch`.
+    // The scripted backend's `launch_packed` is the trait's default: its own layout query, then
+    // `launch`.
     assert_eq!(counts(t), (2, 3), "each declined launch makes the backend's own call once");
     b.fail_next(BackendOp::Launch, BackendError::new(ErrorCode::OutOfResources, 0, "scripted"));
     let t = now();
@@ -83,8 +100,8 @@ fn fast_launch_runs_after_the_checks_and_the_backend_call_only_when_it_declines(
     let (_, q, k) = objects(rt);
     let t = now();
     // SAFETY: as above.
-    assert_eq!(unsafe { rt.launch(q, k, &one, &KernelArgs::EMPTY) }.map_err(|e| e.code), Ok(()));
-    assert_eq!(counts(t), (0, 1));
+    assert_eq!(unsafe { rt.launch(q, k, &one, &params) }.map_err(|e| e.code), Ok(()));
+    assert_eq!(counts(t), (0, 2), "the new kernel's layout, then the backend's launch");
     rt.shutdown().unwrap();
     assert_eq!(b.double_releases(), 0);
     assert_eq!(b.calls_while_down(), 0);

@@ -369,7 +369,30 @@ fn amdgpu_sut() -> Sut {
     Sut { rt: OwnedRuntime::new(&[backend]), scripted: Vec::new(), handles: Vec::new(), amdgpu: true }
 }
 
+/// Argument pointers for a test kernel, as many as it has parameters (never read).
+struct TestArgs(Vec<*mut core::ffi::c_void>);
+
+impl TestArgs {
+    fn as_args(&self) -> KernelArgs<'_> {
+        KernelArgs::unsized_params(&self.0).expect("no null pointer")
+    }
+}
+
 impl Sut {
+    /// Pointers for `kernel`'s parameters: the scripted kernels take one, the host machine's
+    /// none; the simulated AMDGPU kernels' count comes from their layout (no faults there).
+    fn kernel_args(&self, kernel: ordo_core::Kernel) -> TestArgs {
+        static WORDS: [u64; 16] = [0; 16];
+        let count = if !self.scripted.is_empty() {
+            1
+        } else if self.amdgpu {
+            self.rt.kernel_param_layout(kernel).map_or(0, |l| l.len())
+        } else {
+            0
+        };
+        TestArgs(WORDS[..count.min(16)].iter().map(|w| (w as *const u64).cast_mut().cast()).collect())
+    }
+
     fn raw(&self, r: Ref) -> u64 {
         match r {
             Ref::Null => 0,
@@ -483,8 +506,9 @@ impl Sut {
             ),
             Op::Launch { queue, kernel } => {
                 let (q, k) = (Queue::from_raw(self.raw(queue)), ordo_core::Kernel::from_raw(self.raw(kernel)));
-                // SAFETY: the test kernels take no arguments and touch no memory.
-                unit(unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) })
+                let args = self.kernel_args(k);
+                // SAFETY: the test kernels touch no memory (their arguments are never read).
+                unit(unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &args.as_args()) })
             }
             Op::QueueCreateIndependent(d) => {
                 made(rt.queue_create_independent(Device::from_raw(self.raw(d))).map(Queue::to_raw))
@@ -507,7 +531,8 @@ impl Sut {
             Op::LaunchCluster { queue, kernel, cluster } => {
                 let (q, k) = (Queue::from_raw(self.raw(queue)), ordo_core::Kernel::from_raw(self.raw(kernel)));
                 // SAFETY: as for `Launch`.
-                unit(unsafe { rt.launch_cluster(q, k, &LaunchDims::linear(2, 1), [cluster, 1, 1], &KernelArgs::EMPTY) })
+                let args = self.kernel_args(k);
+                unit(unsafe { rt.launch_cluster(q, k, &LaunchDims::linear(2, 1), [cluster, 1, 1], &args.as_args()) })
             }
             Op::KernelParamCount(k) => rt
                 .kernel_param_count(ordo_core::Kernel::from_raw(self.raw(k)))

@@ -148,16 +148,26 @@ pub(crate) struct KernelEntry {
     pub raw: u64,
     /// Device slot (the program's), kept here so a launch needs no program lookup.
     pub device: u32,
-    /// Where the kernel's last parameter ends (bytes of a packed argument buffer), read from
-    /// the backend at its first packed launch; `ARGS_END_UNKNOWN` until then. A cache of a
-    /// fixed value, so relaxed access suffices (racing first launches store the same value).
+    /// What launches check about the kernel's parameters, read from the backend's layout at its
+    /// first launch: bits 0-15 where its last parameter ends (bytes of a packed argument
+    /// buffer; `ARGS_END_UNAVAILABLE` when the backend gives no layout or it ends past
+    /// 65,534), bits 16-31 how many parameters it has (0 when not known: nothing to compare);
+    /// `ARGS_END_UNKNOWN` until then. A cache of fixed values, so relaxed access suffices (racing
+    /// first launches store the same word).
     pub args_end: core::sync::atomic::AtomicU32,
     pub program: u32,
     pub next: u32,
 }
 
-/// `KernelEntry::args_end` before the first packed launch.
+/// `KernelEntry::args_end` before the kernel's first launch.
 pub(crate) const ARGS_END_UNKNOWN: u32 = u32::MAX;
+/// The end field of `KernelEntry::args_end` (its low 16 bits).
+pub(crate) const ARGS_END_MASK: u32 = 0xFFFF;
+/// The end field when the end is not available (no layout, or past 65,534 bytes): packed
+/// launches take the checked path.
+pub(crate) const ARGS_END_UNAVAILABLE: u32 = 0xFFFF;
+/// Where the parameter count sits in `KernelEntry::args_end`.
+pub(crate) const PARAM_COUNT_SHIFT: u32 = 16;
 
 pub(crate) struct Tables {
     pub platforms: Table<PlatformEntry, MAX_PLATFORMS, { ObjectKind::Platform as u8 }>,

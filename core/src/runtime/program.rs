@@ -15,7 +15,10 @@ use crate::handle::{Device, DevicePtr, Global, Kernel, Program, Queue};
 
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
-use super::{ARGS_END_UNKNOWN, DeviceEntry, KernelEntry, NO_SLOT, ProgramEntry, Runtime, Tables, teardown};
+use super::{
+    ARGS_END_MASK, ARGS_END_UNAVAILABLE, ARGS_END_UNKNOWN, DeviceEntry, KernelEntry, NO_SLOT, PARAM_COUNT_SHIFT,
+    ProgramEntry, Runtime, Tables, teardown,
+};
 
 impl Runtime {
     // ---- programs and kernels -------------------------------------------------------------
@@ -262,13 +265,17 @@ impl Runtime {
             if cluster.iter().zip(dims.grid).any(|(&c, g)| c == 0 || g % c != 0) {
                 return fail(ErrorCode::InvalidValue, "a cluster dimension is 0 or does not divide the grid's");
             }
+            Self::check_param_count(d, k, args)?;
             // SAFETY: a live queue and kernel of this device, dimensions within its limits and
             // divisible by the cluster's; the argument contract is the caller's.
             Ok(unsafe { d.driver.launch_cluster(d.ordinal, q, k.raw, dims, cluster, args) }?)
         })
     }
 
-    /// Launches a kernel on a queue of the kernel's device.
+    /// Launches a kernel on a queue of the kernel's device. `InvalidArgument` when `args` has
+    /// another number of pointers than the kernel has parameters (where the backend tells the
+    /// count; with fewer the driver would read past the array): one compare with a count cached
+    /// at the kernel's first launch, whose layout query's error, if any, is the launch's.
     ///
     /// # Safety
     /// Each argument pointer must point to a value of the kernel's parameter type, and the kernel
@@ -279,6 +286,7 @@ impl Runtime {
             #[inline(always)]
             |t| {
                 let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+                Self::check_param_count(d, k, args)?;
                 if let Some(f) = d.fast {
                     // SAFETY: as below (the fast function has `launch`'s contract).
                     if unsafe { (f.params)(k.raw, q, dims, args) } {
@@ -308,6 +316,7 @@ impl Runtime {
     ) -> Result<()> {
         self.with_shared(|t| {
             let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+            Self::check_param_count(d, k, args)?;
             // The queue's device is live: a handle equal to its handle names it (one compare);
             // anything else is a bad handle or another device, told apart off the fast path.
             if t.devices.handle_at(slot) != device.0 {
@@ -343,17 +352,21 @@ impl Runtime {
                 let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
                 // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
                 // the kernel's first packed launch takes the other side too).
-                let mut end = k.args_end.load(Relaxed);
-                let ok =
-                    (t.devices.handle_at(slot) == device.0) & (end != ARGS_END_UNKNOWN) & (end as usize <= args.len());
+                let mut end = k.args_end.load(Relaxed) & ARGS_END_MASK;
+                let ok = (t.devices.handle_at(slot) == device.0)
+                    & (end != ARGS_END_UNAVAILABLE)
+                    & (end as usize <= args.len());
                 if !ok {
                     crate::sync::cold_path();
                     if t.devices.handle_at(slot) != device.0 {
                         return Self::other_device(t, device);
                     }
-                    if end == ARGS_END_UNKNOWN {
-                        end = Self::args_end(d, k.raw)?;
-                        k.args_end.store(end, Relaxed);
+                    if end == ARGS_END_UNAVAILABLE {
+                        end = Self::launch_facts(d, k)? & ARGS_END_MASK;
+                        if end == ARGS_END_UNAVAILABLE {
+                            // No layout (the backend's error), or one past what the word holds.
+                            end = Self::args_end(d, k.raw)?;
+                        }
                     }
                     if end as usize > args.len() {
                         return fail(
@@ -409,6 +422,60 @@ impl Runtime {
     ) -> Result<()> {
         // SAFETY: forwarded contract.
         Ok(unsafe { d.driver.launch_packed(d.ordinal, q, kernel, dims, args) }?)
+    }
+
+    /// `InvalidArgument` when `args` has another number of pointers than the kernel has
+    /// parameters: one compare on the common path (a word of `ARGS_END_UNKNOWN`, before the
+    /// first launch, reads as 65,535 parameters and takes the cold side, which fills it in).
+    #[inline(always)]
+    fn check_param_count(d: &DeviceEntry, k: &KernelEntry, args: &KernelArgs<'_>) -> Result<()> {
+        let count = k.args_end.load(Relaxed) >> PARAM_COUNT_SHIFT;
+        if args.params().len() != count as usize {
+            return Self::param_count_error(d, k, args.params().len());
+        }
+        Ok(())
+    }
+
+    /// `check_param_count`'s cold side: fills in the kernel's launch facts when unknown (a
+    /// backend error doing so is the launch's) and compares again.
+    #[cold]
+    #[inline(never)]
+    fn param_count_error(d: &DeviceEntry, k: &KernelEntry, given: usize) -> Result<()> {
+        let word = Self::launch_facts(d, k)?;
+        let count = word >> PARAM_COUNT_SHIFT;
+        // Count 0 with the end unavailable: the backend tells no layout, nothing to compare.
+        let known = !(count == 0 && word & ARGS_END_MASK == ARGS_END_UNAVAILABLE);
+        if known && given != count as usize {
+            return fail(ErrorCode::InvalidArgument, "the argument count differs from the kernel's parameter count");
+        }
+        Ok(())
+    }
+
+    /// The kernel's launch facts word (`KernelEntry::args_end`), read from the backend's layout
+    /// and stored when not known yet. A backend without layouts (`Unsupported`): the end
+    /// unavailable and the count 0 (nothing to compare), stored; another error is returned and
+    /// nothing is stored (the next launch asks again).
+    #[cold]
+    #[inline(never)]
+    fn launch_facts(d: &DeviceEntry, k: &KernelEntry) -> Result<u32> {
+        let word = k.args_end.load(Relaxed);
+        if word != ARGS_END_UNKNOWN {
+            return Ok(word);
+        }
+        let mut layout = ParamLayout::new();
+        // SAFETY: a live kernel of this device.
+        let word = match unsafe { d.driver.kernel_param_layout(d.ordinal, k.raw, &mut layout) } {
+            Ok(()) => {
+                let end = layout.iter().try_fold(0u32, |end, s| Some(end.max(s.offset.checked_add(s.size)?)));
+                let end = end.filter(|&e| e < ARGS_END_UNAVAILABLE).unwrap_or(ARGS_END_UNAVAILABLE);
+                let count = u32::try_from(layout.len()).ok().filter(|&c| c < 0xFFFF).unwrap_or(0);
+                (count << PARAM_COUNT_SHIFT) | end
+            }
+            Err(e) if e.code == ErrorCode::Unsupported => ARGS_END_UNAVAILABLE,
+            Err(e) => return Err(e.into()),
+        };
+        k.args_end.store(word, Relaxed);
+        Ok(word)
     }
 
     /// Where a live kernel's last parameter ends, from the backend's layout.

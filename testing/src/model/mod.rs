@@ -71,6 +71,9 @@ pub struct ObjInfo {
     pub global: Option<u8>,
     /// For host memory registered with a device (`host_register`): true.
     pub registered: bool,
+    /// For a kernel: whether the runtime knows its parameter layout (asked of the backend at
+    /// the kernel's first launch, and again after a failed ask).
+    pub layout_known: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,6 +280,7 @@ impl<const N: usize> Model<N> {
                 size: index,
                 global: None,
                 registered: false,
+                layout_known: false,
             };
             if self.objects.push(info).is_err() || self.platforms.push(platform).is_err() {
                 return Outcome::ModelFull;
@@ -292,6 +296,7 @@ impl<const N: usize> Model<N> {
                     size: i as usize,
                     global: None,
                     registered: false,
+                    layout_known: false,
                 };
                 if self.objects.push(info).is_err() {
                     return Outcome::ModelFull;

@@ -8,6 +8,16 @@ use ordo_core::{BackendOp, ErrorCode, ObjectKind};
 use super::{Check, Model, ObjId, ObjInfo, Op, Outcome, Ref};
 
 impl<const N: usize> Model<N> {
+    /// A launch's first look at its kernel: the runtime asks the backend for the parameter
+    /// layout (whose error is the launch's) and keeps it once known.
+    fn learn_layout(&mut self, kernel: ObjId) -> Check<()> {
+        if !self.info(kernel).layout_known {
+            self.call_on(kernel, BackendOp::KernelParamLayout)?;
+            self.objects[kernel.0 as usize].layout_known = true;
+        }
+        Ok(())
+    }
+
     pub(super) fn object_op(&mut self, op: Op) -> Check<Outcome> {
         use ObjectKind as K;
         let obj = |kind, device: ObjId| ObjInfo {
@@ -18,6 +28,7 @@ impl<const N: usize> Model<N> {
             size: 0,
             global: None,
             registered: false,
+            layout_known: false,
         };
         Ok(match op {
             Op::PlatformCount => Outcome::Count(self.platforms.len() as u32),
@@ -231,6 +242,7 @@ impl<const N: usize> Model<N> {
                 if self.info(q).device != self.info(k).device {
                     return Err(ErrorCode::InvalidArgument);
                 }
+                self.learn_layout(k)?;
                 self.call_on(q, BackendOp::Launch)?;
                 Outcome::Ok
             }
@@ -282,6 +294,7 @@ impl<const N: usize> Model<N> {
                 if cluster == 0 || 2 % cluster != 0 {
                     return Err(ErrorCode::InvalidValue);
                 }
+                self.learn_layout(k)?;
                 self.call_on(q, BackendOp::LaunchCluster)?;
                 Outcome::Ok
             }
