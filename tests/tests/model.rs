@@ -530,8 +530,8 @@ impl Sut {
             }
             Op::LaunchCluster { queue, kernel, cluster } => {
                 let (q, k) = (Queue::from_raw(self.raw(queue)), ordo_core::Kernel::from_raw(self.raw(kernel)));
-                // SAFETY: as for `Launch`.
                 let args = self.kernel_args(k);
+                // SAFETY: as for `Launch`.
                 unit(unsafe { rt.launch_cluster(q, k, &LaunchDims::linear(2, 1), [cluster, 1, 1], &args.as_args()) })
             }
             Op::KernelParamCount(k) => rt
