@@ -2,7 +2,20 @@
 # The GPU pass, run on the device machine from the repository root with gpu-bin/ carried
 # (built by tests/gpu/build.sh). Writes logs to $OUT (or ./gpu-out) and prints a summary.
 # Exit status: 0 when every step passed.
+#
+# Usage: tests/gpu/run.sh [PART...], PART one of
+#   tests   ordo info/demo, the GPU test suites (Rust, default queue, hostile callers, the typed
+#           API and its examples) and the exit paths          (about 3 minutes on an H100)
+#   abi     the MLIR programs, liboffload's conformance suite and upstream's OffloadAPI tests
+#   bench   the benchmarks: cuda_bench, ordo bench, and the launch rows in several processes
+# No PART runs all three in order (more than one 10-minute device call: run them a call each).
 set -uo pipefail
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(tests abi bench)
+wants() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
+for p in "${parts[@]}"; do
+  case $p in tests|abi|bench) ;; *) echo "unknown part: $p (tests, abi or bench)"; exit 2 ;; esac
+done
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 status=0
@@ -16,6 +29,14 @@ step() { # name, command...
   tail -n 40 "$out/$name.log"
   if [ -s "$out/$name.err" ]; then echo "--- stderr of $name:"; tail -n 20 "$out/$name.err"; fi
   return $rc
+}
+quiet_exit() { # name, command...: exit 0 and nothing on stderr
+  local name=$1; shift
+  "$@" >"$out/$name.log" 2>"$out/$name.err"
+  local rc=$?
+  cat "$out/$name.log"
+  if [ $rc -eq 0 ] && [ ! -s "$out/$name.err" ]; then echo "PASS $name (exit 0, nothing on stderr)"; else
+    echo "FAIL $name (rc=$rc)"; cat "$out/$name.err"; status=1; fi
 }
 # A launch benchmark in 2 x ROUNDS processes, the order of object creation alternated (a process's
 # first stream and module are not its second: each benchmark takes `raw-first` to make its own
@@ -36,13 +57,16 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
 nvidia-smi | grep -o 'CUDA Version: [0-9.]*' || true
 date -u +%Y-%m-%dT%H:%M:%SZ
 
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
+cc=$(command -v cc || command -v gcc || true)
+
+if wants tests; then
 echo "== ordo info / demo"
 step info gpu-bin/ordo info
 step info_json gpu-bin/ordo info --json
 step demo gpu-bin/ordo demo
 
 echo "== real cubin and fatbin images (nvcc), for the image checks"
-arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d '.')
 images=()
 if command -v nvcc >/dev/null; then
   step nvcc_cubin nvcc -cubin -arch=sm_$arch -o /tmp/empty.cubin tests/gpu/empty.cu
@@ -74,22 +98,16 @@ if [ $rc -eq 0 ] && [ ! -s "$out/atexit.err" ]; then echo "PASS atexit (exit 0, 
   echo "FAIL atexit (rc=$rc)"; cat "$out/atexit.err"; status=1; fi
 
 echo "== ordo_shutdown_at_exit with live CUDA objects and a running kernel, from Rust and from C"
-quiet_exit() { # name, command...: exit 0 and nothing on stderr
-  local name=$1; shift
-  "$@" >"$out/$name.log" 2>"$out/$name.err"
-  local rc=$?
-  cat "$out/$name.log"
-  if [ $rc -eq 0 ] && [ ! -s "$out/$name.err" ]; then echo "PASS $name (exit 0, nothing on stderr)"; else
-    echo "FAIL $name (rc=$rc)"; cat "$out/$name.err"; status=1; fi
-}
 quiet_exit atexit_hook_rust gpu-bin/atexit_hook_rust
-cc=$(command -v cc || command -v gcc || true)
 if [ -n "$cc" ]; then
   step atexit_hook_c_build "$cc" -std=c99 -O2 -I ffi/include tests/gpu/atexit_hook.c \
     gpu-bin/libordo.a -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc -o /tmp/atexit_hook_c
   quiet_exit atexit_hook_c /tmp/atexit_hook_c
 fi
 
+fi
+
+if wants abi; then
 echo "== MLIR programs (tests/mlir, compiled ahead of time, libordo.so in place of the CUDA wrappers)"
 if [ -d gpu-bin/mlir ]; then
   for prog in gpu-bin/mlir/*; do
@@ -144,6 +162,9 @@ else
   echo "FAIL offload_upstream (gpu-bin/offload-upstream was not built where build.sh ran)"; status=1
 fi
 
+fi
+
+if wants bench; then
 echo "== benchmarks"
 step bench gpu-bin/cuda_bench
 step ordo_bench gpu-bin/ordo bench
@@ -190,5 +211,7 @@ else
   echo "FAIL offload_bench (needs cc, cuda.h and gpu-bin/offload)"; status=1
 fi
 
-echo "== summary: $([ $status -eq 0 ] && echo ALL PASSED || echo FAILURES)"
+fi
+
+echo "== summary (${parts[*]}): $([ $status -eq 0 ] && echo ALL PASSED || echo FAILURES)"
 exit $status
