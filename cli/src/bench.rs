@@ -189,6 +189,10 @@ fn call_overhead(rows: &mut Vec<Row>) {
     let kernel = rt.kernel_get(program, "k").unwrap();
     let backend: &dyn Backend = black_box(&NOOP);
     let dims = LaunchDims::linear(1, 1);
+    // The no-op kernels' four parameters (their values are never read).
+    let word = 0u64;
+    let four = [(&raw const word).cast_mut().cast::<core::ffi::c_void>(); 4];
+    let four = KernelArgs::unsized_params(&four).unwrap();
     const N: u64 = 2_000_000;
     // Interleave so that frequency changes hit both sides alike.
     let (mut direct_q, mut ordo_q, mut direct_l, mut ordo_l) = (vec![], vec![], vec![], vec![]);
@@ -202,11 +206,11 @@ fn call_overhead(rows: &mut Vec<Row>) {
         }));
         direct_l.push(ns_per(3, N, || {
             // SAFETY: the no-op backend reads no argument.
-            unsafe { backend.launch(0, black_box(7), black_box(9), &dims, &KernelArgs::EMPTY) }.unwrap();
+            unsafe { backend.launch(0, black_box(7), black_box(9), &dims, &four) }.unwrap();
         }));
         ordo_l.push(ns_per(3, N, || {
             // SAFETY: the no-op backend reads no argument.
-            unsafe { rt.launch(black_box(queue), black_box(kernel), &dims, &KernelArgs::EMPTY) }.unwrap();
+            unsafe { rt.launch(black_box(queue), black_box(kernel), &dims, &four) }.unwrap();
         }));
     }
     let med = |mut v: Vec<f64>| {
@@ -636,8 +640,10 @@ fn memory(rows: &mut Vec<Row>) {
         let m = rt.mem_alloc(d, MemKind::Device, 4096).unwrap();
         rt.copy_to_device(m, &[0u8; 64]).unwrap();
         rt.fill(m, FillValue::U32(1), 16, Some(q)).unwrap();
+        let word = 0u64;
+        let four = [(&raw const word).cast_mut().cast::<core::ffi::c_void>(); 4];
         // SAFETY: the no-op backend reads no argument.
-        unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &KernelArgs::EMPTY) }.unwrap();
+        unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &KernelArgs::unsized_params(&four).unwrap()) }.unwrap();
         rt.event_record(e, q).unwrap();
         rt.queue_synchronize(q).unwrap();
         let _ = rt.queue_destroy(q).and(rt.event_destroy(e)).and(rt.mem_free(m)).and(rt.program_unload(p));
