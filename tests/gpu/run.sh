@@ -171,7 +171,7 @@ step ordo_bench gpu-bin/ordo bench
 if [ -n "$cc" ]; then
   step c_bench_build "$cc" -std=c99 -O2 -D_POSIX_C_SOURCE=200809L -I ffi/include tests/gpu/c_launch_bench.c \
     gpu-bin/libordo.a -ldl -lgcc_s -lutil -lrt -lpthread -lm -lc -o /tmp/c_launch_bench
-  processes c_bench 2 /tmp/c_launch_bench # ordo_launch against cuLaunchKernel
+  processes c_bench 3 /tmp/c_launch_bench # ordo_launch against cuLaunchKernel (six processes)
 else
   echo "FAIL c_bench (no C compiler on this machine)"; status=1
 fi
