@@ -47,9 +47,11 @@ pub enum ErrorCode {
     NotPresent = 17,
     /// An internal error: a bug in ordo (e.g. a caught panic at the C boundary).
     Internal = 18,
-    /// The call would wait for the calling thread itself (a lifecycle or create/destroy call
-    /// from inside a host kernel or a teardown observer), or a backend is already initialised
-    /// by another runtime.
+    /// The call would wait for the calling thread itself (a lifecycle or create/destroy call, or
+    /// a wait for host queues, from inside a host kernel, host function or teardown observer;
+    /// any call from a callback while another thread's create/destroy call holds the runtime and
+    /// a thread waits for host queues), an event's elapsed time before its record ran (host
+    /// device), or a backend is already initialised by another runtime.
     Busy = 19,
 }
 

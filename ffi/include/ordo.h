@@ -289,9 +289,11 @@ typedef void (*ordo_host_fn_t)(void*);
 // A bug in ordo (e.g. a caught panic); the detail says what.
 #define ORDO_ERROR_INTERNAL 18
 
-// The call would wait for the calling thread itself (a lifecycle or create/destroy call from
-// inside a host kernel; the at-exit shutdown when calls in flight do not return in time), or a
-// backend is already initialised by another runtime.
+// The call would wait for the calling thread itself (a lifecycle or create/destroy call, or a
+// wait for host queues, from inside a host kernel or host function; any call from one while
+// another thread's create/destroy call holds the runtime and a thread waits for host queues;
+// the at-exit shutdown when calls in flight do not return in time), an event's elapsed time
+// before its record ran (host device), or a backend is already initialised by another runtime.
 #define ORDO_ERROR_BUSY 19
 
 // Device memory.

@@ -68,9 +68,11 @@ pub const ORDO_ERROR_TEARDOWN_FAILED: ordo_status_t = 16;
 pub const ORDO_ERROR_NOT_PRESENT: ordo_status_t = 17;
 /// A bug in ordo (e.g. a caught panic); the detail says what.
 pub const ORDO_ERROR_INTERNAL: ordo_status_t = 18;
-/// The call would wait for the calling thread itself (a lifecycle or create/destroy call from
-/// inside a host kernel; the at-exit shutdown when calls in flight do not return in time), or a
-/// backend is already initialised by another runtime.
+/// The call would wait for the calling thread itself (a lifecycle or create/destroy call, or a
+/// wait for host queues, from inside a host kernel or host function; any call from one while
+/// another thread's create/destroy call holds the runtime and a thread waits for host queues;
+/// the at-exit shutdown when calls in flight do not return in time), an event's elapsed time
+/// before its record ran (host device), or a backend is already initialised by another runtime.
 pub const ORDO_ERROR_BUSY: ordo_status_t = 19;
 
 // Handles are distinct one-field structs so that C compilers reject mixing kinds; the runtime
