@@ -120,6 +120,51 @@ fn hostile_calls_are_refused_and_touch_nothing() {
             mgpuMemFree(live, null_mut());
             println!("mgpu*: host unregister of device memory and copies with unknown sides refused");
 
+            // mgpuLaunchKernel with a paramsCount other than the kernel's: one line, nothing
+            // launched (the driver read as many pointers as the kernel has, past a shorter
+            // array). Here the array holds all four, so a launch would write `c`.
+            let ptx = ordo::builtin_program_image(ordo_core::BackendKind::Cuda).unwrap().to_vec();
+            let mut ptx = ptx;
+            if ptx.last() != Some(&0) {
+                ptx.push(0);
+            }
+            let module = mgpuModuleLoadJIT(ptx.as_ptr().cast(), 2);
+            assert!(!module.is_null());
+            let add = mgpuModuleGetFunction(module, c"vector_add_f32".as_ptr());
+            assert!(!add.is_null());
+            let (a, b, c) =
+                (mgpuMemAlloc(16, null_mut(), 0), mgpuMemAlloc(16, null_mut(), 0), mgpuMemAlloc(16, null_mut(), 0));
+            mgpuMemset32(a, 1.0f32.to_bits(), 4, null_mut());
+            mgpuMemset32(b, 2.0f32.to_bits(), 4, null_mut());
+            mgpuMemset32(c, 0, 4, null_mut());
+            let n = 4u32;
+            // Five pointers (the fifth for the count of 5: never a read past the array).
+            let mut params = [
+                (&raw const a).cast_mut().cast::<c_void>(),
+                (&raw const b).cast_mut().cast(),
+                (&raw const c).cast_mut().cast(),
+                (&raw const n).cast_mut().cast(),
+                (&raw const n).cast_mut().cast(),
+            ];
+            for count in [3i64, 5, 0] {
+                mgpuLaunchKernel(add, 1, 1, 1, 4, 1, 1, 0, null_mut(), params.as_mut_ptr(), null_mut(), count);
+            }
+            mgpuStreamSynchronize(null_mut());
+            let mut out = [9.0f32; 4];
+            mgpuMemcpy(out.as_mut_ptr().cast(), c, 16, null_mut());
+            mgpuStreamSynchronize(null_mut());
+            assert_eq!(out, [0.0; 4], "a launch with a wrong count ran");
+            // The right count launches.
+            mgpuLaunchKernel(add, 1, 1, 1, 4, 1, 1, 0, null_mut(), params.as_mut_ptr(), null_mut(), 4);
+            mgpuMemcpy(out.as_mut_ptr().cast(), c, 16, null_mut());
+            mgpuStreamSynchronize(null_mut());
+            assert_eq!(out, [3.0; 4]);
+            for p in [a, b, c] {
+                mgpuMemFree(p, null_mut());
+            }
+            mgpuModuleUnload(module);
+            println!("mgpu*: launches with a wrong paramsCount refused");
+
             // A pooled stream destroyed twice with a create between: the second destroy names a
             // stale handle, so the stream is never handed to two owners (the pool once handed
             // the same stream to the next two creates). The same for events.
