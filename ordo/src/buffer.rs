@@ -6,7 +6,7 @@
 use core::marker::PhantomData;
 use core::ops::{Bound, RangeBounds};
 
-use ordo_core::{Allocation, Device as RawDevice, DevicePtr, FillValue, MemKind, Runtime};
+use ordo_core::{Allocation, CopyKind, Device as RawDevice, DevicePtr, FillValue, MemKind, Runtime};
 
 use crate::context::Device;
 use crate::error::{Error, Result};
@@ -35,7 +35,9 @@ impl<T: bytemuck::Pod> DeviceCopy for T {}
 ///
 /// The buffer names its allocation by identity (`ordo_core::Allocation`), not by address: a drop
 /// after the runtime's final shutdown, or after a re-init, is a no-op (never a double free of a
-/// newer allocation that got the same address), and never panics. It borrows its context, so it
+/// newer allocation that got the same address), and never panics; its copies and fills, and its
+/// slices', are `InvalidHandle` then and never reach that newer allocation. (Launch arguments
+/// still pass its address.) It borrows its context, so it
 /// cannot outlive it:
 ///
 /// ```compile_fail,E0597
@@ -102,7 +104,8 @@ impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
     /// ```
     pub fn zeroed(device: &Device<'c>, len: usize) -> Result<Self> {
         let buf = Self::alloc(device, len)?;
-        buf.rt.fill(DevicePtr(buf.addr), FillValue::U8(0), len * core::mem::size_of::<T>(), None)?;
+        let bytes = len * core::mem::size_of::<T>();
+        buf.rt.fill_owned(buf.allocation, DevicePtr(buf.addr), FillValue::U8(0), bytes, None)?;
         Ok(buf)
     }
 
@@ -235,7 +238,14 @@ impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice { rt: self.rt, device: self.device.raw, addr: self.addr, len: self.len, _borrow: PhantomData }
+        DeviceSlice {
+            rt: self.rt,
+            device: self.device.raw,
+            allocation: self.allocation,
+            addr: self.addr,
+            len: self.len,
+            _borrow: PhantomData,
+        }
     }
 
     /// The whole buffer as a mutable slice.
@@ -248,8 +258,14 @@ impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
-        let inner =
-            DeviceSlice { rt: self.rt, device: self.device.raw, addr: self.addr, len: self.len, _borrow: PhantomData };
+        let inner = DeviceSlice {
+            rt: self.rt,
+            device: self.device.raw,
+            allocation: self.allocation,
+            addr: self.addr,
+            len: self.len,
+            _borrow: PhantomData,
+        };
         DeviceSliceMut { inner, _borrow: PhantomData }
     }
 
@@ -303,6 +319,9 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
 pub struct DeviceSlice<'b, T: DeviceCopy> {
     rt: &'b Runtime,
     pub(crate) device: RawDevice,
+    /// The buffer's allocation: every copy checks it, so a view of a buffer from before a
+    /// re-init never reaches a newer allocation at its address.
+    pub(crate) allocation: Allocation,
     /// The first element's address; launch arguments point at this field.
     pub(crate) addr: u64,
     len: usize,
@@ -402,7 +421,18 @@ impl<'b, T: DeviceCopy> DeviceSlice<'b, T> {
         if self.len == 0 {
             return Ok(());
         }
-        Ok(self.rt.copy_from_device(bytemuck::cast_slice_mut(out), DevicePtr(self.addr))?)
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        // SAFETY: `out` is valid for its length for the whole (synchronous) copy.
+        Ok(unsafe {
+            self.rt.memcpy_owned(
+                self.allocation,
+                CopyKind::DeviceToHost,
+                out.as_mut_ptr() as u64,
+                self.addr,
+                out.len(),
+                None,
+            )
+        }?)
     }
 
     /// The view's values in a new `Vec`.
@@ -485,7 +515,11 @@ impl<'b, T: DeviceCopy> DeviceSliceMut<'b, T> {
         if s.len == 0 {
             return Ok(());
         }
-        Ok(s.rt.copy_to_device(DevicePtr(s.addr), bytemuck::cast_slice(values))?)
+        let values: &[u8] = bytemuck::cast_slice(values);
+        // SAFETY: `values` is valid for its length for the whole (synchronous) copy.
+        Ok(unsafe {
+            s.rt.memcpy_owned(s.allocation, CopyKind::HostToDevice, s.addr, values.as_ptr() as u64, values.len(), None)
+        }?)
     }
 
     /// The view as a shared view.

@@ -2,7 +2,7 @@
 //! [`CopyScope`]: asynchronous copies whose host memory stays borrowed until the queue has
 //! finished them. Depends on `context`, `buffer` and `error`.
 
-use ordo_core::{DevicePtr, Event as RawEvent, Queue as RawQueue, Runtime};
+use ordo_core::{CopyKind, Event as RawEvent, Queue as RawQueue, Runtime};
 
 use crate::buffer::{DeviceCopy, DeviceSlice, DeviceSliceMut};
 use crate::context::Device;
@@ -272,7 +272,15 @@ impl<'s, 'c> CopyScope<'s, '_, 'c> {
         // SAFETY: `src` stays borrowed (and so valid and unchanged) for `'s`, until the scope has
         // waited for the queue; the device range is checked by the runtime.
         Ok(unsafe {
-            self.queue.rt.copy_to_device_async(self.queue.raw, DevicePtr(d.addr), bytes.as_ptr(), bytes.len())
+            let src = bytes.as_ptr() as u64;
+            self.queue.rt.memcpy_owned(
+                d.allocation,
+                CopyKind::HostToDevice,
+                d.addr,
+                src,
+                bytes.len(),
+                Some(self.queue.raw),
+            )
         }?)
     }
 
@@ -293,7 +301,15 @@ impl<'s, 'c> CopyScope<'s, '_, 'c> {
         // SAFETY: `dst` stays mutably borrowed (nothing else reads or writes it) for `'s`, until
         // the scope has waited for the queue; the device range is checked by the runtime.
         Ok(unsafe {
-            self.queue.rt.copy_from_device_async(self.queue.raw, bytes.as_mut_ptr(), DevicePtr(src.addr), bytes.len())
+            let dst = bytes.as_mut_ptr() as u64;
+            self.queue.rt.memcpy_owned(
+                src.allocation,
+                CopyKind::DeviceToHost,
+                dst,
+                src.addr,
+                bytes.len(),
+                Some(self.queue.raw),
+            )
         }?)
     }
 }

@@ -112,3 +112,37 @@ fn a_buffer_of_another_device_and_an_out_of_range_slice_are_refused() {
     let event = host.event().unwrap();
     assert_eq!(other_queue.record(&event), Err(Error::DeviceMismatch));
 }
+
+/// A buffer from before a re-init names its memory by identity in every copy and fill: each is
+/// `InvalidHandle`, and a newer allocation that got its address is never read or written (copies
+/// went by address and reached it: `to_vec` returned its bytes, `copy_from` overwrote them).
+#[test]
+fn a_buffer_from_before_a_reinit_reaches_no_newer_allocation_at_its_address() {
+    let rt = OwnedRuntime::new(&[host_backend()]);
+    let ctx = Context::with_runtime(&rt).unwrap();
+    let dev = ctx.devices().unwrap()[0];
+    let mut old = DeviceBuffer::<u32>::from_slice(&dev, &[1; 64]).unwrap();
+    // A raw-API caller takes the context's reference away and initialises again.
+    rt.shutdown().unwrap();
+    rt.init().unwrap();
+    let newer = rt.mem_alloc(rt.device(rt.platform(0).unwrap(), 0).unwrap(), MemKind::Device, 256).unwrap();
+    assert_eq!(newer, old.device_ptr(), "a newer allocation at the old buffer's address");
+    rt.copy_to_device(newer, &[7u8; 256]).unwrap();
+    let stale = |what: &str, r: Result<(), Error>| {
+        assert_eq!(r.map_err(|e| e.code()), Err(ErrorCode::InvalidHandle), "{what}");
+    };
+    stale("to_vec", old.to_vec().map(drop));
+    stale("copy_from", old.copy_from(&[2; 64]));
+    let mut out = [0u32; 64];
+    stale("copy_to", old.copy_to(&mut out));
+    assert_eq!(out, [0; 64], "nothing read");
+    stale("a slice's to_vec", old.slice(1..3).unwrap().to_vec().map(drop));
+    stale("a slice's copy_from", old.slice_mut(..2).unwrap().copy_from(&[3, 3]));
+    let mut bytes = [0u8; 256];
+    rt.copy_from_device(&mut bytes, newer).unwrap();
+    assert_eq!(bytes, [7u8; 256], "the newer allocation is untouched");
+    drop(old);
+    assert!(rt.mem_info(newer).is_ok(), "and not freed");
+    rt.mem_free(newer).unwrap();
+    drop(ctx); // gives back the reference taken by `rt.init()` above
+}

@@ -374,30 +374,90 @@ impl Runtime {
         unsafe { self.memcpy(CopyKind::DeviceToHost, dst as u64, src.0, size, Some(queue)) }
     }
 
+    /// As `memcpy`, and the device side (the destination of a host-to-device or device-to-device
+    /// copy, the source of a device-to-host one) must lie in the live allocation `owner` names,
+    /// checked in the same call as the copy: `InvalidHandle` when the handle is released, stale
+    /// (from before a re-init, whose addresses may be another allocation's now) or another
+    /// runtime's, `InvalidArgument` for a range outside it. What the typed API's buffers use: they
+    /// name their memory by identity, so a stale one never reaches a newer allocation at its
+    /// address. A zero-byte copy checks the handle too.
+    ///
+    /// # Safety
+    /// As `memcpy`.
+    pub unsafe fn memcpy_owned(
+        &self,
+        owner: Allocation,
+        kind: CopyKind,
+        dst: u64,
+        src: u64,
+        size: usize,
+        queue: Option<Queue>,
+    ) -> Result<()> {
+        self.with_shared(|t| {
+            let side = if kind == CopyKind::DeviceToHost { src } else { dst };
+            Self::owned_range(t, owner, side, size)?;
+            // SAFETY: forwarded contract.
+            unsafe { self.copy_in(t, kind, dst, src, size, queue) }
+        })
+    }
+
+    /// As `fill`, and the written range must lie in the live allocation `owner` names (the
+    /// errors of `memcpy_owned`).
+    pub fn fill_owned(
+        &self,
+        owner: Allocation,
+        dst: DevicePtr,
+        value: FillValue,
+        count: usize,
+        queue: Option<Queue>,
+    ) -> Result<()> {
+        self.with_shared(|t| {
+            Self::owned_range(t, owner, dst.0, count.saturating_mul(value.width()))?;
+            self.fill_in(t, dst, value, count, queue)
+        })
+    }
+
+    /// Whether `[addr, addr + size)` lies in the live allocation `owner` names (an allocation of
+    /// `mem_allocate`'s, not a global variable).
+    fn owned_range(t: &Tables, owner: Allocation, addr: u64, size: usize) -> Result<()> {
+        let m = t.allocations.slots.get(owner.0)?;
+        if m.owner != NO_OWNER {
+            return fail(ErrorCode::InvalidHandle, "handle names a program's global variable, not an allocation");
+        }
+        let end = m.base.saturating_add(m.size as u64);
+        if addr < m.base || addr.checked_add(size as u64).is_none_or(|e| e > end) {
+            return fail(ErrorCode::InvalidArgument, "the range is not in the named allocation");
+        }
+        Ok(())
+    }
+
     /// Writes `value` `count` times from `dst`; with a queue, asynchronously, else ordered like
     /// a copy without a queue. A zero-count fill succeeds and does nothing (a queue, when given,
     /// is still checked).
     pub fn fill(&self, dst: DevicePtr, value: FillValue, count: usize, queue: Option<Queue>) -> Result<()> {
-        self.with_shared(|t| {
-            let q = queue.map(|q| self.queue(t, q)).transpose()?;
-            if count == 0 {
-                return Ok(());
-            }
-            let Some(size) = count.checked_mul(value.width()) else {
-                return fail(ErrorCode::InvalidSize, "fill size overflows");
-            };
-            if dst.0 == 0 {
-                return fail(ErrorCode::NullPointer, "device address is null");
-            }
-            if dst.0 % value.width() as u64 != 0 {
-                return fail(ErrorCode::InvalidArgument, "fill destination is not aligned to the element width");
-            }
-            let d = self.range_device(t, dst.0, size)?;
-            let q = Self::queue_for(d, q)?;
-            // SAFETY: `count` aligned elements from `dst` lie in a live allocation of this device;
-            // the queue is a live queue of it.
-            Ok(unsafe { d.backend.fill(d.ordinal, dst.0, value, count, q) }?)
-        })
+        self.with_shared(|t| self.fill_in(t, dst, value, count, queue))
+    }
+
+    /// `fill` inside a shared call.
+    fn fill_in(&self, t: &Tables, dst: DevicePtr, value: FillValue, count: usize, queue: Option<Queue>) -> Result<()> {
+        let q = queue.map(|q| self.queue(t, q)).transpose()?;
+        if count == 0 {
+            return Ok(());
+        }
+        let Some(size) = count.checked_mul(value.width()) else {
+            return fail(ErrorCode::InvalidSize, "fill size overflows");
+        };
+        if dst.0 == 0 {
+            return fail(ErrorCode::NullPointer, "device address is null");
+        }
+        if dst.0 % value.width() as u64 != 0 {
+            return fail(ErrorCode::InvalidArgument, "fill destination is not aligned to the element width");
+        }
+        let d = self.range_device(t, dst.0, size)?;
+        let q = Self::queue_for(d, q)?;
+        // SAFETY: `count` aligned elements from `dst` lie in a live allocation of this device;
+        // the queue is a live queue of it.
+        Ok(unsafe { d.backend.fill(d.ordinal, dst.0, value, count, q) }?)
     }
 
     /// Writes the bytes of `pattern` repeatedly over `size` bytes from `dst` (liboffload's
