@@ -243,6 +243,12 @@ pub struct HostFunction<'m, 'c, P: Params> {
     _params: PhantomData<fn(P)>,
 }
 
+impl<P: Params> core::fmt::Debug for HostFunction<'_, '_, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "HostFunction<{}>({:?})", core::any::type_name::<P>(), self.function)
+    }
+}
+
 impl<'c> Module<'c> {
     /// The typed host kernel `kernel` of this module (a host program that lists it). `NotFound`
     /// when the module has no kernel of its name, `InvalidArgument` when the module's kernel of
