@@ -1,6 +1,6 @@
 //! ordo's built-in kernels as safe calls: the kernels' contracts are ordo's own, so these
 //! wrappers check what the kernels assume (lengths, devices) and need no `unsafe` from the
-//! caller, on every platform with a built-in program. Depends on `buffer`, `module`, `queue`.
+//! caller, on every platform with a built-in program.
 //!
 //! ```
 //! let ctx = ordo::Context::new()?;
@@ -14,6 +14,8 @@
 //! assert_eq!(sum.to_vec()?, [12.0]);
 //! # Ok::<(), ordo::Error>(())
 //! ```
+
+// Depends on `buffer`, `module`, `queue`.
 
 use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result};

@@ -10,7 +10,7 @@
 //! - The process-wide default runtime ([`runtime`]) over the compiled-in backends: the host CPU,
 //!   CUDA (feature `cuda`) and AMDGPU (feature `amdgpu`), each absent with the reason when its
 //!   driver or device is missing. Without `std`, bring your own runtime
-//!   (`ordo_core::static_runtime!`) and use it directly.
+//!   ([`static_runtime!`](crate::static_runtime)) and use it with `Context::with_runtime`.
 //! - Re-exports of what users need from `ordo-core`: the raw [`Runtime`] and its handles
 //!   ([`raw`]), the host backend's types ([`host`]), `static_runtime!`, capacities.
 //!
