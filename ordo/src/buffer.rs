@@ -215,6 +215,35 @@ impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
         self.as_slice().copy_to(out)
     }
 
+    /// Copies `src` (same length, on the same device) into the buffer; returns when the copy is
+    /// complete (see [`DeviceSliceMut::copy_from_device`]).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let a = ordo::DeviceBuffer::from_slice(&dev, &[5i16, 6])?;
+    /// let mut b = ordo::DeviceBuffer::<i16>::zeroed(&dev, 2)?;
+    /// b.copy_from_device(&a)?;
+    /// assert_eq!(b.to_vec()?, [5, 6]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn copy_from_device(&mut self, src: &DeviceBuffer<'_, T>) -> Result<()> {
+        self.as_mut_slice().copy_from_device(&src.as_slice())
+    }
+
+    /// Writes `value` into every element; returns when it is done.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let mut buf = ordo::DeviceBuffer::<u8>::zeroed(&ctx.default_device()?, 3)?;
+    /// buf.fill(7)?;
+    /// assert_eq!(buf.to_vec()?, [7, 7, 7]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        self.as_mut_slice().fill(value)
+    }
+
     /// The buffer's values in a new `Vec`.
     ///
     /// ```
@@ -520,6 +549,55 @@ impl<'b, T: DeviceCopy> DeviceSliceMut<'b, T> {
         Ok(unsafe {
             s.rt.memcpy_owned(s.allocation, CopyKind::HostToDevice, s.addr, values.as_ptr() as u64, values.len(), None)
         }?)
+    }
+
+    /// Copies `src` (same length, on the same device) into the view; returns when the copy is
+    /// complete. Both sides are checked by identity: a buffer from before a re-init is
+    /// `InvalidHandle`. [`Error::DeviceMismatch`] for a view of another device (copies between
+    /// devices are not there yet).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let a = ordo::DeviceBuffer::from_slice(&dev, &[1u32, 2, 3])?;
+    /// let mut b = ordo::DeviceBuffer::<u32>::zeroed(&dev, 2)?;
+    /// b.as_mut_slice().copy_from_device(&a.slice(1..)?)?;
+    /// assert_eq!(b.to_vec()?, [2, 3]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn copy_from_device(&mut self, src: &DeviceSlice<'_, T>) -> Result<()> {
+        let s = &self.inner;
+        if src.len != s.len {
+            return Err(Error::LengthMismatch { expected: s.len, actual: src.len });
+        }
+        if src.device != s.device {
+            return Err(Error::DeviceMismatch);
+        }
+        let bytes = s.len * core::mem::size_of::<T>();
+        let (dst, from) = (DevicePtr(s.addr), DevicePtr(src.addr));
+        Ok(s.rt.copy_device_owned(s.allocation, dst, src.allocation, from, bytes, None)?)
+    }
+
+    /// Writes `value` into every element of the view; returns when it is done.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let mut buf = ordo::DeviceBuffer::<f64>::zeroed(&ctx.default_device()?, 4)?;
+    /// buf.slice_mut(1..3)?.fill(2.5)?;
+    /// assert_eq!(buf.to_vec()?, [0.0, 2.5, 2.5, 0.0]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn fill(&mut self, value: T) -> Result<()> {
+        let s = &self.inner;
+        let (dst, bytes) = (DevicePtr(s.addr), bytemuck::bytes_of(&value));
+        let fill = match *bytes {
+            [b] => FillValue::U8(b),
+            [a, b] => FillValue::U16(u16::from_ne_bytes([a, b])),
+            [a, b, c, d] => FillValue::U32(u32::from_ne_bytes([a, b, c, d])),
+            // Other sizes (and zero-sized types): the value's bytes as a pattern.
+            _ => return Ok(s.rt.fill_pattern_owned(s.allocation, dst, bytes, s.len * bytes.len(), None)?),
+        };
+        Ok(s.rt.fill_owned(s.allocation, dst, fill, s.len, None)?)
     }
 
     /// The view as a shared view.

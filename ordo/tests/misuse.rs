@@ -138,6 +138,15 @@ fn a_buffer_from_before_a_reinit_reaches_no_newer_allocation_at_its_address() {
     assert_eq!(out, [0; 64], "nothing read");
     stale("a slice's to_vec", old.slice(1..3).unwrap().to_vec().map(drop));
     stale("a slice's copy_from", old.slice_mut(..2).unwrap().copy_from(&[3, 3]));
+    stale("fill", old.fill(5));
+    stale("a slice's fill", old.slice_mut(1..).unwrap().fill(5));
+    let ctx2 = Context::with_runtime(&rt).unwrap();
+    let mut fresh = DeviceBuffer::<u32>::zeroed(&ctx2.devices().unwrap()[0], 64).unwrap();
+    // A device-to-device copy from it: its device handle is stale, so not the fresh buffer's.
+    let copied = fresh.as_mut_slice().copy_from_device(&old.as_slice()).map_err(|e| e.code());
+    assert_eq!(copied, Err(ErrorCode::InvalidArgument), "a device mismatch");
+    drop(fresh);
+    drop(ctx2);
     let mut bytes = [0u8; 256];
     rt.copy_from_device(&mut bytes, newer).unwrap();
     assert_eq!(bytes, [7u8; 256], "the newer allocation is untouched");

@@ -401,6 +401,42 @@ impl Runtime {
         })
     }
 
+    /// A copy of `size` bytes between two device ranges, each of which must lie in the live
+    /// allocation its owner names (the errors of `memcpy_owned`, the destination's first), checked
+    /// in the same call as the copy; then as `copy_device`.
+    pub fn copy_device_owned(
+        &self,
+        dst_owner: Allocation,
+        dst: DevicePtr,
+        src_owner: Allocation,
+        src: DevicePtr,
+        size: usize,
+        queue: Option<Queue>,
+    ) -> Result<()> {
+        self.with_shared(|t| {
+            Self::owned_range(t, dst_owner, dst.0, size)?;
+            Self::owned_range(t, src_owner, src.0, size)?;
+            // SAFETY: both sides are device ranges that the runtime validates.
+            unsafe { self.copy_in(t, CopyKind::DeviceToDevice, dst.0, src.0, size, queue) }
+        })
+    }
+
+    /// As `fill_pattern`, and the written range must lie in the live allocation `owner` names
+    /// (the errors of `memcpy_owned`).
+    pub fn fill_pattern_owned(
+        &self,
+        owner: Allocation,
+        dst: DevicePtr,
+        pattern: &[u8],
+        size: usize,
+        queue: Option<Queue>,
+    ) -> Result<()> {
+        self.with_shared(|t| {
+            Self::owned_range(t, owner, dst.0, size)?;
+            self.fill_pattern_in(t, dst, pattern, size, queue)
+        })
+    }
+
     /// As `fill`, and the written range must lie in the live allocation `owner` names (the
     /// errors of `memcpy_owned`).
     pub fn fill_owned(
@@ -467,25 +503,35 @@ impl Runtime {
     /// (the AMDGPU backend writes 1-, 2- and 4-byte patterns only); then as `fill`. A zero size
     /// succeeds and does nothing (a queue, when given, is still checked).
     pub fn fill_pattern(&self, dst: DevicePtr, pattern: &[u8], size: usize, queue: Option<Queue>) -> Result<()> {
-        self.with_shared(|t| {
-            let q = queue.map(|q| self.queue(t, q)).transpose()?;
-            if pattern.is_empty() {
-                return fail(ErrorCode::InvalidSize, "fill pattern is empty");
-            }
-            if size % pattern.len() != 0 {
-                return fail(ErrorCode::InvalidSize, "fill size is not a multiple of the pattern size");
-            }
-            if size == 0 {
-                return Ok(());
-            }
-            if dst.0 == 0 {
-                return fail(ErrorCode::NullPointer, "device address is null");
-            }
-            let d = self.range_device(t, dst.0, size)?;
-            let q = Self::queue_for(d, q)?;
-            // SAFETY: `size` bytes from `dst` lie in a live allocation of this device, `size` is a
-            // non-zero multiple of the non-empty pattern; the queue is a live queue of it.
-            Ok(unsafe { d.backend.fill_pattern(d.ordinal, dst.0, pattern, size / pattern.len(), q) }?)
-        })
+        self.with_shared(|t| self.fill_pattern_in(t, dst, pattern, size, queue))
+    }
+
+    /// `fill_pattern` inside a shared call.
+    fn fill_pattern_in(
+        &self,
+        t: &Tables,
+        dst: DevicePtr,
+        pattern: &[u8],
+        size: usize,
+        queue: Option<Queue>,
+    ) -> Result<()> {
+        let q = queue.map(|q| self.queue(t, q)).transpose()?;
+        if pattern.is_empty() {
+            return fail(ErrorCode::InvalidSize, "fill pattern is empty");
+        }
+        if size % pattern.len() != 0 {
+            return fail(ErrorCode::InvalidSize, "fill size is not a multiple of the pattern size");
+        }
+        if size == 0 {
+            return Ok(());
+        }
+        if dst.0 == 0 {
+            return fail(ErrorCode::NullPointer, "device address is null");
+        }
+        let d = self.range_device(t, dst.0, size)?;
+        let q = Self::queue_for(d, q)?;
+        // SAFETY: `size` bytes from `dst` lie in a live allocation of this device, `size` is a
+        // non-zero multiple of the non-empty pattern; the queue is a live queue of it.
+        Ok(unsafe { d.backend.fill_pattern(d.ordinal, dst.0, pattern, size / pattern.len(), q) }?)
     }
 }
