@@ -48,6 +48,12 @@ pub struct AmdgpuBackend {
     state: RwLock<Option<State>>,
 }
 
+impl core::fmt::Debug for AmdgpuBackend {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("AmdgpuBackend").finish_non_exhaustive()
+    }
+}
+
 impl AmdgpuBackend {
     /// A backend over `ORDO_HSA_LIBRARY` when that is set at init, else `libhsa-runtime64.so.1`
     /// (nothing is loaded until `init`). Like `LD_LIBRARY_PATH`, which already decides which

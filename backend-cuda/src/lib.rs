@@ -39,6 +39,12 @@ pub struct CudaBackend {
     kernels: program::KernelRegistry,
 }
 
+impl core::fmt::Debug for CudaBackend {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CudaBackend").finish_non_exhaustive()
+    }
+}
+
 impl CudaBackend {
     /// A CUDA backend (nothing is loaded until `init`).
     pub const fn new() -> Self {

@@ -15,6 +15,12 @@ pub struct InitGuard<'rt> {
     released: bool,
 }
 
+impl core::fmt::Debug for InitGuard<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("InitGuard").field("runtime", &self.runtime.identity()).finish()
+    }
+}
+
 impl Runtime {
     /// Takes an init reference (initialising on the first) and returns a guard that releases it.
     pub fn init_guard(&self) -> Result<InitGuard<'_>> {

@@ -194,6 +194,13 @@ pub struct QueuedHost {
     state: spin::Mutex<Option<State>>,
 }
 
+impl core::fmt::Debug for QueuedHost {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let queues = self.state.try_lock().map(|s| s.as_ref().map_or(0, |s| s.queues.len()));
+        f.debug_struct("QueuedHost").field("queues", &queues).finish_non_exhaustive()
+    }
+}
+
 impl QueuedHost {
     /// Queues for `inner`.
     pub const fn new(inner: &'static HostBackend) -> Self {

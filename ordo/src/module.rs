@@ -340,6 +340,16 @@ pub struct LaunchBuilder<'a, 'c> {
     _args: core::marker::PhantomData<&'a ()>,
 }
 
+impl core::fmt::Debug for LaunchBuilder<'_, '_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LaunchBuilder")
+            .field("queue", self.queue)
+            .field("function", self.function)
+            .field("arguments", &self.count)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'c> Queue<'c> {
     /// Starts a launch of `function` on this queue.
     ///

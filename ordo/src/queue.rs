@@ -244,6 +244,12 @@ pub struct CopyScope<'s, 'env: 's, 'c> {
     _env: core::marker::PhantomData<&'env mut &'env ()>,
 }
 
+impl core::fmt::Debug for CopyScope<'_, '_, '_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CopyScope").field("queue", self.queue).finish()
+    }
+}
+
 impl<'s, 'c> CopyScope<'s, '_, 'c> {
     fn check(&self, device: ordo_core::Device, expected: usize, actual: usize) -> Result<()> {
         if device != self.queue.device.raw {

@@ -359,3 +359,19 @@ fn the_host_platform_lists_asynchronous_queues_and_local_memory() {
         assert!(caps.contains(cap), "{caps:?} lacks {cap:?}");
     }
 }
+
+#[test]
+fn public_types_print_with_debug() {
+    let rt = ordo::runtime();
+    let _guard = rt.init_guard().unwrap();
+    let text = format!("{rt:?}");
+    assert!(text.contains("Runtime") && text.contains("host") && text.contains("Ready"), "{text}");
+    let ctx = ordo::Context::new().unwrap();
+    let host = ctx.devices().unwrap().into_iter().find(|d| d.kind() == ordo::BackendKind::Host).unwrap();
+    let module = ordo::Module::load_builtin(&host).unwrap();
+    let add = module.function("vector_add_f32").unwrap();
+    let queue = host.queue().unwrap();
+    let builder = queue.launch_builder(&add);
+    let text = format!("{builder:?} {:?}", ordo::host::builtin::PROGRAMS[0]);
+    assert!(text.contains("LaunchBuilder") && text.contains("vector_add_f32"), "{text}");
+}

@@ -40,6 +40,12 @@ pub struct ProvidedArena {
     bookkeeping: HostBookkeeping,
 }
 
+impl core::fmt::Debug for ProvidedArena {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ProvidedArena").field("base", &self.base).finish_non_exhaustive()
+    }
+}
+
 impl ProvidedArena {
     /// An empty arena (place it in a `static`).
     pub const fn new() -> Self {
@@ -108,6 +114,12 @@ unsafe impl ArenaRegion for ProvidedArena {
 pub struct HostArena<const N: usize> {
     bytes: UnsafeCell<[u8; N]>,
     bookkeeping: HostBookkeeping,
+}
+
+impl<const N: usize> core::fmt::Debug for HostArena<N> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "HostArena<{N}>")
+    }
 }
 
 impl<const N: usize> HostArena<N> {

@@ -141,6 +141,12 @@ pub struct DeferredHost {
     running: Mutex<()>,
 }
 
+impl core::fmt::Debug for DeferredHost {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DeferredHost").field("inner", self.inner).finish_non_exhaustive()
+    }
+}
+
 /// `DeferredHost::new`'s value (a macro: the constructor is `const` except in loom builds, whose
 /// locks cannot be made in a constant).
 macro_rules! deferred_host {

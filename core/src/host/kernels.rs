@@ -41,7 +41,7 @@ impl HostThread {
 pub type HostKernelFn = unsafe fn(&HostThread, &KernelArgs<'_>) -> Result<(), Error>;
 
 /// A named host kernel.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct HostKernel {
     /// The name `kernel_get` looks up.
     pub name: &'static str,
@@ -53,7 +53,7 @@ pub struct HostKernel {
 }
 
 /// A named set of host kernels: what a host "program image" names.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct HostProgram {
     /// The program's name; the image passed to `program_load` is this name (a trailing NUL is allowed).
     pub name: &'static str,
@@ -80,6 +80,12 @@ pub struct HostProgramRegistry {
     len: AtomicUsize,
     /// 0 when free, else the holder's process (`process_id`).
     writer: AtomicU32,
+}
+
+impl core::fmt::Debug for HostProgramRegistry {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("HostProgramRegistry").field("programs", &self.len).finish_non_exhaustive()
+    }
 }
 
 /// This process's identity for the writer lock: its id with `std` on Unix (a forked child's

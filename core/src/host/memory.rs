@@ -11,7 +11,7 @@ use crate::error::ErrorCode;
 
 /// A system allocator for the host backend (`HostBackend::with_heap`); with feature `std`,
 /// `STD_HOST_HEAP`.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 pub struct HostHeap {
     /// `size > 0` zeroed bytes aligned to `HOST_ALIGN`, or null when there are none.
     pub alloc: fn(usize) -> *mut u8,

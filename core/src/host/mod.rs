@@ -71,6 +71,17 @@ pub struct HostBackend {
     exec: spin::Mutex<()>,
 }
 
+impl core::fmt::Debug for HostBackend {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("HostBackend")
+            .field("heap", &self.heap.is_some())
+            .field("programs", &self.programs.len())
+            .field("registry", &self.registry.is_some())
+            .field("clock", &self.clock_ns.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Runs `f` as a user callback of the host device (a host function or kernel run by a queue
 /// worker outside this backend): calls it makes into ordo that would wait for it fail with
 /// `Busy` instead of deadlocking (std builds; without std it just runs `f`).

@@ -8,6 +8,12 @@ use crate::capacity::{MAX_ALLOCATIONS, MAX_EVENTS};
 /// so a `static` arena holding one stays in `.bss`. Only `HostBackend` reads it.
 pub struct HostBookkeeping(pub(super) spin::Mutex<HostState>);
 
+impl core::fmt::Debug for HostBookkeeping {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("HostBookkeeping").finish_non_exhaustive()
+    }
+}
+
 impl HostBookkeeping {
     /// Fresh bookkeeping (nothing allocated; the backend is not initialised).
     pub const fn new() -> Self {

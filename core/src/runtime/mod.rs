@@ -258,6 +258,12 @@ pub struct RuntimeState {
     identity: core::sync::atomic::AtomicU32,
 }
 
+impl core::fmt::Debug for RuntimeState {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RuntimeState").finish_non_exhaustive()
+    }
+}
+
 // SAFETY: the tables are only reached through `with_shared`/`with_exclusive`/init/teardown, which
 // hold the gate so that readers never overlap a writer.
 unsafe impl Sync for RuntimeState {}
@@ -313,6 +319,15 @@ impl Default for RuntimeState {
 pub struct Runtime {
     backends: &'static [&'static dyn Backend],
     state: &'static RuntimeState,
+}
+
+impl core::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("backends", &self.backends.iter().take(8).map(|b| b.name()).collect::<heapless::Vec<_, 8>>())
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Declares a `static` runtime over a backend list, with its own zeroed `RuntimeState` (so the

@@ -37,6 +37,12 @@ pub struct OwnedRuntime<'a> {
     backends: *mut [&'a dyn Backend],
 }
 
+impl core::fmt::Debug for OwnedRuntime<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("OwnedRuntime").field(&*self.runtime).finish()
+    }
+}
+
 // SAFETY: the runtime is `Sync` (its state is ruled by the gate) and the backends are `Sync`
 // (`Backend: Sync`); the raw pointers are only the owned allocations, freed in `drop`.
 unsafe impl Send for OwnedRuntime<'_> {}

@@ -92,6 +92,7 @@ impl<T: DeviceCopy> Param for Out<'static, T> {
 
 /// An argument's representation while a launch is made.
 #[doc(hidden)]
+#[derive(Debug)]
 pub enum Repr {
     /// A plain value: its address and size.
     Value(*const core::ffi::c_void, usize),
@@ -214,6 +215,12 @@ pub struct TypedHostKernel<P: Params> {
     /// The kernel as the host backend runs it (put it in a `HostProgram`'s `kernels`).
     pub kernel: HostKernel,
     _params: PhantomData<fn(P)>,
+}
+
+impl<P: Params> core::fmt::Debug for TypedHostKernel<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "TypedHostKernel<{}>({:?})", core::any::type_name::<P>(), self.kernel.name)
+    }
 }
 
 impl<P: Params> TypedHostKernel<P> {

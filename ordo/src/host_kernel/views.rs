@@ -34,6 +34,12 @@ pub struct In<'k, T> {
     pub(super) _k: PhantomData<&'k [T]>,
 }
 
+impl<T> core::fmt::Debug for In<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "In<{}>({} at {:p})", core::any::type_name::<T>(), self.len, self.ptr)
+    }
+}
+
 /// A read-write buffer parameter of a typed host kernel (the launch passes
 /// `&mut DeviceBuffer<T>`); inside the kernel, a bounds-checked view of its elements.
 ///
@@ -75,6 +81,12 @@ pub struct Out<'k, T> {
     pub(super) ptr: *mut T,
     pub(super) len: usize,
     pub(super) _k: PhantomData<&'k mut [T]>,
+}
+
+impl<T> core::fmt::Debug for Out<'_, T> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Out<{}>({} at {:p})", core::any::type_name::<T>(), self.len, self.ptr)
+    }
 }
 
 impl<T: DeviceCopy> In<'_, T> {
