@@ -295,6 +295,13 @@ impl Backend for QueuedHost {
         unsafe { self.inner.forget_after_fork() }
     }
 
+    fn settle(&self) {
+        // What `mem_free`, `program_unload` and `event_destroy` wait for, waited for before the
+        // runtime holds its tables (an error stays with its queue's next synchronise; from a
+        // callback the wait is `Busy` at once, and the release call answers `Busy` itself).
+        let _ = self.drain_all();
+    }
+
     unsafe fn device_release(&self, device: u32) -> BackendResult<()> {
         // SAFETY: forwarded contract.
         unsafe { self.inner.device_release(device) }

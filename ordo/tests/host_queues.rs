@@ -352,6 +352,7 @@ fn a_panicking_host_kernel_is_an_error_of_its_queue_which_stays_usable() {
 
 #[test]
 fn the_host_platform_lists_asynchronous_queues_and_local_memory() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let rt = ordo::runtime();
     let _guard = rt.init_guard().unwrap();
     let caps = rt.platform_info(rt.platform(0).unwrap()).unwrap().capabilities;
@@ -362,6 +363,7 @@ fn the_host_platform_lists_asynchronous_queues_and_local_memory() {
 
 #[test]
 fn public_types_print_with_debug() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let rt = ordo::runtime();
     let _guard = rt.init_guard().unwrap();
     let text = format!("{rt:?}");
@@ -374,4 +376,34 @@ fn public_types_print_with_debug() {
     let builder = queue.launch_builder(&add);
     let text = format!("{builder:?} {:?}", ordo::host::builtin::PROGRAMS[0]);
     assert!(text.contains("LaunchBuilder") && text.contains("vector_add_f32"), "{text}");
+}
+
+#[test]
+fn a_release_waiting_for_a_blocked_queue_holds_up_no_other_threads_calls() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    static GO: AtomicBool = AtomicBool::new(false);
+    GO.store(false, Ordering::Release);
+    let rt = ordo::runtime();
+    let _guard = rt.init_guard().unwrap();
+    let d = host(rt);
+    let (blocked, other) = (rt.queue_create(d).unwrap(), rt.queue_create(d).unwrap());
+    let mem = rt.mem_alloc(d, MemKind::Device, 64).unwrap();
+    block(rt, blocked, &GO);
+    // mem_free waits for the blocked queue (as cuMemFree waits for the device)...
+    let freeing = std::thread::spawn(move || ordo::runtime().mem_free(mem));
+    std::thread::sleep(Duration::from_millis(50));
+    // ...but not while holding the runtime: this thread's calls go on, and the one that
+    // releases the queue comes after them (it waited for the free's writer, which waited for the
+    // queue, which waited for this thread).
+    let answered = within(Duration::from_secs(20), "a call while another thread's free waits", move || {
+        let rt = ordo::runtime();
+        (rt.queue_query(other), rt.device_info(d, ordo::DeviceInfo::Name).is_ok())
+    });
+    assert_eq!((answered.0.unwrap(), answered.1), (true, true));
+    assert!(!freeing.is_finished(), "the free still waits for the blocked queue");
+    GO.store(true, Ordering::Release);
+    freeing.join().unwrap().unwrap();
+    for q in [blocked, other] {
+        rt.queue_destroy(q).unwrap();
+    }
 }

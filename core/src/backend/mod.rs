@@ -161,6 +161,14 @@ pub trait Backend: Sync {
     /// Called in a forked child before it has other threads; no object value of this backend
     /// from before is used afterwards.
     unsafe fn forget_after_fork(&self);
+    /// Waits for work that this backend runs on threads of its own (a host queue's worker) and
+    /// that its release calls (`mem_free`, `program_unload`, `event_destroy`) would wait for.
+    /// The runtime calls it with none of its locks held, before it takes its tables exclusively
+    /// for such a call, so that other threads' calls go on meanwhile (a host function waiting for
+    /// another thread's progress through ordo would otherwise wait for the release, which waits
+    /// for it). Work submitted after it started is not waited for; errors stay with their queues.
+    /// Any state, any thread; the default does nothing.
+    fn settle(&self) {}
     /// Releases what `init` acquired for `device` (e.g. the primary context).
     ///
     /// # Safety

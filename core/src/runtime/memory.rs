@@ -71,6 +71,7 @@ impl Runtime {
     /// already (by handle, by address or by a teardown), comes from another runtime, or names a
     /// program's global variable; `NullHandle` for the null handle. Nothing changes on error.
     pub fn mem_release(&self, allocation: Allocation) -> Result<()> {
+        self.settle_backends();
         self.with_exclusive(|t| {
             let slot = t.allocations.slots.resolve(allocation.0)?;
             if t.allocations.slots.at(slot).owner != NO_OWNER {
@@ -140,6 +141,7 @@ impl Runtime {
     /// `NotFound` (it is no allocation: `host_unregister` ends it), a program's global variable
     /// `InvalidArgument` (it leaves with its program); nothing changes on error.
     pub fn mem_free(&self, ptr: DevicePtr) -> Result<()> {
+        self.settle_backends();
         self.with_exclusive(|t| {
             let slot = t.allocations.find_base(ptr.0)?;
             match t.allocations.slots.at(slot).kind {
@@ -171,6 +173,7 @@ impl Runtime {
     /// program's unload end those) and for an address inside a registered range; nothing
     /// changes on error.
     pub fn host_unregister(&self, ptr: DevicePtr) -> Result<()> {
+        self.settle_backends();
         self.with_exclusive(|t| {
             let slot = t.allocations.find_base(ptr.0)?;
             if t.allocations.slots.at(slot).kind != MemKind::Registered {

@@ -378,6 +378,17 @@ impl Runtime {
         self.state.gate.is_ready()
     }
 
+    /// Before a release call that a backend's own threads may hold up: each backend's `settle`,
+    /// with none of the runtime's locks held (only while `Ready`: backends are not called
+    /// otherwise).
+    fn settle_backends(&self) {
+        if self.is_ready() {
+            for backend in self.backends {
+                backend.settle();
+            }
+        }
+    }
+
     /// Runs `f` with shared access to the tables, as a call in flight.
     #[inline]
     fn with_shared<R>(&self, f: impl FnOnce(&Tables) -> Result<R>) -> Result<R> {

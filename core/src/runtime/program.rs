@@ -61,6 +61,7 @@ impl Runtime {
 
     /// Unloads a program; its kernel handles go stale with it.
     pub fn program_unload(&self, program: Program) -> Result<()> {
+        self.settle_backends();
         self.with_exclusive(|t| {
             let slot = t.programs.resolve(program.0)?;
             let d = self.dev_at(t, t.programs.at(slot).device);

@@ -201,6 +201,7 @@ impl Runtime {
 
     /// Destroys an event.
     pub fn event_destroy(&self, event: Event) -> Result<()> {
+        self.settle_backends();
         self.with_exclusive(|t| {
             let (d, raw) = self.event(t, event)?;
             t.events.remove(event.0)?;
