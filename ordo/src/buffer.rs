@@ -287,15 +287,7 @@ impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
-        let inner = DeviceSlice {
-            rt: self.rt,
-            device: self.device.raw,
-            allocation: self.allocation,
-            addr: self.addr,
-            len: self.len,
-            _borrow: PhantomData,
-        };
-        DeviceSliceMut { inner, _borrow: PhantomData }
+        DeviceSliceMut { inner: self.as_slice(), _borrow: PhantomData }
     }
 
     /// Elements `range` of the buffer, checked: [`Error::OutOfRange`] when it is reversed or runs

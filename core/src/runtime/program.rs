@@ -467,8 +467,7 @@ impl Runtime {
         // SAFETY: a live kernel of this device.
         let word = match unsafe { d.driver.kernel_param_layout(d.ordinal, k.raw, &mut layout) } {
             Ok(()) => {
-                let end = layout.iter().try_fold(0u32, |end, s| Some(end.max(s.offset.checked_add(s.size)?)));
-                let end = end.filter(|&e| e < ARGS_END_UNAVAILABLE).unwrap_or(ARGS_END_UNAVAILABLE);
+                let end = layout_end(&layout).filter(|&e| e < ARGS_END_UNAVAILABLE).unwrap_or(ARGS_END_UNAVAILABLE);
                 let count = u32::try_from(layout.len()).ok().filter(|&c| c < 0xFFFF).unwrap_or(0);
                 (count << PARAM_COUNT_SHIFT) | end
             }
@@ -486,8 +485,7 @@ impl Runtime {
         let mut layout = ParamLayout::new();
         // SAFETY: a live kernel of this device.
         unsafe { d.driver.kernel_param_layout(d.ordinal, kernel, &mut layout) }?;
-        let end = layout.iter().try_fold(0u32, |end, s| Some(end.max(s.offset.checked_add(s.size)?)));
-        match end {
+        match layout_end(&layout) {
             Some(end) if end != ARGS_END_UNKNOWN => Ok(end),
             _ => fail(ErrorCode::BackendFailure, "the backend's parameter layout overflows"),
         }
@@ -532,4 +530,9 @@ impl Runtime {
         }
         dims.validate(&d.limits())
     }
+}
+
+/// Where a layout's last parameter ends (bytes), or `None` when that overflows.
+fn layout_end(layout: &ParamLayout) -> Option<u32> {
+    layout.iter().try_fold(0u32, |end, s| Some(end.max(s.offset.checked_add(s.size)?)))
 }
