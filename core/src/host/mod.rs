@@ -12,10 +12,12 @@
 //! and copies between addresses), `state.rs` (the bookkeeping kept with an arena), `kernels.rs`
 //! (host kernels, programs and their registry), `builtin.rs` (the built-in program),
 //! `deferred.rs` (queues that run their work at execution points),
-//! `sysinfo.rs` (what the host tells about its CPU), `tests.rs`; this file is the backend itself.
+//! `sysinfo.rs` (what the host tells about its CPU), `callbacks.rs` (user code run inside it:
+//! callback marks, waits for callbacks, caught panics), `tests.rs`; this file is the backend itself.
 
 mod arena;
 pub mod builtin;
+mod callbacks;
 mod deferred;
 mod kernels;
 mod memory;
@@ -23,6 +25,7 @@ mod state;
 mod sysinfo;
 
 pub use arena::{ArenaRegion, HOST_ALIGN, HostArena, ProvidedArena};
+pub use callbacks::{catch_panic, in_callback, panicked, run_as_callback, waiting_for_callbacks};
 pub use deferred::{
     DEFERRED_ARG_BYTES, DEFERRED_ERRORS, DEFERRED_PARAMS, DEFERRED_PATTERN, DEFERRED_WORK, DeferredHost,
 };
@@ -80,42 +83,6 @@ impl core::fmt::Debug for HostBackend {
             .field("clock", &self.clock_ns.is_some())
             .finish_non_exhaustive()
     }
-}
-
-/// Runs `f` as a user callback of the host device (a host function or kernel run by a queue
-/// worker outside this backend): calls it makes into ordo that would wait for it fail with
-/// `Busy` instead of deadlocking (std builds; without std it just runs `f`).
-pub fn run_as_callback<T>(f: impl FnOnce() -> T) -> T {
-    let _callback = reentry::mark();
-    f()
-}
-
-/// Whether the calling thread is running a user callback of a runtime (a host kernel, a host
-/// function, a teardown observer): a call that would wait for other work must then fail with
-/// `Busy`. Always `false` without std.
-pub fn in_callback() -> bool {
-    reentry::in_callback()
-}
-
-/// Runs `f`, a wait of the calling thread for work that runs user callbacks on other threads
-/// (a host queue's worker thread): a callback's call into ordo that finds a create/destroy call
-/// holding the runtime meanwhile fails with `Busy` instead of waiting for it (that call may be
-/// waiting for this wait, which waits for the callback). Std builds; without std it runs `f`.
-pub fn waiting_for_callbacks<T>(f: impl FnOnce() -> T) -> T {
-    reentry::waiting_for_callbacks(f)
-}
-
-/// Runs `f`, a user's code; with std a panic in it becomes `Err("prefix: its message")`, a
-/// string kept for the life of the process (one copy per distinct text, at most 64 texts; later
-/// ones read `prefix` alone), so that it can be a `BackendError`'s message. Without std a panic
-/// is not caught.
-pub fn catch_panic<T>(prefix: &'static str, f: impl FnOnce() -> T) -> Result<T, &'static str> {
-    reentry::contain_message(prefix, f)
-}
-
-/// The error of work whose user code panicked (`catch_panic`'s message).
-pub fn panicked(message: &'static str) -> BackendError {
-    err(ErrorCode::BackendFailure, message)
 }
 
 fn err(code: ErrorCode, message: &'static str) -> BackendError {
