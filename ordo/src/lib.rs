@@ -42,6 +42,7 @@ mod host_kernel;
 mod host_queues;
 mod module;
 mod queue;
+mod slice;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
 pub use context::{Context, Device};
