@@ -243,7 +243,7 @@ fn call_overhead(rows: &mut Vec<Row>) {
 fn typed_launch_overhead(rows: &mut Vec<Row>) {
     let ctx = ordo::Context::with_runtime(&NOOP_RUNTIME).expect("noop init");
     let rt = ctx.runtime();
-    let dev = ctx.devices().expect("noop devices")[0];
+    let dev = ctx.device(0).expect("noop devices");
     let queue = dev.queue().unwrap();
     let module = ordo::Module::load(&dev, b"noop").unwrap();
     let function = module.function("k").unwrap();

@@ -1,5 +1,5 @@
-//! Your own host kernel: a typed Rust function the host device runs per thread, registered
-//! with the default runtime and launched with no `unsafe`.
+//! Your own host kernel: a typed Rust function the host device runs per thread, loaded on the
+//! default runtime's host device and launched with no `unsafe`.
 use ordo::host::HostProgram;
 use ordo::{BackendKind, Context, DeviceBuffer, In, LaunchDims, Module, Out};
 
@@ -16,11 +16,9 @@ ordo::host_kernel! {
 static MY_KERNELS: HostProgram = HostProgram { name: "example.saxpy", kernels: &[SAXPY.kernel] };
 
 fn main() -> Result<(), ordo::Error> {
-    ordo::register_host_program(&MY_KERNELS)?;
     let ctx = Context::new()?;
     let host = ctx.devices()?.into_iter().find(|d| d.kind() == BackendKind::Host).ok_or(ordo::Error::NoDevice)?;
-    let module = Module::load(&host, MY_KERNELS.name.as_bytes())?;
-    let saxpy = module.host_function(&SAXPY)?;
+    let saxpy = Module::load_host(&host, &MY_KERNELS)?.kernel(&SAXPY)?;
     let x = DeviceBuffer::from_slice(&host, &[1.0f32, 2.0, 3.0, 4.0])?;
     let mut y = DeviceBuffer::from_slice(&host, &[10.0f32; 4])?;
     host.queue()?.launch_host(&saxpy, LaunchDims::linear(1, 4), (2.0f32, &x, &mut y))?;

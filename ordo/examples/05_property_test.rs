@@ -40,7 +40,7 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
     let rt = OwnedRuntime::new(&[scripted]);
     {
         let ctx = Context::with_runtime(&rt).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        let dev = ctx.devices().map_err(|e| TestCaseError::fail(e.to_string()))?[0];
+        let dev = ctx.device(0).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let mut pool = Pool { cap: 4, buffers: Vec::new() };
         for op in ops {
             match op {

@@ -1,12 +1,11 @@
 //! Device memory: [`DeviceBuffer`] (owns an allocation, frees it on drop, by its identity); its
-//! borrowed sub-ranges [`DeviceSlice`] / [`DeviceSliceMut`] are in `slice.rs`. Element types are [`DeviceCopy`]:
-//! plain data, any bit pattern valid, no padding (bytemuck's `Pod`, derivable). Depends on
-//! `context` and `error`.
+//! borrowed sub-ranges [`DeviceSlice`] / [`DeviceSliceMut`] are in `slice.rs`. Element types are
+//! [`DeviceCopy`]: plain data, any bit pattern valid, no padding (bytemuck's `Pod`, derivable).
 
 use core::marker::PhantomData;
 use core::ops::RangeBounds;
 
-use ordo_core::{Allocation, DevicePtr, FillValue, MemKind, Runtime};
+use ordo_core::{Allocation, DevicePtr, FillValue, MemKind};
 
 use crate::context::Device;
 use crate::error::{Error, Result};
@@ -34,21 +33,15 @@ impl<T: bytemuck::Pod> DeviceCopy for T {}
 
 /// Device memory holding `len` values of `T`, allocated on one device and freed when dropped.
 ///
-/// The buffer names its allocation by identity (`ordo_core::Allocation`), not by address: a drop
-/// after the runtime's final shutdown, or after a re-init, is a no-op (never a double free of a
-/// newer allocation that got the same address), and never panics; its copies and fills, and its
-/// slices', are `InvalidHandle` then and never reach that newer allocation. (Launch arguments
-/// still pass its address.) It borrows its context, so it
-/// cannot outlive it:
+/// The buffer names its allocation by identity (`ordo_core::Allocation`), not by address: its
+/// copies, fills and slices are checked against that allocation in the same runtime call, and a
+/// launch refuses it once its runtime reference is gone, so a buffer from before a re-init
+/// (see [`Context`](crate::Context)) gets `InvalidHandle` from every method and never reaches a
+/// newer allocation that got its address; its drop is then a no-op. It holds its own runtime
+/// reference, so it can be kept anywhere (a struct beside its context, another thread) and
+/// never outlives the runtime. It is `Send` and `Sync` when `T` is.
 ///
-/// ```compile_fail,E0597
-/// let buf = {
-///     let ctx = ordo::Context::new().unwrap();
-///     ordo::DeviceBuffer::<f32>::zeroed(&ctx.default_device().unwrap(), 4).unwrap()
-/// }; // error: `ctx` does not live long enough
-/// ```
-///
-/// Use after free and double free do not compile either (`drop` takes the buffer by value):
+/// Use after free and double free do not compile (`drop` takes the buffer by value):
 ///
 /// ```compile_fail,E0382
 /// let ctx = ordo::Context::new().unwrap();
@@ -63,9 +56,18 @@ impl<T: bytemuck::Pod> DeviceCopy for T {}
 /// drop(buf);
 /// drop(buf); // error: use of moved value
 /// ```
-pub struct DeviceBuffer<'c, T: DeviceCopy> {
-    rt: &'c Runtime,
-    device: Device<'c>,
+///
+/// Nor does dropping a buffer while a slice of it is in use:
+///
+/// ```compile_fail,E0505
+/// let ctx = ordo::Context::new().unwrap();
+/// let buf = ordo::DeviceBuffer::<f32>::zeroed(&ctx.default_device().unwrap(), 4).unwrap();
+/// let part = buf.slice(1..).unwrap();
+/// drop(buf); // error: cannot move out of `buf` because it is borrowed
+/// let _ = part.to_vec();
+/// ```
+pub struct DeviceBuffer<'r, T: DeviceCopy> {
+    device: Device<'r>,
     allocation: Allocation,
     /// The base address; launch arguments point at this field.
     pub(crate) addr: u64,
@@ -86,12 +88,13 @@ fn byte_len<T>(len: usize) -> Result<usize> {
         .ok_or(Error::Runtime(ordo_core::Error::new(ordo_core::ErrorCode::InvalidSize, "buffer size overflows")))
 }
 
-impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
+impl<'r, T: DeviceCopy> DeviceBuffer<'r, T> {
     /// An uninitialised-by-the-caller buffer: allocated, then zeroed.
-    fn alloc(device: &Device<'c>, len: usize) -> Result<Self> {
+    fn alloc(device: &Device<'r>, kind: MemKind, len: usize) -> Result<Self> {
         let bytes = byte_len::<T>(len)?;
-        let (allocation, ptr) = device.rt.mem_allocate(device.raw, MemKind::Device, bytes)?;
-        Ok(Self { rt: device.rt, device: *device, allocation, addr: ptr.0, len, _values: PhantomData })
+        device.ctx.check_current()?;
+        let (allocation, ptr) = device.rt().mem_allocate(device.raw, kind, bytes)?;
+        Ok(Self { device: device.clone(), allocation, addr: ptr.0, len, _values: PhantomData })
     }
 
     /// `len` zeroed values on `device`. `InvalidSize` for 0 (a zero-byte allocation is an error
@@ -103,10 +106,32 @@ impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
     /// assert!(buf.to_vec()?.iter().all(|&v| v == 0));
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn zeroed(device: &Device<'c>, len: usize) -> Result<Self> {
-        let buf = Self::alloc(device, len)?;
+    pub fn zeroed(device: &Device<'r>, len: usize) -> Result<Self> {
+        Self::zeroed_in(device, MemKind::Device, len)
+    }
+
+    /// `len` zeroed values of managed (unified) memory on `device`: one address the device's
+    /// kernels and the host share, migrated by the driver (CUDA `cuMemAllocManaged`; on the host
+    /// device it is host memory like any other). `Unsupported` on a platform without managed
+    /// memory (the device's `Capabilities::MANAGED_MEMORY`, e.g. AMDGPU). The buffer's methods
+    /// are the same as for device memory.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let host = ctx.device(0)?;
+    /// let mut m = ordo::DeviceBuffer::<u32>::managed(&host, 3)?;
+    /// m.copy_from(&[1, 2, 3])?;
+    /// assert_eq!(m.to_vec()?, [1, 2, 3]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn managed(device: &Device<'r>, len: usize) -> Result<Self> {
+        Self::zeroed_in(device, MemKind::Managed, len)
+    }
+
+    fn zeroed_in(device: &Device<'r>, kind: MemKind, len: usize) -> Result<Self> {
+        let buf = Self::alloc(device, kind, len)?;
         let bytes = len * core::mem::size_of::<T>();
-        buf.rt.fill_owned(buf.allocation, DevicePtr(buf.addr), FillValue::U8(0), bytes, None)?;
+        buf.device.rt().fill_owned(buf.allocation, DevicePtr(buf.addr), FillValue::U8(0), bytes, None)?;
         Ok(buf)
     }
 
@@ -118,8 +143,8 @@ impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
     /// assert_eq!(buf.to_vec()?, [1, -2, 3]);
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn from_slice(device: &Device<'c>, values: &[T]) -> Result<Self> {
-        let mut buf = Self::alloc(device, values.len())?;
+    pub fn from_slice(device: &Device<'r>, values: &[T]) -> Result<Self> {
+        let mut buf = Self::alloc(device, MemKind::Device, values.len())?;
         buf.copy_from(values)?;
         Ok(buf)
     }
@@ -151,11 +176,11 @@ impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
     /// ```
     /// let ctx = ordo::Context::new()?;
     /// let dev = ctx.default_device()?;
-    /// assert_eq!(ordo::DeviceBuffer::<u8>::zeroed(&dev, 1)?.device(), dev);
+    /// assert_eq!(ordo::DeviceBuffer::<u8>::zeroed(&dev, 1)?.device(), &dev);
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn device(&self) -> Device<'c> {
-        self.device
+    pub fn device(&self) -> &Device<'r> {
+        &self.device
     }
 
     /// The device address of the first element (for the raw API and the C ABI).
@@ -184,8 +209,12 @@ impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn into_raw(self) -> (Allocation, DevicePtr) {
-        let this = core::mem::ManuallyDrop::new(self);
-        (this.allocation, DevicePtr(this.addr))
+        let mut this = core::mem::ManuallyDrop::new(self);
+        let out = (this.allocation, DevicePtr(this.addr));
+        // SAFETY: the device is dropped once, here (the buffer's own drop never runs); its
+        // runtime reference is given back as the buffer's drop would.
+        unsafe { core::ptr::drop_in_place(&mut this.device) };
+        out
     }
 
     /// Copies `values` into the buffer (same length); returns when the copy is complete.
@@ -269,7 +298,7 @@ impl<'c, T: DeviceCopy> DeviceBuffer<'c, T> {
     /// ```
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {
         DeviceSlice {
-            rt: self.rt,
+            ctx: &self.device.ctx,
             device: self.device.raw,
             allocation: self.allocation,
             addr: self.addr,
@@ -324,6 +353,6 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<'_, T> {
     fn drop(&mut self) {
         // Released by identity: after the final shutdown (Uninitialized) or a re-init (a stale
         // handle) there is nothing of this buffer left to free, and nothing else is freed.
-        let _ = self.rt.mem_release(self.allocation);
+        let _ = self.device.rt().mem_release(self.allocation);
     }
 }

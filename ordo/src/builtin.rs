@@ -1,6 +1,7 @@
 //! ordo's built-in kernels as safe calls: the kernels' contracts are ordo's own, so these
 //! wrappers check what the kernels assume (lengths, devices) and need no `unsafe` from the
-//! caller, on every platform with a built-in program.
+//! caller, on every platform with a built-in program. The program is loaded once per device
+//! and kept until the runtime's final shutdown (a later init loads it again).
 //!
 //! ```
 //! let ctx = ordo::Context::new()?;
@@ -15,17 +16,85 @@
 //! # Ok::<(), ordo::Error>(())
 //! ```
 
-// Depends on `buffer`, `module`, `queue`.
+use ordo_core::{Device as RawDevice, ErrorCode, Kernel as RawKernel, KernelArgs, Program as RawProgram, Runtime};
 
 use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result};
-use crate::module::Module;
+use crate::module::{KernelArg, Module};
 use crate::queue::Queue;
 
-/// `c[i] = a[i] + b[i]` for every element, on `queue`'s device (loads the built-in program for
-/// the call). [`Error::LengthMismatch`] unless the three lengths agree, [`Error::ArgumentDevice`]
-/// for a buffer of another device, `InvalidSize` above `u32::MAX` elements. Returns when the
-/// kernel has finished.
+/// Devices whose built-in program is kept loaded (oldest first). Past it the oldest entry is
+/// forgotten (its program stays loaded until its runtime's final shutdown).
+const KEPT: usize = 16;
+
+/// A device's loaded built-in program: (runtime, device, program, `vector_add_f32`,
+/// `reduce_sum_f32`).
+type Kept = (usize, RawDevice, RawProgram, RawKernel, RawKernel);
+
+static LOADED: spin::Mutex<heapless::Vec<Kept, KEPT>> = spin::Mutex::new(heapless::Vec::new());
+
+/// The built-in kernel `which` (0: `vector_add_f32`, 1: `reduce_sum_f32`) of `queue`'s device,
+/// loading the program at the device's first use (and again after a re-init made it stale).
+fn builtin_kernel(queue: &Queue<'_>, which: usize) -> Result<RawKernel> {
+    let (rt, device) = (queue.device().rt(), queue.device().raw());
+    let key = rt as *const Runtime as usize;
+    let kept = LOADED.lock().iter().find(|k| k.0 == key && k.1 == device).copied();
+    if let Some((_, _, program, add, sum)) = kept {
+        // The program is still loaded (not unloaded by a raw caller, not from before a re-init).
+        if rt.kernel_program(add).is_ok_and(|p| p == program) {
+            return Ok([add, sum][which]);
+        }
+    }
+    let module = Module::load_builtin(queue.device())?;
+    let (add, sum) = (module.function("vector_add_f32")?.raw(), module.function("reduce_sum_f32")?.raw());
+    let program = module.into_raw();
+    let mut loaded = LOADED.lock();
+    loaded.retain(|k| !(k.0 == key && k.1 == device));
+    if loaded.is_full() {
+        loaded.remove(0);
+    }
+    let _ = loaded.push((key, device, program, add, sum));
+    Ok([add, sum][which])
+}
+
+/// Checks the buffers (device, runtime reference) and launches built-in kernel `which` with
+/// `args` (buffers, then `n`) over `n` elements, then waits for it.
+fn run(queue: &Queue<'_>, which: usize, buffers: &[&dyn KernelArg], n: u32) -> Result<()> {
+    for (index, b) in buffers.iter().enumerate() {
+        if !b.is_current() {
+            return Err(crate::context::stale());
+        }
+        if b.as_kernel_arg().2 != Some(queue.device().raw()) {
+            return Err(Error::ArgumentDevice { index });
+        }
+    }
+    let kernel = builtin_kernel(queue, which)?;
+    let rt = queue.device().rt();
+    let block = match rt.kernel_optimal_block_size(kernel, 0) {
+        Ok(b) => b.clamp(1, n),
+        Err(e) if e.code == ErrorCode::Unsupported => 256.min(n),
+        Err(e) => return Err(e.into()),
+    };
+    let mut params = [core::ptr::null_mut(); 4];
+    let mut sizes = [0usize; 4];
+    for (i, b) in buffers.iter().enumerate() {
+        let (p, size, _) = b.as_kernel_arg();
+        (params[i], sizes[i]) = (p.cast_mut(), size);
+    }
+    let count = buffers.len() + 1;
+    (params[count - 1], sizes[count - 1]) = ((&n as *const u32).cast_mut().cast(), 4);
+    let args = KernelArgs::new(&params[..count], &sizes[..count])?;
+    let dims = ordo_core::LaunchDims::linear(n.div_ceil(block), block);
+    // SAFETY: the built-in kernels read and write `n` elements of each buffer, which hold that
+    // many (checked by the callers), on the queue's device (checked above); the launch is
+    // waited for before the buffers' borrows end.
+    unsafe { rt.launch(queue.raw(), kernel, &dims, &args) }?;
+    queue.synchronize()
+}
+
+/// `c[i] = a[i] + b[i]` for every element, on `queue`'s device. [`Error::LengthMismatch`]
+/// unless the three lengths agree, [`Error::ArgumentDevice`] for a buffer of another device,
+/// `InvalidSize` above `u32::MAX` elements. Returns when the kernel has finished.
 ///
 /// ```
 /// let ctx = ordo::Context::new()?;
@@ -48,13 +117,7 @@ pub fn vector_add(
         }
     }
     let n = element_count(a.len())?;
-    let module = Module::load_builtin(&queue.device())?;
-    let add = module.function("vector_add_f32")?;
-    // SAFETY: vector_add_f32(a, b, c, n) reads n elements of a and b and writes n of c; all three
-    // hold n elements (checked above) on the queue's device (checked by the launch).
-    unsafe { queue.launch_builder(&add).arg(a).arg(b).arg(&*c).arg(&n).launch(add.dims_for(n)?) }?;
-    // The module is unloaded when this returns: the launch must be done first.
-    queue.synchronize()
+    run(queue, 0, &[a, b, &*c], n)
 }
 
 /// `out[0] += x[0] + ... + x[n-1]` on `queue`'s device (zero `out` first for the plain sum).
@@ -75,12 +138,7 @@ pub fn reduce_sum(queue: &Queue<'_>, x: &DeviceBuffer<'_, f32>, out: &mut Device
         return Err(Error::LengthMismatch { expected: 1, actual: out.len() });
     }
     let n = element_count(x.len())?;
-    let module = Module::load_builtin(&queue.device())?;
-    let sum = module.function("reduce_sum_f32")?;
-    // SAFETY: reduce_sum_f32(x, out, n) reads n elements of x and adds into out[0]; x holds n and
-    // out one element (checked above), on the queue's device (checked by the launch).
-    unsafe { queue.launch_builder(&sum).arg(x).arg(&*out).arg(&n).launch(sum.dims_for(n)?) }?;
-    queue.synchronize()
+    run(queue, 1, &[x, &*out], n)
 }
 
 fn element_count(len: usize) -> Result<u32> {

@@ -1,31 +1,82 @@
-//! [`Context`] (a held reference to an initialised runtime) and [`Device`]. Every object of the
-//! typed API borrows the context it was made in, so none can outlive it. Depends on `error`.
+//! [`Context`] (a reference-counted hold on an initialised runtime) and [`Device`]. Every object
+//! of the typed API holds a context of its own, so none can outlive its runtime reference.
 
 use ordo_core::{BackendKind, Device as RawDevice, DeviceInfo, InfoValue, Runtime};
 
 use crate::error::{Error, Result};
 
-/// A reference to an initialised runtime: [`Context::new`] (the default runtime) or
-/// [`Context::with_runtime`] takes one (the first initialises the runtime), and dropping the
-/// context gives it back (the last one tears the runtime down). Buffers, queues, events and
-/// modules borrow the context, so the compiler keeps each from outliving it.
+/// A reference to an initialised runtime, held as a cheap reference-counted value:
+/// [`Context::new`] (the default runtime) or [`Context::with_runtime`] takes an init reference
+/// (the first initialises the runtime); each clone takes another, and each drop gives one back
+/// (the last one tears the runtime down, in the documented order).
+///
+/// Every object of the typed API (devices, buffers, queues, events, modules, functions) holds a
+/// context of its own, so none outlives the runtime reference it uses, and a program can keep a
+/// context and its objects together in one struct, move them between threads, and drop them in
+/// any order:
 ///
 /// ```
-/// let ctx = ordo::Context::new()?;
-/// for device in ctx.devices()? {
-///     println!("{} device {}: {}", device.kind().name(), device.ordinal(), device.name()?);
+/// struct Gpu {
+///     ctx: ordo::Context<'static>,
+///     queue: ordo::Queue<'static>,
+///     data: ordo::DeviceBuffer<'static, f32>,
 /// }
+/// let ctx = ordo::Context::new()?;
+/// let dev = ctx.default_device()?;
+/// let gpu = Gpu { queue: dev.queue()?, data: ordo::DeviceBuffer::zeroed(&dev, 4)?, ctx };
+/// let gpu = std::thread::spawn(move || gpu).join().unwrap(); // `Send` (and `Sync`)
+/// assert_eq!(gpu.data.to_vec()?, [0.0; 4]);
+/// drop(gpu.ctx); // the buffer and queue keep the runtime up until they go
+/// gpu.queue.synchronize()?;
 /// # Ok::<(), ordo::Error>(())
 /// ```
+///
+/// A reference belongs to the runtime's epoch it was taken in ([`Runtime::epoch`]): if a caller
+/// of the raw API shuts the runtime down under the context (more `shutdown`s than `init`s), the
+/// context and its objects are stale from then on (their calls fail with `InvalidHandle` or
+/// `Uninitialized`, and never reach objects of a later init), and their drops give nothing back.
 pub struct Context<'r> {
     rt: &'r Runtime,
+    /// The runtime's epoch when the reference was taken.
+    epoch: u32,
+    /// Whether this value holds a reference (a clone made after the runtime was torn down
+    /// under it holds none).
+    held: bool,
 }
 
 impl core::fmt::Debug for Context<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Context").field("runtime", &self.rt.identity()).finish()
+        f.debug_struct("Context")
+            .field("runtime", &self.rt.identity())
+            .field("epoch", &self.epoch)
+            .field("current", &self.is_current())
+            .finish()
     }
 }
+
+impl Clone for Context<'_> {
+    /// Another reference to the same runtime (one uncontended atomic step). A clone of a stale
+    /// context is stale too: it takes no reference, and never brings the runtime up again.
+    fn clone(&self) -> Self {
+        let mut held = self.is_current() && self.rt.retain().is_ok();
+        if held && self.rt.epoch() != self.epoch {
+            // Torn down and brought up again between the two: that reference is a newer
+            // holder's epoch's; give it back.
+            let _ = self.rt.shutdown();
+            held = false;
+        }
+        Self { rt: self.rt, epoch: self.epoch, held }
+    }
+}
+
+impl PartialEq for Context<'_> {
+    /// Whether two contexts hold the same runtime.
+    fn eq(&self, other: &Self) -> bool {
+        core::ptr::eq(self.rt, other.rt)
+    }
+}
+
+impl Eq for Context<'_> {}
 
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
@@ -60,7 +111,22 @@ impl<'r> Context<'r> {
     /// ```
     pub fn with_runtime(rt: &'r Runtime) -> Result<Self> {
         rt.init()?;
-        Ok(Self { rt })
+        // Held, the reference keeps the epoch from changing (but for a raw caller's extra
+        // shutdowns, which make this context stale as documented).
+        Ok(Self { rt, epoch: rt.epoch(), held: true })
+    }
+
+    /// Whether the context's reference still exists: `false` once a caller of the raw API has
+    /// shut the runtime down under it (see [`Context`]).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// assert!(ctx.is_current());
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    #[inline]
+    pub fn is_current(&self) -> bool {
+        self.held && self.rt.epoch() == self.epoch
     }
 
     /// The runtime this context holds (for the raw API, `ordo_core::Runtime`'s methods).
@@ -83,7 +149,8 @@ impl<'r> Context<'r> {
     /// assert!(ctx.devices()?.iter().any(|d| d.kind() == ordo::BackendKind::Host));
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn devices(&self) -> Result<heapless::Vec<Device<'_>, { ordo_core::capacity::MAX_DEVICES }>> {
+    pub fn devices(&self) -> Result<heapless::Vec<Device<'r>, { ordo_core::capacity::MAX_DEVICES }>> {
+        self.check_current()?;
         let mut out = heapless::Vec::new();
         for p in 0..self.rt.platform_count()? {
             let platform = self.rt.platform(p)?;
@@ -94,7 +161,7 @@ impl<'r> Context<'r> {
             for i in 0..info.device_count {
                 let raw = self.rt.device(platform, i)?;
                 // Cannot overflow: the runtime holds at most MAX_DEVICES devices.
-                let _ = out.push(Device { rt: self.rt, raw, kind: info.kind, ordinal: i });
+                let _ = out.push(Device { ctx: self.clone(), raw, kind: info.kind, ordinal: i });
             }
         }
         Ok(out)
@@ -109,22 +176,60 @@ impl<'r> Context<'r> {
     /// println!("running on {} ({})", dev.name()?, dev.kind().name());
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn default_device(&self) -> Result<Device<'_>> {
+    pub fn default_device(&self) -> Result<Device<'r>> {
         let devices = self.devices()?;
         let gpu = devices.iter().find(|d| d.kind != BackendKind::Host);
-        gpu.or(devices.first()).copied().ok_or(Error::NoDevice)
+        gpu.or(devices.first()).cloned().ok_or(Error::NoDevice)
     }
+
+    /// Device `index` of [`devices`](Self::devices) (the default runtime's host device is 0).
+    /// [`Error::NoDevice`] past the last one.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// assert_eq!(ctx.device(0)?.kind(), ordo::BackendKind::Host);
+    /// assert_eq!(ctx.device(99).unwrap_err(), ordo::Error::NoDevice);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn device(&self, index: usize) -> Result<Device<'r>> {
+        let mut devices = self.devices()?;
+        if index >= devices.len() {
+            return Err(Error::NoDevice);
+        }
+        Ok(devices.swap_remove(index))
+    }
+
+    /// `InvalidHandle` when the context is stale (see [`Context`]).
+    #[inline]
+    pub(crate) fn check_current(&self) -> Result<()> {
+        if self.is_current() {
+            return Ok(());
+        }
+        Err(stale())
+    }
+}
+
+/// The error of an object whose runtime reference was taken away (see [`Context`]).
+#[cold]
+pub(crate) fn stale() -> Error {
+    Error::Runtime(ordo_core::Error::new(
+        ordo_core::ErrorCode::InvalidHandle,
+        "the object is from before the runtime was shut down under it",
+    ))
 }
 
 impl Drop for Context<'_> {
     fn drop(&mut self) {
-        // Gives back this context's reference; an error means a caller of the raw API shut the
-        // runtime down under the context already, which leaves nothing to give back.
-        let _ = self.rt.shutdown();
+        // Gives back this value's reference, only in the epoch it was taken in: after a raw
+        // caller's extra shutdowns it is gone already, and a later init's references are not
+        // this value's to give back.
+        if self.is_current() {
+            let _ = self.rt.shutdown();
+        }
     }
 }
 
-/// A device of a context's runtime. `Copy`: it names the device and borrows the context.
+/// A device of a context's runtime. It holds a [`Context`] (a clone is another reference).
 ///
 /// ```
 /// let ctx = ordo::Context::new()?;
@@ -133,9 +238,9 @@ impl Drop for Context<'_> {
 /// # drop(queue);
 /// # Ok::<(), ordo::Error>(())
 /// ```
-#[derive(Clone, Copy)]
-pub struct Device<'c> {
-    pub(crate) rt: &'c Runtime,
+#[derive(Clone)]
+pub struct Device<'r> {
+    pub(crate) ctx: Context<'r>,
     pub(crate) raw: RawDevice,
     kind: BackendKind,
     ordinal: u32,
@@ -149,13 +254,13 @@ impl core::fmt::Debug for Device<'_> {
 
 impl PartialEq for Device<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.raw == other.raw && core::ptr::eq(self.rt, other.rt)
+        self.raw == other.raw && self.ctx == other.ctx
     }
 }
 
 impl Eq for Device<'_> {}
 
-impl<'c> Device<'c> {
+impl<'r> Device<'r> {
     /// The platform kind (host, CUDA, AMDGPU).
     ///
     /// ```
@@ -172,7 +277,7 @@ impl<'c> Device<'c> {
     ///
     /// ```
     /// let ctx = ordo::Context::new()?;
-    /// assert_eq!(ctx.devices()?[0].ordinal(), 0);
+    /// assert_eq!(ctx.device(0)?.ordinal(), 0);
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn ordinal(&self) -> u32 {
@@ -183,19 +288,19 @@ impl<'c> Device<'c> {
     ///
     /// ```
     /// let ctx = ordo::Context::new()?;
-    /// let dev = ctx.devices()?[0];
+    /// let dev = ctx.device(0)?;
     /// assert!(dev.info(ordo::DeviceInfo::MaxThreadsPerBlock)?.as_int().unwrap() >= 1);
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn info(&self, key: DeviceInfo) -> Result<InfoValue> {
-        Ok(self.rt.device_info(self.raw, key)?)
+        Ok(self.ctx.rt.device_info(self.raw, key)?)
     }
 
     /// The device's name.
     ///
     /// ```
     /// let ctx = ordo::Context::new()?;
-    /// assert!(!ctx.devices()?[0].name()?.is_empty());
+    /// assert!(!ctx.device(0)?.name()?.is_empty());
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn name(&self) -> Result<heapless::String<64>> {
@@ -209,12 +314,29 @@ impl<'c> Device<'c> {
     ///
     /// ```
     /// let ctx = ordo::Context::new()?;
-    /// let raw = ctx.devices()?[0].raw();
+    /// let raw = ctx.device(0)?.raw();
     /// assert_eq!(ctx.runtime().device_info(raw, ordo::DeviceInfo::Name).is_ok(), true);
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn raw(&self) -> RawDevice {
         self.raw
+    }
+
+    /// The context the device holds (a reference to its runtime).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// assert_eq!(ctx.default_device()?.context(), &ctx);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn context(&self) -> &Context<'r> {
+        &self.ctx
+    }
+
+    /// The runtime (for the raw API).
+    #[inline]
+    pub(crate) fn rt(&self) -> &'r Runtime {
+        self.ctx.rt
     }
 }
 

@@ -148,7 +148,7 @@ impl core::error::Error for Error {}
 /// ```
 /// fn first_device_name() -> ordo::Result<String> {
 ///     let ctx = ordo::Context::new()?;
-///     Ok(ctx.devices()?[0].name()?.to_string())
+///     Ok(ctx.device(0)?.name()?.to_string())
 /// }
 /// assert!(!first_device_name()?.is_empty());
 /// # Ok::<(), ordo::Error>(())

@@ -308,7 +308,12 @@ impl Backend for QueuedHost {
     }
 
     fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
-        self.inner.device_info(device, key)
+        match key {
+            DeviceInfo::Name => {
+                self.inner.device_info(device, key).map(|_| InfoValue::text("host CPU (a worker thread per queue)"))
+            }
+            _ => self.inner.device_info(device, key),
+        }
     }
 
     fn launch_limits(&self, device: u32) -> LaunchLimits {
@@ -561,6 +566,7 @@ impl Backend for QueuedHost {
             unsafe { core::ptr::copy_nonoverlapping(p.cast::<u8>(), bytes[start..].as_mut_ptr().cast::<u8>(), size) };
             offsets.push(start);
         }
+        let extents: Option<Vec<usize>> = args.extents().map(<[usize]>::to_vec);
         let (inner, dims) = (self.inner, *dims);
         let run = move || {
             let mut bytes = bytes;
@@ -569,6 +575,11 @@ impl Backend for QueuedHost {
             let params: Vec<*mut c_void> = offsets.iter().map(|&o| unsafe { base.add(o) }.cast::<c_void>()).collect();
             // SAFETY: as many sizes as pointers (the kernel's); no pointer is null.
             let args = unsafe { KernelArgs::new_unchecked(&params, &sizes) };
+            let args = match &extents {
+                // SAFETY: the submission's extents, one per argument (the kernel's count, checked).
+                Some(e) => unsafe { args.with_extents(e) }.map_err(BackendError::from_error)?,
+                None => args,
+            };
             // SAFETY: forwarded contract; the arguments are the copies made at enqueue.
             unsafe { inner.launch(device, queue, kernel, &dims, &args) }
         };
@@ -578,6 +589,11 @@ impl Backend for QueuedHost {
     unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
         // SAFETY: forwarded contract.
         unsafe { self.inner.kernel_param_count(device, kernel) }
+    }
+
+    unsafe fn host_kernel_fn(&self, device: u32, kernel: u64) -> Option<ordo_core::host::HostKernelFn> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.host_kernel_fn(device, kernel) }
     }
 
     unsafe fn kernel_param_layout(&self, device: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {

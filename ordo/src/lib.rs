@@ -48,9 +48,9 @@ pub use buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
 pub use context::{Context, Device};
 pub use default::{builtin_program_image, host_program_registry, provide_host_arena, register_host_program, runtime};
 pub use error::{Error, Result};
-pub use host_kernel::{HostFunction, In, Out, TypedHostKernel};
-pub use module::{Function, KernelArg, LaunchBuilder, MAX_LAUNCH_ARGS, Module};
-pub use queue::{CopyScope, Event, Queue};
+pub use host_kernel::{In, Out, TypedFunction, TypedHostKernel};
+pub use module::{Function, KernelArg, LaunchBuilder, MAX_LAUNCH_ARGS, Module, ProgramImages};
+pub use queue::{Event, Queue, Scope};
 
 /// bytemuck, whose `Pod` makes a type [`DeviceCopy`] (derive it with `ordo::bytemuck::Pod`).
 pub use bytemuck;
@@ -69,7 +69,7 @@ pub use bytemuck;
 /// # Ok::<(), ordo::Error>(())
 /// ```
 pub mod host {
-    pub use crate::host_kernel::{HostFunction, In, LaunchArg, LaunchArgs, Out, Param, Params, TypedHostKernel};
+    pub use crate::host_kernel::{In, LaunchArg, LaunchArgs, Out, Param, Params, TypedFunction, TypedHostKernel};
     #[cfg(feature = "std")]
     #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
     pub use crate::host_queues::QueuedHost;

@@ -1,12 +1,11 @@
-//! [`Module`] (a loaded program, unloaded on drop), [`Function`] (a kernel, borrowing its
-//! module) and [`LaunchBuilder`]: a launch whose arguments are checked against the kernel's own
-//! parameter layout before the driver sees them. Depends on `context`, `buffer`, `queue` and
-//! `error`.
+//! [`Module`] (a loaded program, unloaded when its last holder goes), [`Function`] (a kernel,
+//! keeping its module loaded) and [`LaunchBuilder`]: a launch whose arguments are checked
+//! against the kernel's own parameter layout before the driver sees them.
 
 use core::ffi::c_void;
 use core::mem::MaybeUninit;
 
-use ordo_core::{ErrorCode, Kernel as RawKernel, KernelArgs, LaunchDims, ParamLayout, Program as RawProgram, Runtime};
+use ordo_core::{ErrorCode, Kernel as RawKernel, KernelArgs, LaunchDims, ParamLayout, Program as RawProgram};
 
 use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
 use crate::context::Device;
@@ -31,8 +30,10 @@ use crate::queue::Queue;
 pub const MAX_LAUNCH_ARGS: usize = 32;
 
 /// A program loaded on a device: PTX, a cubin or a fatbin on CUDA; a code object or offload
-/// bundle on AMDGPU; a host program's name on the host device. Unloaded on drop (a drop after
-/// the runtime's final shutdown is a no-op); its functions borrow it, so none outlives it.
+/// bundle on AMDGPU; a host program's name on the host device. Reference-counted: a clone, and
+/// each [`Function`] looked up in it, keeps the program loaded (`Runtime::program_retain`); the
+/// last one dropped unloads it (a drop after the runtime's final shutdown is a no-op). `Send`
+/// and `Sync`.
 ///
 /// ```
 /// let ctx = ordo::Context::new()?;
@@ -42,10 +43,21 @@ pub const MAX_LAUNCH_ARGS: usize = 32;
 /// assert_eq!(add.param_count(), Some(4));
 /// # Ok::<(), ordo::Error>(())
 /// ```
-pub struct Module<'c> {
-    rt: &'c Runtime,
-    device: Device<'c>,
+pub struct Module<'r> {
+    device: Device<'r>,
     raw: RawProgram,
+    /// Whether this value holds a reference to the program (a clone made after the program or
+    /// the runtime went holds none).
+    held: bool,
+}
+
+impl Clone for Module<'_> {
+    /// Another holder of the program (one runtime call, shared). A clone of a module whose
+    /// program is gone holds nothing; its calls fail with `InvalidHandle` as the original's do.
+    fn clone(&self) -> Self {
+        let held = self.held && self.device.ctx.is_current() && self.device.rt().program_retain(self.raw).is_ok();
+        Self { device: self.device.clone(), raw: self.raw, held }
+    }
 }
 
 impl core::fmt::Debug for Module<'_> {
@@ -54,34 +66,109 @@ impl core::fmt::Debug for Module<'_> {
     }
 }
 
-impl<'c> Module<'c> {
+/// One program's images for each platform ([`Module::load_for`]): PTX, a cubin or a fatbin for
+/// CUDA, a code object or offload bundle for AMDGPU, and a program of host kernels (typed host
+/// twins of the GPU kernels) for the host device.
+///
+/// ```
+/// let ptx: &[u8] = b".version 8.0\n.target sm_80\n.address_size 64\n";
+/// let images = ordo::ProgramImages { cuda: Some(ptx), ..ordo::ProgramImages::NONE };
+/// assert!(images.host.is_none());
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct ProgramImages<'a> {
+    /// The CUDA image.
+    pub cuda: Option<&'a [u8]>,
+    /// The AMDGPU image.
+    pub amdgpu: Option<&'a [u8]>,
+    /// The host program.
+    pub host: Option<&'static ordo_core::host::HostProgram>,
+}
+
+impl ProgramImages<'_> {
+    /// No image for any platform (to fill in with struct update syntax).
+    pub const NONE: ProgramImages<'static> = ProgramImages { cuda: None, amdgpu: None, host: None };
+}
+
+impl<'r> Module<'r> {
     /// Loads a program image on `device` (copied: the image need not outlive the call).
     /// `InvalidBinary` for an image the device cannot load; the driver's code is in the error,
     /// and PTX the CUDA JIT refused is [`Error::Load`] with the JIT's log.
     ///
     /// ```
     /// let ctx = ordo::Context::new()?;
-    /// let host = ctx.devices()?[0];
+    /// let host = ctx.device(0)?;
     /// let module = ordo::Module::load(&host, b"ordo.builtin")?;
     /// let bad = ordo::Module::load(&host, b"no such program").unwrap_err();
     /// assert_eq!(bad.code(), ordo::ErrorCode::InvalidBinary);
     /// # drop(module);
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn load(device: &Device<'c>, image: &[u8]) -> Result<Self> {
+    pub fn load(device: &Device<'r>, image: &[u8]) -> Result<Self> {
+        device.ctx.check_current()?;
+        let rt = device.rt();
         // Only the CUDA backend keeps a load log (its JIT compiler's).
         #[cfg(feature = "cuda")]
         let raw = {
             let mut log = std::string::String::new();
-            match device.rt.program_load_logged(device.raw, image, &mut |text| log.push_str(text)) {
+            match rt.program_load_logged(device.raw, image, &mut |text| log.push_str(text)) {
                 Ok(raw) => raw,
                 Err(error) if !log.is_empty() => return Err(Error::Load { error, log }),
                 Err(error) => return Err(error.into()),
             }
         };
         #[cfg(not(feature = "cuda"))]
-        let raw = device.rt.program_load(device.raw, image)?;
-        Ok(Self { rt: device.rt, device: *device, raw })
+        let raw = rt.program_load(device.raw, image)?;
+        Ok(Self { device: device.clone(), raw, held: true })
+    }
+
+    /// Loads a program of host kernels on a host device: registers `program` with the default
+    /// runtime's host device when `device` is one of its devices (as
+    /// [`register_host_program`](crate::register_host_program)), then loads it by name (a
+    /// runtime of your own finds it among its host backend's programs). `Unsupported` on a
+    /// device other than the host.
+    ///
+    /// ```
+    /// ordo::host_kernel! { pub const NOP = fn nop(t) {} }
+    /// static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.load_host", kernels: &[NOP.kernel] };
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_host(&ctx.device(0)?, &PROGRAM)?;
+    /// assert!(module.kernel(&NOP).is_ok());
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn load_host(device: &Device<'r>, program: &'static ordo_core::host::HostProgram) -> Result<Self> {
+        if device.kind() != ordo_core::BackendKind::Host {
+            return Err(ordo_core::Error::new(ErrorCode::Unsupported, "host programs load on the host device").into());
+        }
+        #[cfg(feature = "std")]
+        if core::ptr::eq(device.rt(), crate::runtime()) {
+            crate::register_host_program(program)?;
+        }
+        Self::load(device, program.name.as_bytes())
+    }
+
+    /// Loads the image of `program` for the device's platform: one program written for every
+    /// device (a GPU kernel and its host twin). `Unsupported` when `program` has no image for it.
+    ///
+    /// ```
+    /// ordo::host_kernel! { pub const NOP = fn nop(t) {} }
+    /// static HOST: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.load_for", kernels: &[NOP.kernel] };
+    /// static PROGRAM: ordo::ProgramImages = ordo::ProgramImages { host: Some(&HOST), ..ordo::ProgramImages::NONE };
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_for(&ctx.device(0)?, &PROGRAM)?;
+    /// assert!(module.kernel(&NOP).is_ok());
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn load_for(device: &Device<'r>, program: &ProgramImages<'_>) -> Result<Self> {
+        let missing = || -> Error {
+            ordo_core::Error::new(ErrorCode::Unsupported, "the program has no image for this device's platform").into()
+        };
+        match device.kind() {
+            ordo_core::BackendKind::Host => Self::load_host(device, program.host.ok_or_else(missing)?),
+            ordo_core::BackendKind::Cuda => Self::load(device, program.cuda.ok_or_else(missing)?),
+            ordo_core::BackendKind::Amdgpu => Self::load(device, program.amdgpu.ok_or_else(missing)?),
+            _ => Err(missing()),
+        }
     }
 
     /// Loads ordo's built-in program for the device's platform (`vector_add_f32`,
@@ -94,7 +181,7 @@ impl<'c> Module<'c> {
     /// assert!(module.function("reduce_sum_f32").is_ok());
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn load_builtin(device: &Device<'c>) -> Result<Self> {
+    pub fn load_builtin(device: &Device<'r>) -> Result<Self> {
         let image = crate::builtin_program_image(device.kind()).ok_or(Error::Runtime(ordo_core::Error::new(
             ErrorCode::Unsupported,
             "no built-in program for this platform",
@@ -107,11 +194,11 @@ impl<'c> Module<'c> {
     /// ```
     /// let ctx = ordo::Context::new()?;
     /// let dev = ctx.default_device()?;
-    /// assert_eq!(ordo::Module::load_builtin(&dev)?.device(), dev);
+    /// assert_eq!(ordo::Module::load_builtin(&dev)?.device(), &dev);
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn device(&self) -> Device<'c> {
-        self.device
+    pub fn device(&self) -> &Device<'r> {
+        &self.device
     }
 
     /// The kernel called `name`. Its parameter layout is read once, here (CUDA's
@@ -125,15 +212,21 @@ impl<'c> Module<'c> {
     /// assert_eq!(module.function("nope").unwrap_err().code(), ordo::ErrorCode::NotFound);
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn function(&self, name: &str) -> Result<Function<'_, 'c>> {
-        let raw = self.rt.kernel_get(self.raw, name)?;
-        let layout = match self.rt.kernel_param_layout(raw) {
+    pub fn function(&self, name: &str) -> Result<Function<'r>> {
+        let rt = self.device.rt();
+        self.device.ctx.check_current()?;
+        let raw = rt.kernel_get(self.raw, name)?;
+        let layout = match rt.kernel_param_layout(raw) {
             Ok(layout) => Some(layout),
             // The backend cannot tell (a CUDA driver before 12.4): launches are not checked.
             Err(e) if e.code == ErrorCode::Unsupported => None,
             Err(e) => return Err(e.into()),
         };
-        Ok(Function { module: self, raw, layout })
+        let module = self.clone();
+        if !module.held {
+            return Err(Error::Runtime(ordo_core::Error::new(ErrorCode::InvalidHandle, "the module is unloaded")));
+        }
+        Ok(Function { module, raw, layout })
     }
 
     /// The raw handle (for the raw API and the C ABI).
@@ -158,40 +251,50 @@ impl<'c> Module<'c> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn into_raw(self) -> RawProgram {
-        core::mem::ManuallyDrop::new(self).raw
+        let mut this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: the device is dropped once, here (the module's own drop never runs).
+        unsafe { core::ptr::drop_in_place(&mut this.device) };
+        this.raw
     }
 }
 
 impl Drop for Module<'_> {
     fn drop(&mut self) {
-        // After the final shutdown or a re-init the program is gone already.
-        let _ = self.rt.program_unload(self.raw);
+        // Gives back this holder's reference (the last one unloads). After the final shutdown
+        // or a re-init the program is gone already and nothing else is unloaded.
+        if self.held {
+            let _ = self.device.rt().program_unload(self.raw);
+        }
     }
 }
 
-/// A kernel of a loaded module, with its parameter layout where the backend knows it.
+/// A kernel of a loaded module, with its parameter layout where the backend knows it. It keeps
+/// its module loaded (it holds a clone), so it can be kept and moved on its own; `Send` and
+/// `Sync`.
 ///
 /// ```
 /// let ctx = ordo::Context::new()?;
 /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
-/// let add: ordo::Function<'_, '_> = module.function("vector_add_f32")?;
 /// assert!(matches!(module.function("no_such_kernel"), Err(e) if e.code() == ordo::ErrorCode::NotFound));
-/// # drop(add);
+/// let add: ordo::Function<'static> = module.function("vector_add_f32")?;
+/// drop(module); // `add` keeps the program loaded
+/// assert_eq!(add.param_count(), Some(4));
 /// # Ok::<(), ordo::Error>(())
 /// ```
-pub struct Function<'m, 'c> {
-    module: &'m Module<'c>,
+#[derive(Clone)]
+pub struct Function<'r> {
+    module: Module<'r>,
     raw: RawKernel,
     layout: Option<ParamLayout>,
 }
 
-impl core::fmt::Debug for Function<'_, '_> {
+impl core::fmt::Debug for Function<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "Function({:?}, {:?} parameters)", self.raw, self.param_count())
     }
 }
 
-impl<'m, 'c> Function<'m, 'c> {
+impl<'r> Function<'r> {
     /// How many parameters the kernel takes, where the backend knows its layout.
     ///
     /// ```
@@ -233,7 +336,7 @@ impl<'m, 'c> Function<'m, 'c> {
         if n == 0 {
             return Err(ordo_core::Error::new(ErrorCode::InvalidValue, "no elements to launch over").into());
         }
-        let block = match self.module.rt.kernel_optimal_block_size(self.raw, 0) {
+        let block = match self.module.device.rt().kernel_optimal_block_size(self.raw, 0) {
             Ok(b) => b.max(1),
             Err(e) if e.code == ErrorCode::Unsupported => 256,
             Err(e) => return Err(e.into()),
@@ -254,6 +357,18 @@ impl<'m, 'c> Function<'m, 'c> {
     pub fn raw(&self) -> RawKernel {
         self.raw
     }
+
+    /// The module the kernel belongs to.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+    /// assert_eq!(module.function("vector_add_f32")?.module().raw(), module.raw());
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn module(&self) -> &Module<'r> {
+        &self.module
+    }
 }
 
 /// What a launch argument is to a kernel: a pointer to its bytes and their count, and the device
@@ -273,6 +388,13 @@ pub trait KernelArg {
     /// The argument's bytes as the kernel receives them, their size, and the device of the
     /// memory it names (`None` for plain values).
     fn as_kernel_arg(&self) -> (*const c_void, usize, Option<ordo_core::Device>);
+
+    /// Whether the memory the argument names is still its runtime's (`false` for a buffer whose
+    /// runtime reference was taken away: see [`Context`](crate::Context)); plain values are.
+    #[inline]
+    fn is_current(&self) -> bool {
+        true
+    }
 }
 
 impl<T: DeviceCopy> KernelArg for T {
@@ -285,17 +407,29 @@ impl<T: DeviceCopy> KernelArg for DeviceBuffer<'_, T> {
     fn as_kernel_arg(&self) -> (*const c_void, usize, Option<ordo_core::Device>) {
         ((&self.addr as *const u64).cast(), core::mem::size_of::<u64>(), Some(self.device().raw))
     }
+    #[inline]
+    fn is_current(&self) -> bool {
+        self.device().context().is_current()
+    }
 }
 
 impl<T: DeviceCopy> KernelArg for DeviceSlice<'_, T> {
     fn as_kernel_arg(&self) -> (*const c_void, usize, Option<ordo_core::Device>) {
         ((&self.addr as *const u64).cast(), core::mem::size_of::<u64>(), Some(self.device))
     }
+    #[inline]
+    fn is_current(&self) -> bool {
+        self.ctx.is_current()
+    }
 }
 
 impl<T: DeviceCopy> KernelArg for DeviceSliceMut<'_, T> {
     fn as_kernel_arg(&self) -> (*const c_void, usize, Option<ordo_core::Device>) {
         self.inner.as_kernel_arg()
+    }
+    #[inline]
+    fn is_current(&self) -> bool {
+        self.inner.is_current()
     }
 }
 
@@ -325,9 +459,21 @@ impl<T: DeviceCopy> KernelArg for DeviceSliceMut<'_, T> {
 ///
 /// Each argument is checked as it is added (its size against the kernel's parameter, its device
 /// against the queue's); the first failure is kept and returned by [`LaunchBuilder::launch`].
-pub struct LaunchBuilder<'a, 'c> {
-    queue: &'a Queue<'c>,
-    function: &'a Function<'a, 'c>,
+///
+/// A builder holds its arguments' addresses, so it is neither `Send` nor `Sync`: it cannot be
+/// handed to another thread while the arguments are borrowed here.
+///
+/// ```compile_fail,E0277
+/// let ctx = ordo::Context::new().unwrap();
+/// let dev = ctx.default_device().unwrap();
+/// let (queue, module) = (dev.queue().unwrap(), ordo::Module::load_builtin(&dev).unwrap());
+/// let add = module.function("vector_add_f32").unwrap();
+/// let launch = queue.launch_builder(&add);
+/// std::thread::scope(|s| { s.spawn(move || drop(launch)); }); // error: not `Send`
+/// ```
+pub struct LaunchBuilder<'a, 'r> {
+    queue: &'a Queue<'r>,
+    function: &'a Function<'r>,
     /// The first `count` (at most `MAX_LAUNCH_ARGS`) are written; the rest are never read.
     params: [MaybeUninit<*mut c_void>; MAX_LAUNCH_ARGS],
     /// As `params`.
@@ -337,6 +483,8 @@ pub struct LaunchBuilder<'a, 'c> {
     wrong_size: Option<(usize, usize, usize)>,
     /// The first argument naming memory of another device than the queue's.
     wrong_device: Option<usize>,
+    /// The first argument naming memory whose runtime reference was taken away.
+    stale: Option<usize>,
     _args: core::marker::PhantomData<&'a ()>,
 }
 
@@ -350,7 +498,7 @@ impl core::fmt::Debug for LaunchBuilder<'_, '_> {
     }
 }
 
-impl<'c> Queue<'c> {
+impl<'r> Queue<'r> {
     /// Starts a launch of `function` on this queue.
     ///
     /// ```
@@ -369,7 +517,7 @@ impl<'c> Queue<'c> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     #[inline]
-    pub fn launch_builder<'a>(&'a self, function: &'a Function<'a, 'c>) -> LaunchBuilder<'a, 'c> {
+    pub fn launch_builder<'a>(&'a self, function: &'a Function<'r>) -> LaunchBuilder<'a, 'r> {
         LaunchBuilder {
             queue: self,
             function,
@@ -378,12 +526,13 @@ impl<'c> Queue<'c> {
             count: 0,
             wrong_size: None,
             wrong_device: None,
+            stale: None,
             _args: core::marker::PhantomData,
         }
     }
 }
 
-impl<'a, 'c> LaunchBuilder<'a, 'c> {
+impl<'a, 'r> LaunchBuilder<'a, 'r> {
     /// Adds the next argument: a plain value (`&n`), a buffer or a slice of one (its device
     /// address). Past [`MAX_LAUNCH_ARGS`], the launch fails with [`Error::TooManyArguments`].
     ///
@@ -417,6 +566,9 @@ impl<'a, 'c> LaunchBuilder<'a, 'c> {
         if device.is_some_and(|d| d != self.queue.device.raw) && self.wrong_device.is_none() {
             self.wrong_device = Some(index);
         }
+        if device.is_some() && !arg.is_current() && self.stale.is_none() {
+            self.stale = Some(index);
+        }
         self.count += 1;
         self
     }
@@ -430,8 +582,14 @@ impl<'a, 'c> LaunchBuilder<'a, 'c> {
     /// # Safety
     /// The kernel must only access memory it may: each pointer argument must be valid for what
     /// the kernel does with it (e.g. a buffer at least as long as the element count the kernel
-    /// is given), and each value must be valid for its parameter's type. The checks above make
-    /// sure only that each argument has its parameter's size.
+    /// is given) until the launch has finished, and each value must be valid for its
+    /// parameter's type. The launch is asynchronous: memory the kernel uses must stay allocated,
+    /// and not be read or written by other work, until the queue has finished it (dropping a
+    /// buffer waits for host queues, and a device's memory outlives its queue's work; the
+    /// function's module stays loaded while the [`Function`] lives). On the host device the
+    /// kernel is Rust code reading that memory on the queue's thread. The checks above make sure
+    /// only that each argument has its parameter's size and device, and that no buffer is from
+    /// before a re-init.
     ///
     /// ```
     /// let ctx = ordo::Context::new()?;
@@ -463,6 +621,9 @@ impl<'a, 'c> LaunchBuilder<'a, 'c> {
         if let Some((index, expected, actual)) = self.wrong_size {
             return Err(Error::ArgumentSize { index, expected, actual });
         }
+        if self.stale.is_some() {
+            return Err(crate::context::stale());
+        }
         if let Some(index) = self.wrong_device {
             return Err(Error::ArgumentDevice { index });
         }
@@ -477,6 +638,6 @@ impl<'a, 'c> LaunchBuilder<'a, 'c> {
         // SAFETY: one size per pointer, and every pointer comes from a reference (`arg`).
         let args = unsafe { KernelArgs::new_unchecked(params, sizes) };
         // SAFETY: the caller's contract; the runtime checks the queue, kernel and dimensions.
-        Ok(unsafe { self.queue.rt.launch(self.queue.raw, self.function.raw, &dims, &args) }?)
+        Ok(unsafe { self.queue.device.rt().launch(self.queue.raw, self.function.raw, &dims, &args) }?)
     }
 }

@@ -1,8 +1,8 @@
 //! [`Queue`] (an in-order stream, destroyed on drop), [`Event`] (destroyed on drop) and
-//! [`CopyScope`]: asynchronous copies whose host memory stays borrowed until the queue has
-//! finished them. Depends on `context`, `buffer` and `error`.
+//! [`Scope`]: asynchronous copies and host launches whose memory stays borrowed until the queue
+//! has finished them.
 
-use ordo_core::{CopyKind, Event as RawEvent, Queue as RawQueue, Runtime};
+use ordo_core::{CopyKind, Event as RawEvent, Queue as RawQueue};
 
 use crate::buffer::{DeviceCopy, DeviceSlice, DeviceSliceMut};
 use crate::context::Device;
@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 
 /// An in-order queue of a device (a CUDA stream, an HSA queue): work submitted to it runs in
 /// submission order. Destroyed on drop (after the work it holds; a drop after the runtime's
-/// final shutdown is a no-op).
+/// final shutdown is a no-op). It holds its own runtime reference; `Send` and `Sync` (work may
+/// be submitted to one queue from several threads).
 ///
 /// ```
 /// let ctx = ordo::Context::new()?;
@@ -19,9 +20,8 @@ use crate::error::{Error, Result};
 /// assert!(queue.is_idle()?);
 /// # Ok::<(), ordo::Error>(())
 /// ```
-pub struct Queue<'c> {
-    pub(crate) rt: &'c Runtime,
-    pub(crate) device: Device<'c>,
+pub struct Queue<'r> {
+    pub(crate) device: Device<'r>,
     pub(crate) raw: RawQueue,
 }
 
@@ -31,18 +31,19 @@ impl core::fmt::Debug for Queue<'_> {
     }
 }
 
-impl<'c> Device<'c> {
+impl<'r> Device<'r> {
     /// A new queue on this device.
     ///
     /// ```
     /// let ctx = ordo::Context::new()?;
     /// let dev = ctx.default_device()?;
-    /// assert_eq!(dev.queue()?.device(), dev);
+    /// assert_eq!(dev.queue()?.device(), &dev);
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn queue(&self) -> Result<Queue<'c>> {
-        let raw = self.rt.queue_create(self.raw)?;
-        Ok(Queue { rt: self.rt, device: *self, raw })
+    pub fn queue(&self) -> Result<Queue<'r>> {
+        self.ctx.check_current()?;
+        let raw = self.rt().queue_create(self.raw)?;
+        Ok(Queue { device: self.clone(), raw })
     }
 
     /// A new event on this device.
@@ -55,13 +56,14 @@ impl<'c> Device<'c> {
     /// done.synchronize()?;
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn event(&self) -> Result<Event<'c>> {
-        let raw = self.rt.event_create(self.raw)?;
-        Ok(Event { rt: self.rt, device: *self, raw })
+    pub fn event(&self) -> Result<Event<'r>> {
+        self.ctx.check_current()?;
+        let raw = self.rt().event_create(self.raw)?;
+        Ok(Event { device: self.clone(), raw })
     }
 }
 
-impl<'c> Queue<'c> {
+impl<'r> Queue<'r> {
     /// The queue's device.
     ///
     /// ```
@@ -70,8 +72,8 @@ impl<'c> Queue<'c> {
     /// assert_eq!(dev.queue()?.device().kind(), dev.kind());
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn device(&self) -> Device<'c> {
-        self.device
+    pub fn device(&self) -> &Device<'r> {
+        &self.device
     }
 
     /// The raw handle (for the raw API and the C ABI).
@@ -96,7 +98,10 @@ impl<'c> Queue<'c> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn into_raw(self) -> RawQueue {
-        core::mem::ManuallyDrop::new(self).raw
+        let mut this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: the device is dropped once, here (the queue's own drop never runs).
+        unsafe { core::ptr::drop_in_place(&mut this.device) };
+        this.raw
     }
 
     /// Waits until everything submitted to the queue has finished.
@@ -107,7 +112,7 @@ impl<'c> Queue<'c> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn synchronize(&self) -> Result<()> {
-        Ok(self.rt.queue_synchronize(self.raw)?)
+        Ok(self.device.rt().queue_synchronize(self.raw)?)
     }
 
     /// Whether everything submitted to the queue has finished (without waiting).
@@ -120,7 +125,7 @@ impl<'c> Queue<'c> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn is_idle(&self) -> Result<bool> {
-        Ok(self.rt.queue_query(self.raw)?)
+        Ok(self.device.rt().queue_query(self.raw)?)
     }
 
     /// Records `event` on the queue: it completes when the work submitted before it has.
@@ -135,11 +140,11 @@ impl<'c> Queue<'c> {
     /// assert!(event.is_complete()?);
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn record(&self, event: &Event<'c>) -> Result<()> {
+    pub fn record(&self, event: &Event<'_>) -> Result<()> {
         if event.device != self.device {
             return Err(Error::DeviceMismatch);
         }
-        Ok(self.rt.event_record(event.raw, self.raw)?)
+        Ok(self.device.rt().event_record(event.raw, self.raw)?)
     }
 
     /// Makes the queue's later work wait until `event` has completed (work of another queue,
@@ -154,14 +159,14 @@ impl<'c> Queue<'c> {
     /// second.synchronize()?;
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn wait(&self, event: &Event<'c>) -> Result<()> {
+    pub fn wait(&self, event: &Event<'_>) -> Result<()> {
         if event.device != self.device {
             return Err(Error::DeviceMismatch);
         }
-        Ok(self.rt.queue_wait_event(self.raw, event.raw)?)
+        Ok(self.device.rt().queue_wait_event(self.raw, event.raw)?)
     }
 
-    /// Runs `f` with a [`CopyScope`] on this queue, then waits for the queue: asynchronous
+    /// Runs `f` with a [`Scope`] on this queue, then waits for the queue: asynchronous
     /// copies made in the scope borrow their host memory for the whole scope, so the memory
     /// cannot be dropped or touched before the queue is done with it (even if a scope's value is
     /// leaked). If `f` fails or panics, the queue is still waited for before the borrows end.
@@ -195,8 +200,8 @@ impl<'c> Queue<'c> {
     ///     Ok(())
     /// }).unwrap();
     /// ```
-    pub fn scope<'env, R>(&self, f: impl for<'s> FnOnce(&'s CopyScope<'s, 'env, 'c>) -> Result<R>) -> Result<R> {
-        struct WaitOnExit<'q, 'c>(&'q Queue<'c>);
+    pub fn scope<'env, R>(&self, f: impl for<'s> FnOnce(&'s Scope<'s, 'env, 'r>) -> Result<R>) -> Result<R> {
+        struct WaitOnExit<'q, 'r>(&'q Queue<'r>);
         impl Drop for WaitOnExit<'_, '_> {
             fn drop(&mut self) {
                 // Runs on every exit, unwinding included. An error here means the queue can no
@@ -205,7 +210,7 @@ impl<'c> Queue<'c> {
                 let _ = self.0.synchronize();
             }
         }
-        let scope = CopyScope { queue: self, _scope: core::marker::PhantomData, _env: core::marker::PhantomData };
+        let scope = Scope { queue: self, _scope: core::marker::PhantomData, _env: core::marker::PhantomData };
         let wait = WaitOnExit(self);
         let result = f(&scope);
         drop(wait);
@@ -217,7 +222,7 @@ impl Drop for Queue<'_> {
     fn drop(&mut self) {
         // After the final shutdown (Uninitialized) or a re-init (a stale handle) the queue is
         // gone already; nothing else is destroyed.
-        let _ = self.rt.queue_destroy(self.raw);
+        let _ = self.device.rt().queue_destroy(self.raw);
     }
 }
 
@@ -231,26 +236,26 @@ impl Drop for Queue<'_> {
 /// let dev = ctx.default_device()?;
 /// let mut buf = ordo::DeviceBuffer::<u32>::zeroed(&dev, 3)?;
 /// let (src, mut back) = ([1u32, 2, 3], [0u32; 3]);
-/// dev.queue()?.scope(|s: &ordo::CopyScope<'_, '_, '_>| {
+/// dev.queue()?.scope(|s: &ordo::Scope<'_, '_, '_>| {
 ///     s.copy_to_device(&src, &mut buf.as_mut_slice())?;
 ///     s.copy_from_device(&buf.as_slice(), &mut back)
 /// })?;
 /// assert_eq!(back, src);
 /// # Ok::<(), ordo::Error>(())
 /// ```
-pub struct CopyScope<'s, 'env: 's, 'c> {
-    queue: &'s Queue<'c>,
+pub struct Scope<'s, 'env: 's, 'r> {
+    pub(crate) queue: &'s Queue<'r>,
     _scope: core::marker::PhantomData<&'s mut &'s ()>,
     _env: core::marker::PhantomData<&'env mut &'env ()>,
 }
 
-impl core::fmt::Debug for CopyScope<'_, '_, '_> {
+impl core::fmt::Debug for Scope<'_, '_, '_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("CopyScope").field("queue", self.queue).finish()
+        f.debug_struct("Scope").field("queue", self.queue).finish()
     }
 }
 
-impl<'s, 'c> CopyScope<'s, '_, 'c> {
+impl<'s, 'r> Scope<'s, '_, 'r> {
     fn check(&self, device: ordo_core::Device, expected: usize, actual: usize) -> Result<()> {
         if device != self.queue.device.raw {
             return Err(Error::DeviceMismatch);
@@ -279,7 +284,7 @@ impl<'s, 'c> CopyScope<'s, '_, 'c> {
         // waited for the queue; the device range is checked by the runtime.
         Ok(unsafe {
             let src = bytes.as_ptr() as u64;
-            self.queue.rt.memcpy_owned(
+            self.queue.device.rt().memcpy_owned(
                 d.allocation,
                 CopyKind::HostToDevice,
                 d.addr,
@@ -308,7 +313,7 @@ impl<'s, 'c> CopyScope<'s, '_, 'c> {
         // the scope has waited for the queue; the device range is checked by the runtime.
         Ok(unsafe {
             let dst = bytes.as_mut_ptr() as u64;
-            self.queue.rt.memcpy_owned(
+            self.queue.device.rt().memcpy_owned(
                 src.allocation,
                 CopyKind::DeviceToHost,
                 dst,
@@ -334,9 +339,8 @@ impl<'s, 'c> CopyScope<'s, '_, 'c> {
 /// assert!(ms >= 0.0);
 /// # Ok::<(), ordo::Error>(())
 /// ```
-pub struct Event<'c> {
-    rt: &'c Runtime,
-    device: Device<'c>,
+pub struct Event<'r> {
+    device: Device<'r>,
     raw: RawEvent,
 }
 
@@ -346,7 +350,7 @@ impl core::fmt::Debug for Event<'_> {
     }
 }
 
-impl<'c> Event<'c> {
+impl<'r> Event<'r> {
     /// Waits until the event has completed.
     ///
     /// ```
@@ -358,7 +362,7 @@ impl<'c> Event<'c> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn synchronize(&self) -> Result<()> {
-        Ok(self.rt.event_synchronize(self.raw)?)
+        Ok(self.device.rt().event_synchronize(self.raw)?)
     }
 
     /// Whether the event has completed (without waiting).
@@ -373,7 +377,7 @@ impl<'c> Event<'c> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn is_complete(&self) -> Result<bool> {
-        Ok(self.rt.event_query(self.raw)?)
+        Ok(self.device.rt().event_query(self.raw)?)
     }
 
     /// Milliseconds from `start` to this event (both recorded and complete).
@@ -388,8 +392,8 @@ impl<'c> Event<'c> {
     /// assert!(b.elapsed_since(&a)? >= 0.0);
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn elapsed_since(&self, start: &Event<'c>) -> Result<f32> {
-        Ok(self.rt.event_elapsed_ms(start.raw, self.raw)?)
+    pub fn elapsed_since(&self, start: &Event<'_>) -> Result<f32> {
+        Ok(self.device.rt().event_elapsed_ms(start.raw, self.raw)?)
     }
 
     /// The raw handle (for the raw API and the C ABI).
@@ -414,13 +418,16 @@ impl<'c> Event<'c> {
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn into_raw(self) -> RawEvent {
-        core::mem::ManuallyDrop::new(self).raw
+        let mut this = core::mem::ManuallyDrop::new(self);
+        // SAFETY: the device is dropped once, here (the event's own drop never runs).
+        unsafe { core::ptr::drop_in_place(&mut this.device) };
+        this.raw
     }
 }
 
 impl Drop for Event<'_> {
     fn drop(&mut self) {
         // As for queues: after the final shutdown or a re-init the event is gone already.
-        let _ = self.rt.event_destroy(self.raw);
+        let _ = self.device.rt().event_destroy(self.raw);
     }
 }

@@ -8,6 +8,8 @@ use core::ops::{Bound, RangeBounds};
 
 use ordo_core::{Allocation, CopyKind, Device as RawDevice, DevicePtr, FillValue, Runtime};
 
+use crate::context::Context;
+
 use crate::buffer::DeviceCopy;
 use crate::error::{Error, Result};
 
@@ -22,7 +24,8 @@ use crate::error::{Error, Result};
 /// ```
 #[derive(Clone, Copy)]
 pub struct DeviceSlice<'b, T: DeviceCopy> {
-    pub(crate) rt: &'b Runtime,
+    /// The buffer's context (its runtime reference: launches check that it is current).
+    pub(crate) ctx: &'b Context<'b>,
     pub(crate) device: RawDevice,
     /// The buffer's allocation: every copy checks it, so a view of a buffer from before a
     /// re-init never reaches a newer allocation at its address.
@@ -40,6 +43,11 @@ impl<T: DeviceCopy> core::fmt::Debug for DeviceSlice<'_, T> {
 }
 
 impl<'b, T: DeviceCopy> DeviceSlice<'b, T> {
+    #[inline]
+    pub(crate) fn rt(&self) -> &'b Runtime {
+        self.ctx.runtime()
+    }
+
     /// Elements in the view.
     ///
     /// ```
@@ -129,7 +137,7 @@ impl<'b, T: DeviceCopy> DeviceSlice<'b, T> {
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         // SAFETY: `out` is valid for its length for the whole (synchronous) copy.
         Ok(unsafe {
-            self.rt.memcpy_owned(
+            self.rt().memcpy_owned(
                 self.allocation,
                 CopyKind::DeviceToHost,
                 out.as_mut_ptr() as u64,
@@ -223,7 +231,14 @@ impl<'b, T: DeviceCopy> DeviceSliceMut<'b, T> {
         let values: &[u8] = bytemuck::cast_slice(values);
         // SAFETY: `values` is valid for its length for the whole (synchronous) copy.
         Ok(unsafe {
-            s.rt.memcpy_owned(s.allocation, CopyKind::HostToDevice, s.addr, values.as_ptr() as u64, values.len(), None)
+            s.rt().memcpy_owned(
+                s.allocation,
+                CopyKind::HostToDevice,
+                s.addr,
+                values.as_ptr() as u64,
+                values.len(),
+                None,
+            )
         }?)
     }
 
@@ -251,7 +266,7 @@ impl<'b, T: DeviceCopy> DeviceSliceMut<'b, T> {
         }
         let bytes = s.len * core::mem::size_of::<T>();
         let (dst, from) = (DevicePtr(s.addr), DevicePtr(src.addr));
-        Ok(s.rt.copy_device_owned(s.allocation, dst, src.allocation, from, bytes, None)?)
+        Ok(s.rt().copy_device_owned(s.allocation, dst, src.allocation, from, bytes, None)?)
     }
 
     /// Writes `value` into every element of the view; returns when it is done.
@@ -271,9 +286,9 @@ impl<'b, T: DeviceCopy> DeviceSliceMut<'b, T> {
             [a, b] => FillValue::U16(u16::from_ne_bytes([a, b])),
             [a, b, c, d] => FillValue::U32(u32::from_ne_bytes([a, b, c, d])),
             // Other sizes (and zero-sized types): the value's bytes as a pattern.
-            _ => return Ok(s.rt.fill_pattern_owned(s.allocation, dst, bytes, s.len * bytes.len(), None)?),
+            _ => return Ok(s.rt().fill_pattern_owned(s.allocation, dst, bytes, s.len * bytes.len(), None)?),
         };
-        Ok(s.rt.fill_owned(s.allocation, dst, fill, s.len, None)?)
+        Ok(s.rt().fill_owned(s.allocation, dst, fill, s.len, None)?)
     }
 
     /// The view as a shared view.

@@ -49,7 +49,7 @@ fn launches_are_checked_against_the_drivers_parameter_layout() {
 fn a_buffer_of_the_host_device_is_refused_on_a_cuda_queue() {
     let ctx = Context::new().unwrap();
     let Some(dev) = cuda(&ctx) else { return };
-    let host = ctx.devices().unwrap()[0];
+    let host = ctx.device(0).unwrap();
     assert_eq!(host.kind(), BackendKind::Host);
     let module = Module::load_builtin(&dev).unwrap();
     let sum = module.function("reduce_sum_f32").unwrap();

@@ -189,16 +189,20 @@ fn within_launch_limit(per_block: u64, grid: [u32; 3], launch_limit: u64) -> boo
 }
 
 /// Kernel arguments: one pointer per parameter, each to the argument's value (the layout
-/// `cuLaunchKernel`'s `kernelParams` takes), with optional sizes for backends that check them.
+/// `cuLaunchKernel`'s `kernelParams` takes), with optional sizes for backends that check them,
+/// and optional extents: for each argument that is a memory address, the bytes the kernel may
+/// reach from it (what a typed launch knows of its buffers, and what a typed host kernel needs
+/// to bound its views; device backends ignore them).
 #[derive(Clone, Copy, Debug)]
 pub struct KernelArgs<'a> {
     params: &'a [*mut c_void],
     sizes: Option<&'a [usize]>,
+    extents: Option<&'a [usize]>,
 }
 
 impl<'a> KernelArgs<'a> {
     /// No arguments.
-    pub const EMPTY: KernelArgs<'static> = KernelArgs { params: &[], sizes: None };
+    pub const EMPTY: KernelArgs<'static> = KernelArgs { params: &[], sizes: None, extents: None };
 
     /// Arguments with sizes; `params` and `sizes` must have the same length and no null pointer.
     pub fn new(params: &'a [*mut c_void], sizes: &'a [usize]) -> Result<Self> {
@@ -217,7 +221,27 @@ impl<'a> KernelArgs<'a> {
     pub unsafe fn new_unchecked(params: &'a [*mut c_void], sizes: &'a [usize]) -> Self {
         debug_assert!(params.len() == sizes.len(), "argument pointer and size counts differ");
         debug_assert!(params.iter().all(|p| !p.is_null()), "a kernel argument pointer is null");
-        Self { params, sizes: Some(sizes) }
+        Self { params, sizes: Some(sizes), extents: None }
+    }
+
+    /// The same arguments with extents: `extents[i]` is how many bytes from argument `i`'s
+    /// address the kernel may reach (0 for an argument that is not an address). One per argument
+    /// (`InvalidArgument` otherwise).
+    ///
+    /// # Safety
+    /// Each non-zero extent is true for the launch: the `extents[i]` bytes from the address in
+    /// argument `i` are memory the kernel may read and (for a writable argument) write until the
+    /// launch has finished. Typed host kernels build slices from them.
+    pub unsafe fn with_extents(self, extents: &'a [usize]) -> Result<Self> {
+        if extents.len() != self.params.len() {
+            return fail(ErrorCode::InvalidArgument, "argument extent and pointer counts differ");
+        }
+        Ok(Self { extents: Some(extents), ..self })
+    }
+
+    /// The extents given with [`KernelArgs::with_extents`], if any.
+    pub fn extents(&self) -> Option<&'a [usize]> {
+        self.extents
     }
 
     /// Arguments without sizes (the MLIR `mgpuLaunchKernel` form).
@@ -227,7 +251,7 @@ impl<'a> KernelArgs<'a> {
         if params.iter().fold(false, |null, p| null | p.is_null()) {
             return fail(ErrorCode::NullPointer, "a kernel argument pointer is null");
         }
-        Ok(Self { params, sizes: None })
+        Ok(Self { params, sizes: None, extents: None })
     }
 
     /// The argument pointers.

@@ -413,6 +413,17 @@ pub trait Backend: Sync {
         let _ = (device, kernel, out);
         Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot describe a kernel's parameters"))
     }
+    /// The Rust function a host kernel runs (`HostKernel::run`), for a caller that must know
+    /// exactly which kernel a handle names (the typed API's safe host launches, which run only
+    /// the typed kernels they were made for). Default: `None` (no such function: device code, C
+    /// kernels of other backends).
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn host_kernel_fn(&self, device: u32, kernel: u64) -> Option<crate::host::HostKernelFn> {
+        let _ = (device, kernel);
+        None
+    }
     /// The block size (threads) that gives the kernel the highest occupancy with `dynamic_shared`
     /// bytes of dynamic shared memory per block (CUDA: `cuOccupancyMaxPotentialBlockSize`).
     /// Default: `Unsupported`.

@@ -49,6 +49,9 @@ pub const DEFERRED_ERRORS: usize = 16;
 #[repr(C, align(16))]
 struct ArgBytes([u8; DEFERRED_ARG_BYTES]);
 
+// The launch is the largest piece of work (its argument bytes and extents); the queue's fixed
+// capacity keeps it inline, as there is no heap without std.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy)]
 enum Work {
     Launch {
@@ -58,6 +61,8 @@ enum Work {
         slots: [(u16, u16); DEFERRED_PARAMS],
         count: u8,
         bytes: ArgBytes,
+        /// The launch's argument extents (`KernelArgs::extents`), when it gave them.
+        extents: Option<[usize; DEFERRED_PARAMS]>,
     },
     Copy {
         kind: CopyKind,
@@ -232,7 +237,7 @@ impl DeferredHost {
     fn execute(&self, p: &Pending) -> BackendResult<()> {
         let (device, queue) = (p.device, p.queue);
         match p.work {
-            Work::Launch { kernel, dims, slots, count, mut bytes } => {
+            Work::Launch { kernel, dims, slots, count, mut bytes, extents } => {
                 let n = usize::from(count);
                 let base = bytes.0.as_mut_ptr();
                 let mut params = [core::ptr::null_mut::<c_void>(); DEFERRED_PARAMS];
@@ -244,6 +249,11 @@ impl DeferredHost {
                 }
                 // SAFETY: as many sizes as pointers, none null.
                 let args = unsafe { KernelArgs::new_unchecked(&params[..n], &sizes[..n]) };
+                let args = match &extents {
+                    // SAFETY: the submission's extents, one per argument.
+                    Some(e) => unsafe { args.with_extents(&e[..n]) }.map_err(BackendError::from_error)?,
+                    None => args,
+                };
                 // SAFETY: the submission's contract; the arguments are the copies made then.
                 unsafe { self.inner.launch(device, queue, kernel, &dims, &args) }
             }
@@ -364,7 +374,12 @@ impl Backend for DeferredHost {
     }
 
     fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
-        self.inner.device_info(device, key)
+        match key {
+            DeviceInfo::Name => {
+                self.inner.device_info(device, key).map(|_| InfoValue::text("host CPU (queue work at synchronisation)"))
+            }
+            _ => self.inner.device_info(device, key),
+        }
     }
 
     fn launch_limits(&self, device: u32) -> LaunchLimits {
@@ -563,13 +578,23 @@ impl Backend for DeferredHost {
             unsafe { core::ptr::copy_nonoverlapping(p.cast::<u8>(), bytes.0.as_mut_ptr().add(offset), size) };
             slots[i] = (offset as u16, size as u16);
         }
-        let work = Work::Launch { kernel, dims: *dims, slots, count: layout.len() as u8, bytes };
+        let extents = args.extents().map(|given| {
+            let mut kept = [0usize; DEFERRED_PARAMS];
+            kept[..given.len()].copy_from_slice(given);
+            kept
+        });
+        let work = Work::Launch { kernel, dims: *dims, slots, count: layout.len() as u8, bytes, extents };
         self.submit(device, queue, work)
     }
 
     unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
         // SAFETY: forwarded contract.
         unsafe { self.inner.kernel_param_count(device, kernel) }
+    }
+
+    unsafe fn host_kernel_fn(&self, device: u32, kernel: u64) -> Option<super::HostKernelFn> {
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.host_kernel_fn(device, kernel) }
     }
 
     unsafe fn kernel_param_layout(&self, device: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {

@@ -328,7 +328,8 @@ impl Backend for HostBackend {
             return Ok(v);
         }
         Ok(match key {
-            DeviceInfo::Name => InfoValue::text("host CPU (calling thread)"),
+            // Where a queue's work runs is the queue wrapper's to say (`DeferredHost`, `QueuedHost`).
+            DeviceInfo::Name => InfoValue::text("host CPU (queue work on the calling thread)"),
             DeviceInfo::ComputeCapability => InfoValue::Version(0, 0),
             DeviceInfo::TotalMemory => {
                 let s = self.bookkeeping().lock();
@@ -499,6 +500,10 @@ impl Backend for HostBackend {
             Some(k) => Ok((program << 32) | k as u64),
             None => Err(err(ErrorCode::NotFound, "no kernel of that name in the program")),
         }
+    }
+
+    unsafe fn host_kernel_fn(&self, _device: u32, kernel: u64) -> Option<HostKernelFn> {
+        self.host_kernel(kernel).ok().map(|k| k.run)
     }
 
     unsafe fn launch(

@@ -160,6 +160,7 @@ impl Gate {
     /// parent's other threads do not exist here).
     #[cfg(all(feature = "std", unix, not(loom)))]
     pub(crate) fn fork_child(&self) {
+        self.epoch.fetch_add(1, Ordering::Release);
         self.word.store(0, Ordering::SeqCst);
         for c in self.counters() {
             c.store(0, Ordering::SeqCst);

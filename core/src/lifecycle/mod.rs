@@ -190,6 +190,10 @@ pub(crate) struct Gate {
     /// cleared only by a writer that zeroed it), so that a count reads only those.
     #[cfg(any(feature = "std", loom))]
     ref_mask: [AtomicU32; MASK_WORDS],
+    /// Final teardowns (and forks) so far: the references taken in one epoch all end with it,
+    /// so a holder that remembers the epoch it took its reference in can tell whether that
+    /// reference still exists (`Runtime::epoch`).
+    epoch: AtomicU32,
 }
 
 impl Gate {
@@ -203,6 +207,7 @@ impl Gate {
                 crate::slots::SLOTS],
             #[cfg(feature = "std")]
             ref_mask: [const { AtomicU32::new(0) }; MASK_WORDS],
+            epoch: AtomicU32::new(0),
         }
     }
     #[cfg(loom)]
@@ -216,6 +221,7 @@ impl Gate {
                 refs: AtomicU32::new(0),
             }),
             ref_mask: core::array::from_fn(|_| AtomicU32::new(0)),
+            epoch: AtomicU32::new(0),
         }
     }
 
@@ -293,16 +299,23 @@ impl Gate {
         }
     }
 
-    /// Takes an init reference, or moves `Uninit` → `Initializing` for the caller to initialise.
-    /// Waits while another thread initialises, shuts down or counts references. From inside a
-    /// host kernel or teardown observer, a wait for a transition (which may be waiting for the
-    /// callback) fails with `Busy` instead.
-    pub(crate) fn begin_init(&self) -> Result<InitStep> {
+    /// The number of final teardowns (and forks) so far (`Runtime::epoch`).
+    #[inline]
+    pub(crate) fn epoch(&self) -> u32 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Takes an init reference, or moves `Uninit` → `Initializing` for the caller to initialise
+    /// (`only_if_ready`: `Uninitialized` instead). Waits while another thread initialises,
+    /// shuts down or counts references. From inside a host kernel or teardown observer, a wait
+    /// for a transition (which may be waiting for the callback) fails with `Busy` instead.
+    pub(crate) fn begin_init(&self, only_if_ready: bool) -> Result<InitStep> {
         loop {
             let w = self.load();
             match w.phase() {
                 // A writer in `Uninit` is a `fork` in progress (see `fork_prepare`).
                 Phase::Uninit if w.writer() => relax(),
+                Phase::Uninit if only_if_ready => return Err(Error::UNINITIALIZED),
                 Phase::Uninit => {
                     if self.cas(w, w.with(Phase::Initializing, 0)) {
                         return Ok(InitStep::MustInitialize);
@@ -443,8 +456,10 @@ impl Gate {
         }
     }
 
-    /// Ends a teardown begun by `begin_shutdown`.
+    /// Ends a teardown begun by `begin_shutdown`: a new epoch, then `Uninit` (so a later init's
+    /// references are seen in the new epoch).
     pub(crate) fn finish_shutdown(&self) {
+        self.epoch.fetch_add(1, Ordering::Release);
         self.set_phase(Phase::Uninit, 0);
     }
 }
@@ -474,7 +489,7 @@ mod tests {
     fn refcount_overflow_is_out_of_resources() {
         let g = Gate::new();
         g.word.store(Word(0).with(Phase::Ready, MAX_REFS).0, Ordering::Relaxed);
-        assert_eq!(g.begin_init().err().map(|e| e.code), Some(ErrorCode::OutOfResources));
+        assert_eq!(g.begin_init(false).err().map(|e| e.code), Some(ErrorCode::OutOfResources));
         assert_eq!(g.state(), State::Ready(MAX_REFS));
     }
 }

@@ -21,9 +21,75 @@ impl Runtime {
         self.init_slow()
     }
 
+    /// Takes another init reference only while the runtime is initialised (never initialises
+    /// it): `Uninitialized` when it is not. What a holder of a reference uses to hand one to
+    /// another holder (the typed API's objects each hold one), so that a copy made after the
+    /// runtime was shut down under it does not bring the runtime up again.
+    ///
+    /// ```
+    /// # use ordo_core::{OwnedRuntime, ErrorCode, State};
+    /// # use ordo_core::host::{HostArena, HostBackend, builtin};
+    /// # static ARENA: HostArena<4096> = HostArena::new();
+    /// # static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
+    /// let rt = OwnedRuntime::new(&[&HOST]);
+    /// assert_eq!(rt.retain().unwrap_err().code, ErrorCode::Uninitialized);
+    /// rt.init()?;
+    /// rt.retain()?;
+    /// assert_eq!(rt.state(), State::Ready(2));
+    /// # rt.shutdown()?; rt.shutdown()?;
+    /// # Ok::<(), ordo_core::Error>(())
+    /// ```
+    #[inline]
+    pub fn retain(&self) -> Result<()> {
+        if self.state.gate.try_add_reference() {
+            return Ok(());
+        }
+        self.retain_slow()
+    }
+
+    #[inline(never)]
+    fn retain_slow(&self) -> Result<()> {
+        match self.state.gate.begin_init(true)? {
+            InitStep::Referenced => Ok(()),
+            // `begin_init(true)` never asks for an initialisation.
+            InitStep::MustInitialize => {
+                self.state.gate.finish_init(false);
+                fail(ErrorCode::Internal, "the gate asked to initialise a runtime for a retain")
+            }
+        }
+    }
+
+    /// How many times the runtime has been torn down (by its final shutdown, or in a `fork`
+    /// child): every init reference belongs to one epoch and ends with it. A holder that notes
+    /// the epoch after taking its reference can tell later whether the reference still exists
+    /// (the epoch is the same) or was taken away by a final shutdown it did not make (a caller
+    /// of the raw API shutting down more often than it initialised): the typed API's objects
+    /// give their reference back only in their own epoch, so a stale one never takes a newer
+    /// holder's reference.
+    ///
+    /// ```
+    /// # use ordo_core::OwnedRuntime;
+    /// # use ordo_core::host::{HostArena, HostBackend, builtin};
+    /// # static ARENA: HostArena<4096> = HostArena::new();
+    /// # static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
+    /// let rt = OwnedRuntime::new(&[&HOST]);
+    /// rt.init()?;
+    /// let epoch = rt.epoch();
+    /// rt.init()?;
+    /// rt.shutdown()?; // not the last reference: the same epoch
+    /// assert_eq!(rt.epoch(), epoch);
+    /// rt.shutdown()?; // the final one
+    /// assert_eq!(rt.epoch(), epoch + 1);
+    /// # Ok::<(), ordo_core::Error>(())
+    /// ```
+    #[inline]
+    pub fn epoch(&self) -> u32 {
+        self.state.gate.epoch()
+    }
+
     #[inline(never)]
     fn init_slow(&self) -> Result<()> {
-        match self.state.gate.begin_init()? {
+        match self.state.gate.begin_init(false)? {
             InitStep::Referenced => Ok(()),
             InitStep::MustInitialize => {
                 // Rolls back and reopens the gate if a panic unwinds out of `initialize`.

@@ -458,7 +458,7 @@ impl Runtime {
 
     /// Whether `[addr, addr + size)` lies in the live allocation `owner` names (an allocation of
     /// `mem_allocate`'s, not a global variable).
-    fn owned_range(t: &Tables, owner: Allocation, addr: u64, size: usize) -> Result<()> {
+    pub(super) fn owned_range(t: &Tables, owner: Allocation, addr: u64, size: usize) -> Result<()> {
         let m = t.allocations.slots.get(owner.0)?;
         if m.owner != NO_OWNER {
             return fail(ErrorCode::InvalidHandle, "handle names a program's global variable, not an allocation");

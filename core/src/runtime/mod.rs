@@ -139,6 +139,9 @@ pub(crate) struct ProgramEntry {
     /// Global-variable ranges of this program in the allocation table (an unload walks that
     /// table only when there are some).
     pub globals: u32,
+    /// References taken by `program_retain` and not yet given back: `program_unload` drops one
+    /// of them while there are any, and unloads only when there are none.
+    pub retained: core::sync::atomic::AtomicU32,
 }
 
 /// A kernel. What a launch reads comes first (`repr(C)`): the backend's kernel, its device

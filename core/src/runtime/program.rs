@@ -35,7 +35,13 @@ impl Runtime {
                 return fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)");
             }
             let raw = d.backend.program_load(d.ordinal, image)?;
-            match t.programs.insert(ProgramEntry { device: d.slot, raw, first_kernel: NO_SLOT, globals: 0 }) {
+            match t.programs.insert(ProgramEntry {
+                device: d.slot,
+                raw,
+                first_kernel: NO_SLOT,
+                globals: 0,
+                retained: AtomicU32::new(0),
+            }) {
                 Ok(h) => Ok(Program(h)),
                 Err(_) => {
                     // SAFETY: the program the backend just returned; never passed again.
@@ -59,11 +65,59 @@ impl Runtime {
         loaded
     }
 
-    /// Unloads a program; its kernel handles go stale with it.
+    /// Takes another reference to a loaded program: the next `program_unload` then gives that
+    /// reference back instead of unloading, and the program (and its kernel handles) stays until
+    /// every reference is given back or the final shutdown. A program starts with one reference,
+    /// its loader's. What the typed API's functions use to keep their module loaded.
+    /// `OutOfResources` past `u32::MAX` references.
+    ///
+    /// ```
+    /// # use ordo_core::{OwnedRuntime, ErrorCode};
+    /// # use ordo_core::host::{HostArena, HostBackend, builtin};
+    /// # static ARENA: HostArena<4096> = HostArena::new();
+    /// # static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
+    /// # let rt = OwnedRuntime::new(&[&HOST]);
+    /// # rt.init()?;
+    /// # let device = rt.device(rt.platform(0)?, 0)?;
+    /// let program = rt.program_load(device, builtin::PROGRAM_NAME.as_bytes())?;
+    /// rt.program_retain(program)?;
+    /// rt.program_unload(program)?; // gives the retained reference back
+    /// assert!(rt.kernel_get(program, "vector_add_f32").is_ok());
+    /// rt.program_unload(program)?; // the loader's: unloaded
+    /// assert_eq!(rt.program_unload(program).unwrap_err().code, ErrorCode::InvalidHandle);
+    /// # Ok::<(), ordo_core::Error>(())
+    /// ```
+    pub fn program_retain(&self, program: Program) -> Result<()> {
+        self.with_shared(|t| {
+            let p = t.programs.get(program.0)?;
+            p.retained
+                .fetch_update(Relaxed, Relaxed, |n| n.checked_add(1))
+                .map(|_| ())
+                .map_err(|_| Error::new(ErrorCode::OutOfResources, "too many references to the program"))
+        })
+    }
+
+    /// Unloads a program (or gives back a reference `program_retain` took: see there); its
+    /// kernel handles go stale with it.
     pub fn program_unload(&self, program: Program) -> Result<()> {
+        // A retained reference is given back under the shared gate, with no wait for queues.
+        let released = self.with_shared(|t| {
+            let p = t.programs.get(program.0)?;
+            Ok(p.retained.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).is_ok())
+        })?;
+        if released {
+            return Ok(());
+        }
         self.settle_backends();
         self.with_exclusive(|t| {
             let slot = t.programs.resolve(program.0)?;
+            // A reference retained since the check above is given back instead (decided here,
+            // where nothing else changes the count).
+            let p = t.programs.at(slot);
+            if p.retained.load(Relaxed) > 0 {
+                p.retained.fetch_sub(1, Relaxed);
+                return Ok(());
+            }
             let d = self.dev_at(t, t.programs.at(slot).device);
             let entry = t.programs.remove_at(slot);
             teardown::forget_kernels(t, entry.first_kernel);
@@ -150,6 +204,18 @@ impl Runtime {
             // SAFETY: a live kernel of this device.
             unsafe { d.backend.kernel_param_layout(d.ordinal, k.raw, &mut layout) }?;
             Ok(layout)
+        })
+    }
+
+    /// The Rust function a host kernel runs (`HostKernel::run`), `None` for a kernel of a
+    /// device backend; the kernel's handle errors otherwise. What the typed API uses to make
+    /// sure a kernel handle names the typed host kernel it was looked up for.
+    pub fn host_kernel_fn(&self, kernel: Kernel) -> Result<Option<crate::host::HostKernelFn>> {
+        self.with_shared(|t| {
+            let k = t.kernels.get(kernel.0)?;
+            let d = self.dev_at(t, k.device);
+            // SAFETY: a live kernel of this device.
+            Ok(unsafe { d.backend.host_kernel_fn(d.ordinal, k.raw) })
         })
     }
 
@@ -299,6 +365,34 @@ impl Runtime {
                 unsafe { Self::backend_launch(d, q, k.raw, dims, args) }
             },
         )
+    }
+
+    /// As `launch`, and each `(owner, address, bytes)` of `owned` must lie in the live allocation
+    /// `owner` names (the errors of `memcpy_owned`, the first range's first), checked in the same
+    /// call as the launch: the memory cannot be freed between the check and the submission (a
+    /// free waits for calls in flight, and for the host device's queues). What the typed API's
+    /// launches of host kernels use, whose views are made from those ranges.
+    ///
+    /// # Safety
+    /// As `launch`.
+    pub unsafe fn launch_owned(
+        &self,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+        owned: &[(crate::handle::Allocation, u64, usize)],
+    ) -> Result<()> {
+        self.with_shared(|t| {
+            for &(owner, addr, bytes) in owned {
+                Self::owned_range(t, owner, addr, bytes)?;
+            }
+            let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+            Self::check_param_count(d, k, args)?;
+            // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
+            // argument contract is the caller's.
+            unsafe { Self::backend_launch(d, q, k.raw, dims, args) }
+        })
     }
 
     /// As `launch`, and the queue must be on `device` (liboffload's `olLaunchKernel` names the

@@ -1,35 +1,37 @@
-//! Typed host kernels: Rust functions the host device runs once per thread of a grid, declared
-//! with [`host_kernel!`](crate::host_kernel) and launched with [`Queue::launch_host`], which the
-//! compiler checks against the kernel's parameter types, so a launch needs no `unsafe`. Buffers
-//! reach a kernel as [`In`] (read) and [`Out`] (read and write) views, bounds-checked (`views.rs`). Depends
-//! on `buffer`, `module`, `queue` and `error`.
+//! Typed kernels: a kernel's signature declared once in Rust types ([`Params`]: plain values,
+//! [`In`] and [`Out`] buffers), checked against the kernel's own parameter layout when it is
+//! looked up ([`TypedFunction`]), and launched with the same arguments on every device: a PTX or
+//! AMDGPU kernel on a GPU, a typed host kernel ([`host_kernel!`](crate::host_kernel)) of the same
+//! name on the host CPU. A buffer parameter is a device address (8 bytes) on every device; the
+//! typed launch hands host kernels each buffer's length beside it, so their views are bounds-
+//! checked and a host launch needs no `unsafe`.
 
 use core::marker::PhantomData;
 
-use ordo_core::host::HostKernel;
-use ordo_core::{BackendKind, KernelArgs, LaunchDims};
+use ordo_core::host::{HostKernel, HostKernelFn};
+use ordo_core::{Allocation, BackendKind, KernelArgs, LaunchDims};
 
-use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceSlice};
+use crate::buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
 use crate::error::{Error, Result};
 use crate::module::{Function, Module};
-use crate::queue::Queue;
+use crate::queue::{Queue, Scope};
 
 mod views;
 
 pub use views::{In, Out};
 
-/// A parameter type of a typed host kernel: a plain value (`f32`, `u32`, ...) or a buffer view
-/// ([`In`], [`Out`]). Implemented by ordo only.
+/// A parameter type of a typed kernel: a plain value (`f32`, `u32`, ...) or a buffer
+/// ([`In`]: read, [`Out`]: read and write). Implemented by ordo only.
 ///
 /// ```
 /// use ordo::host::Param;
 /// assert_eq!(<f64 as Param>::SIZE, 8);
-/// assert_eq!(<ordo::In<'static, f32> as Param>::SIZE, 16); // a view: address and length
+/// assert_eq!(<ordo::In<'static, f32> as Param>::SIZE, 8); // a device address, as on a GPU
 /// ```
 pub trait Param: sealed::Sealed {
-    /// What the kernel's body receives (the view's lifetime is the launch's).
+    /// What a host kernel's body receives (a view's lifetime is the launch's).
     type View<'k>;
-    /// Bytes of the parameter in the argument buffer (a view: address and length).
+    /// Bytes of the parameter in the argument buffer (a buffer: its device address).
     const SIZE: usize;
     /// Reads parameter `i`.
     ///
@@ -43,8 +45,18 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// A buffer view's representation in the argument buffer: address, length.
-type ViewRepr = [u64; 2];
+/// The elements of `T` a buffer argument's extent holds: argument `i`'s extent (bytes) from a
+/// typed launch; `InvalidArgument` when the launch gave none (a raw or C launch of a typed host
+/// kernel, whose buffer lengths are unknown).
+fn view_len<T>(args: &KernelArgs<'_>, i: usize) -> ordo_core::Result<usize> {
+    match args.extents().and_then(|e| e.get(i)) {
+        Some(&bytes) => Ok(bytes.checked_div(core::mem::size_of::<T>()).unwrap_or(0)),
+        None => Err(ordo_core::Error::new(
+            ordo_core::ErrorCode::InvalidArgument,
+            "a typed host kernel's buffer parameter has no length: launch it with ordo's typed launch",
+        )),
+    }
+}
 
 macro_rules! value_params {
     ($($t:ty),*) => {$(
@@ -69,24 +81,26 @@ value_params!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, usize, isize);
 impl<T> sealed::Sealed for In<'static, T> {}
 impl<T: DeviceCopy> Param for In<'static, T> {
     type View<'k> = In<'k, T>;
-    const SIZE: usize = core::mem::size_of::<ViewRepr>();
+    const SIZE: usize = core::mem::size_of::<u64>();
     unsafe fn read<'k>(args: &'k KernelArgs<'_>, i: usize) -> ordo_core::Result<In<'k, T>> {
-        // SAFETY: the caller's contract: a view made by a checked launch.
-        let [addr, len] = unsafe { args.read::<ViewRepr>(i) }?;
+        // SAFETY: the caller's contract: an address, and its extent, made by a checked launch.
+        let addr = unsafe { args.read::<u64>(i) }?;
+        let len = view_len::<T>(args, i)?;
         let ptr = core::ptr::with_exposed_provenance::<T>(addr as usize);
-        Ok(In { ptr, len: len as usize, _k: PhantomData })
+        Ok(In { ptr, len, _k: PhantomData })
     }
 }
 
 impl<T> sealed::Sealed for Out<'static, T> {}
 impl<T: DeviceCopy> Param for Out<'static, T> {
     type View<'k> = Out<'k, T>;
-    const SIZE: usize = core::mem::size_of::<ViewRepr>();
+    const SIZE: usize = core::mem::size_of::<u64>();
     unsafe fn read<'k>(args: &'k KernelArgs<'_>, i: usize) -> ordo_core::Result<Out<'k, T>> {
         // SAFETY: as for `In`.
-        let [addr, len] = unsafe { args.read::<ViewRepr>(i) }?;
+        let addr = unsafe { args.read::<u64>(i) }?;
+        let len = view_len::<T>(args, i)?;
         let ptr = core::ptr::with_exposed_provenance_mut::<T>(addr as usize);
-        Ok(Out { ptr, len: len as usize, _k: PhantomData })
+        Ok(Out { ptr, len, _k: PhantomData })
     }
 }
 
@@ -96,19 +110,43 @@ impl<T: DeviceCopy> Param for Out<'static, T> {
 pub enum Repr {
     /// A plain value: its address and size.
     Value(*const core::ffi::c_void, usize),
-    /// A buffer: its device, address and length.
-    View(ordo_core::Device, u64, usize),
+    /// A buffer.
+    View(ViewArg),
 }
 
-/// A launch argument that fits parameter type `P` of a typed host kernel: the value itself for
-/// plain parameters, `&DeviceBuffer<T>` / `&DeviceSlice<T>` for [`In<T>`](In), and
-/// `&mut DeviceBuffer<T>` for [`Out<T>`](Out).
+/// A buffer argument: its device, allocation, address and bytes, and whether its runtime
+/// reference is current.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct ViewArg {
+    device: ordo_core::Device,
+    allocation: Allocation,
+    addr: u64,
+    bytes: usize,
+    current: bool,
+}
+
+impl ViewArg {
+    fn of<T: DeviceCopy>(s: &DeviceSlice<'_, T>) -> Repr {
+        Repr::View(ViewArg {
+            device: s.device,
+            allocation: s.allocation,
+            addr: s.addr,
+            bytes: s.len() * core::mem::size_of::<T>(),
+            current: s.ctx.is_current(),
+        })
+    }
+}
+
+/// A launch argument that fits parameter type `P` of a typed kernel: the value itself for plain
+/// parameters, `&DeviceBuffer<T>`, `&DeviceSlice<T>` or `&DeviceSliceMut<T>` for
+/// [`In<T>`](In), and `&mut DeviceBuffer<T>` or `&mut DeviceSliceMut<T>` for [`Out<T>`](Out).
 ///
 /// ```
 /// use ordo::host::LaunchArg;
 /// fn fits_in<A: LaunchArg<ordo::In<'static, f32>>>(_: A) {}
 /// let ctx = ordo::Context::new()?;
-/// let buf = ordo::DeviceBuffer::<f32>::zeroed(&ctx.devices()?[0], 2)?;
+/// let buf = ordo::DeviceBuffer::<f32>::zeroed(&ctx.device(0)?, 2)?;
 /// fits_in(&buf);
 /// fits_in(&buf.slice(1..)?);
 /// # Ok::<(), ordo::Error>(())
@@ -121,26 +159,36 @@ pub trait LaunchArg<P> {
 
 impl<T: DeviceCopy> LaunchArg<In<'static, T>> for &DeviceBuffer<'_, T> {
     fn repr(&self) -> Repr {
-        Repr::View(self.device().raw, self.addr, self.len())
+        ViewArg::of(&self.as_slice())
     }
 }
 impl<T: DeviceCopy> LaunchArg<In<'static, T>> for &DeviceSlice<'_, T> {
     fn repr(&self) -> Repr {
-        Repr::View(self.device, self.addr, self.len())
+        ViewArg::of(self)
+    }
+}
+impl<T: DeviceCopy> LaunchArg<In<'static, T>> for &DeviceSliceMut<'_, T> {
+    fn repr(&self) -> Repr {
+        ViewArg::of(&self.inner)
     }
 }
 impl<T: DeviceCopy> LaunchArg<Out<'static, T>> for &mut DeviceBuffer<'_, T> {
     fn repr(&self) -> Repr {
-        Repr::View(self.device().raw, self.addr, self.len())
+        ViewArg::of(&self.as_slice())
+    }
+}
+impl<T: DeviceCopy> LaunchArg<Out<'static, T>> for &mut DeviceSliceMut<'_, T> {
+    fn repr(&self) -> Repr {
+        ViewArg::of(&self.inner)
     }
 }
 
-/// A typed host kernel's parameter list (a tuple of [`Param`]s), and the launch argument
-/// tuples that fit it.
+/// A typed kernel's parameter list (a tuple of [`Param`]s), and the launch argument tuples that
+/// fit it.
 ///
 /// ```
 /// use ordo::host::Params;
-/// assert_eq!(<(u32, f64, ordo::Out<'static, u8>) as Params>::SIZES, &[4, 8, 16]);
+/// assert_eq!(<(u32, f64, ordo::Out<'static, u8>) as Params>::SIZES, &[4, 8, 8]);
 /// ```
 pub trait Params: sealed::Sealed {
     /// The parameters' sizes, in order (what `kernel_param_layout` reports).
@@ -153,15 +201,25 @@ pub trait Params: sealed::Sealed {
 /// use ordo::host::LaunchArgs;
 /// fn fits<A: LaunchArgs<(f32, ordo::Out<'static, f32>)>>(_: A) {}
 /// let ctx = ordo::Context::new()?;
-/// let mut y = ordo::DeviceBuffer::<f32>::zeroed(&ctx.devices()?[0], 2)?;
+/// let mut y = ordo::DeviceBuffer::<f32>::zeroed(&ctx.device(0)?, 2)?;
 /// fits((2.0f32, &mut y));
 /// # Ok::<(), ordo::Error>(())
 /// ```
 pub trait LaunchArgs<P: Params> {
-    /// Calls `f` with the arguments' pointers and sizes (views are laid out on the stack here).
+    /// Calls `f` with the arguments' pointers, sizes and extents, and the buffers' owned ranges
+    /// (laid out on the stack here), after checking each buffer's device against `device` and
+    /// that its runtime reference is current.
     #[doc(hidden)]
-    fn with_args<R>(&self, device: ordo_core::Device, f: impl FnOnce(&KernelArgs<'_>) -> Result<R>) -> Result<R>;
+    fn with_args<R>(
+        &self,
+        device: ordo_core::Device,
+        f: impl FnOnce(&KernelArgs<'_>, &[Owned]) -> Result<R>,
+    ) -> Result<R>;
 }
+
+/// A buffer argument's range: its allocation, address and bytes.
+#[doc(hidden)]
+pub type Owned = (Allocation, u64, usize);
 
 macro_rules! tuples {
     ($n:literal; $($p:ident $a:ident $i:tt),*) => {
@@ -171,24 +229,38 @@ macro_rules! tuples {
         }
         impl<$($p: Param, $a: LaunchArg<$p>),*> LaunchArgs<($($p,)*)> for ($($a,)*) {
             #[allow(unused_variables, unused_mut, clippy::zero_repeat_side_effects)] // the empty tuple
-            fn with_args<R>(&self, device: ordo_core::Device, f: impl FnOnce(&KernelArgs<'_>) -> Result<R>) -> Result<R> {
-                let mut views: [ViewRepr; $n] = [[0; 2]; $n];
+            #[inline]
+            fn with_args<R>(&self, device: ordo_core::Device, f: impl FnOnce(&KernelArgs<'_>, &[Owned]) -> Result<R>) -> Result<R> {
+                let mut addrs = [0u64; $n];
                 let mut sizes = [0usize; $n];
+                let mut extents = [0usize; $n];
                 let mut ptrs = [core::ptr::null_mut::<core::ffi::c_void>(); $n];
+                let mut owned: [Owned; $n] = [(Allocation::NULL, 0, 0); $n];
+                let mut count = 0;
                 $(
                     match self.$i.repr() {
                         Repr::Value(p, s) => { ptrs[$i] = p.cast_mut(); sizes[$i] = s; }
-                        Repr::View(d, addr, len) => {
-                            if d != device {
+                        Repr::View(v) => {
+                            if !v.current {
+                                return Err(crate::context::stale());
+                            }
+                            if v.device != device {
                                 return Err(Error::ArgumentDevice { index: $i });
                             }
-                            views[$i] = [addr, len as u64];
-                            sizes[$i] = core::mem::size_of::<ViewRepr>();
+                            addrs[$i] = v.addr;
+                            sizes[$i] = core::mem::size_of::<u64>();
+                            extents[$i] = v.bytes;
+                            owned[count] = (v.allocation, v.addr, v.bytes);
+                            count += 1;
                         }
                     }
                 )*
-                $( if ptrs[$i].is_null() { ptrs[$i] = (&mut views[$i] as *mut ViewRepr).cast(); } )*
-                f(&KernelArgs::new(&ptrs, &sizes)?)
+                $( if ptrs[$i].is_null() { ptrs[$i] = (&mut addrs[$i] as *mut u64).cast(); } )*
+                // SAFETY: one size per pointer, none null (each points at a value or an address
+                // above); the extents are the buffers' own lengths, live for the launch (checked
+                // in the launch's runtime call, `Runtime::launch_owned`).
+                let args = unsafe { KernelArgs::new_unchecked(&ptrs, &sizes).with_extents(&extents) }?;
+                f(&args, &owned[..count])
             }
         }
     };
@@ -203,8 +275,8 @@ tuples!(6; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5);
 tuples!(7; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6);
 tuples!(8; P0 A0 0, P1 A1 1, P2 A2 2, P3 A3 3, P4 A4 4, P5 A5 5, P6 A6 6, P7 A7 7);
 
-/// A typed host kernel: its entry for a `HostProgram` and its parameter list `P` (made by
-/// [`host_kernel!`](crate::host_kernel)).
+/// A typed kernel: its parameter list `P` and its host implementation, the entry for a
+/// `HostProgram` (made by [`host_kernel!`](crate::host_kernel)).
 ///
 /// ```
 /// ordo::host_kernel! { pub const NOP = fn nop(t, n: u32) {} }
@@ -230,36 +302,109 @@ impl<P: Params> TypedHostKernel<P> {
     }
 }
 
-/// A function of a loaded host module whose parameter list is `P` ([`Module::host_function`]).
+/// A kernel of a loaded module whose parameter list is `P`, checked against the kernel's own
+/// layout when it was looked up ([`Module::kernel`], [`Module::typed_function`]): launched with
+/// [`Queue::launch`] on any device, and with no `unsafe` on the host device
+/// ([`Queue::launch_host`], [`Scope::launch_host`]) when it is the typed host kernel it was
+/// looked up for. It keeps its module loaded; `Send` and `Sync`.
 ///
 /// ```
 /// ordo::host_kernel! { pub const FILL = fn fill(t, x: u32, v: ordo::Out<u32>) { v.set(t.global_x() as usize, x); } }
 /// static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.fill", kernels: &[FILL.kernel] };
-/// ordo::register_host_program(&PROGRAM)?;
 /// let ctx = ordo::Context::new()?;
-/// let host = ctx.devices()?[0];
-/// let module = ordo::Module::load(&host, b"docs.fill")?;
-/// let fill: ordo::HostFunction<'_, '_, (u32, ordo::Out<'static, u32>)> = module.host_function(&FILL)?;
+/// let host = ctx.device(0)?;
+/// let module = ordo::Module::load_host(&host, &PROGRAM)?;
+/// let fill: ordo::TypedFunction<'static, (u32, ordo::Out<'static, u32>)> = module.kernel(&FILL)?;
 /// let mut v = ordo::DeviceBuffer::<u32>::zeroed(&host, 3)?;
 /// host.queue()?.launch_host(&fill, ordo::LaunchDims::linear(1, 3), (7u32, &mut v))?;
 /// assert_eq!(v.to_vec()?, [7, 7, 7]);
 /// # Ok::<(), ordo::Error>(())
 /// ```
-pub struct HostFunction<'m, 'c, P: Params> {
-    function: Function<'m, 'c>,
+pub struct TypedFunction<'r, P: Params> {
+    function: Function<'r>,
+    /// The typed host kernel this function was checked to run (`Module::kernel` on the host
+    /// device): what makes its host launches safe.
+    host: Option<HostKernelFn>,
     _params: PhantomData<fn(P)>,
 }
 
-impl<P: Params> core::fmt::Debug for HostFunction<'_, '_, P> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "HostFunction<{}>({:?})", core::any::type_name::<P>(), self.function)
+impl<P: Params> Clone for TypedFunction<'_, P> {
+    fn clone(&self) -> Self {
+        Self { function: self.function.clone(), host: self.host, _params: PhantomData }
     }
 }
 
-impl<'c> Module<'c> {
-    /// The typed host kernel `kernel` of this module (a host program that lists it). `NotFound`
-    /// when the module has no kernel of its name, `InvalidArgument` when the module's kernel of
-    /// that name declares other parameters, `Unsupported` on a device other than the host.
+impl<P: Params> core::fmt::Debug for TypedFunction<'_, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "TypedFunction<{}>({:?})", core::any::type_name::<P>(), self.function)
+    }
+}
+
+impl<'r, P: Params> TypedFunction<'r, P> {
+    /// The untyped function (its layout, launch dimensions, raw handle).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+    /// let add = module.typed_function::<(ordo::In<'static, f32>, ordo::In<'static, f32>, ordo::Out<'static, f32>, u32)>("vector_add_f32")?;
+    /// assert_eq!(add.function().param_count(), Some(4));
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn function(&self) -> &Function<'r> {
+        &self.function
+    }
+
+    /// Launch dimensions covering `n` elements ([`Function::dims_for`]).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+    /// let add = module.typed_function::<(ordo::In<'static, f32>, ordo::In<'static, f32>, ordo::Out<'static, f32>, u32)>("vector_add_f32")?;
+    /// assert!(add.dims_for(10).is_ok());
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn dims_for(&self, n: u32) -> Result<LaunchDims> {
+        self.function.dims_for(n)
+    }
+}
+
+impl<'r> Module<'r> {
+    /// The kernel called `name`, typed with the parameter list `P` (plain values, [`In`] and
+    /// [`Out`] buffers), checked against the kernel's layout: `InvalidArgument` when the kernel
+    /// has other parameter sizes (a buffer is a device address, 8 bytes), `NotFound` when there
+    /// is no such kernel. Where the backend cannot describe parameters (a CUDA driver before
+    /// 12.4), the types are taken as given. Its host launches need the typed host kernel itself
+    /// ([`Module::kernel`]).
+    ///
+    /// ```
+    /// use ordo::{In, Out};
+    /// let ctx = ordo::Context::new()?;
+    /// let module = ordo::Module::load_builtin(&ctx.default_device()?)?;
+    /// type Add = (In<'static, f32>, In<'static, f32>, Out<'static, f32>, u32);
+    /// assert!(module.typed_function::<Add>("vector_add_f32").is_ok());
+    /// let wrong = module.typed_function::<(In<'static, f32>, u64)>("vector_add_f32").unwrap_err();
+    /// assert_eq!(wrong.code(), ordo::ErrorCode::InvalidArgument);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn typed_function<P: Params>(&self, name: &str) -> Result<TypedFunction<'r, P>> {
+        let function = self.function(name)?;
+        if let Some(layout) = function.param_layout()
+            && !layout.iter().map(|p| p.size as usize).eq(P::SIZES.iter().copied())
+        {
+            return Err(ordo_core::Error::new(
+                ordo_core::ErrorCode::InvalidArgument,
+                "the kernel's parameters differ from the declared ones",
+            )
+            .into());
+        }
+        Ok(TypedFunction { function, host: None, _params: PhantomData })
+    }
+
+    /// The kernel of `kernel`'s name, typed with its parameter list: on a GPU the module's
+    /// kernel of that name (PTX, AMDGPU), on the host device the typed host kernel itself — one
+    /// declaration for both. Checked as [`typed_function`](Self::typed_function); on the host
+    /// device, the module's kernel must also be `kernel` itself (not another kernel of that name
+    /// and parameter sizes): `InvalidArgument` otherwise.
     ///
     /// ```
     /// ordo::host_kernel! {
@@ -272,43 +417,90 @@ impl<'c> Module<'c> {
     /// static PROGRAM: ordo::host::HostProgram =
     ///     ordo::host::HostProgram { name: "docs.double", kernels: &[DOUBLE.kernel] };
     ///
-    /// ordo::register_host_program(&PROGRAM)?;
     /// let ctx = ordo::Context::new()?;
-    /// let host = ctx.devices()?[0];
-    /// let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
-    /// let double = module.host_function(&DOUBLE)?;
+    /// let host = ctx.device(0)?;
+    /// let double = ordo::Module::load_host(&host, &PROGRAM)?.kernel(&DOUBLE)?;
     /// let mut v = ordo::DeviceBuffer::from_slice(&host, &[1.0f32, 2.0])?;
     /// host.queue()?.launch_host(&double, ordo::LaunchDims::linear(1, 2), (&mut v,))?;
     /// assert_eq!(v.to_vec()?, [2.0, 4.0]);
     /// # Ok::<(), ordo::Error>(())
     /// ```
-    pub fn host_function<P: Params>(&self, kernel: &TypedHostKernel<P>) -> Result<HostFunction<'_, 'c, P>> {
-        if self.device().kind() != BackendKind::Host {
-            return Err(ordo_core::Error::new(
-                ordo_core::ErrorCode::Unsupported,
-                "typed host kernels run on the host device",
-            )
-            .into());
+    pub fn kernel<P: Params>(&self, kernel: &TypedHostKernel<P>) -> Result<TypedFunction<'r, P>> {
+        let mut typed = self.typed_function::<P>(kernel.kernel.name)?;
+        if self.device().kind() == BackendKind::Host {
+            let run = self.device().rt().host_kernel_fn(typed.function.raw())?;
+            // One function, one address (a kernel's `run` is a plain `fn` item): another kernel
+            // of the same name and sizes is refused rather than run by a safe launch.
+            if run.map(|f| f as usize) != Some(kernel.kernel.run as usize) {
+                return Err(ordo_core::Error::new(
+                    ordo_core::ErrorCode::InvalidArgument,
+                    "the module's kernel of that name is not this typed host kernel",
+                )
+                .into());
+            }
+            typed.host = Some(kernel.kernel.run);
         }
-        let function = self.function(kernel.kernel.name)?;
-        let declared = function.param_layout().map(|l| l.iter().map(|p| p.size as usize).eq(P::SIZES.iter().copied()));
-        if declared != Some(true) {
-            return Err(ordo_core::Error::new(
-                ordo_core::ErrorCode::InvalidArgument,
-                "the module's kernel of that name declares other parameters",
-            )
-            .into());
-        }
-        Ok(HostFunction { function, _params: PhantomData })
+        Ok(typed)
     }
 }
 
-impl<'c> Queue<'c> {
-    /// Launches a typed host kernel: the arguments' types are checked by the compiler against
-    /// the kernel's parameters, each buffer's device against the queue's
-    /// ([`Error::ArgumentDevice`]), and the launch has finished when this returns (the host
-    /// device runs the grid's threads one at a time, in order). No `unsafe`: the kernel sees
-    /// the buffers only through bounds-checked views.
+impl<'r> Queue<'r> {
+    /// Launches a typed kernel on this queue, on any device: a GPU kernel, or on the host device
+    /// a typed host kernel (whose views are bounded by the buffers' lengths). The arguments'
+    /// types are checked by the compiler against the kernel's parameters, each buffer's device
+    /// against the queue's ([`Error::ArgumentDevice`]) and its runtime reference (a buffer from
+    /// before a re-init: `InvalidHandle`). Asynchronous, like every operation on a queue.
+    ///
+    /// # Safety
+    /// As [`LaunchBuilder::launch`](crate::LaunchBuilder::launch): the kernel must only access
+    /// memory it may (a GPU kernel's accesses are its own; buffers long enough for what it is
+    /// told), and the buffers must not be used by other work, nor dropped, until the queue has
+    /// finished it. For a safe launch on the host device see [`Queue::launch_host`] and
+    /// [`Scope::launch_host`].
+    ///
+    /// ```
+    /// use ordo::{In, Out};
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let module = ordo::Module::load_builtin(&dev)?;
+    /// let add = module.typed_function::<(In<'static, f32>, In<'static, f32>, Out<'static, f32>, u32)>("vector_add_f32")?;
+    /// let a = ordo::DeviceBuffer::from_slice(&dev, &[1.0f32, 2.0])?;
+    /// let mut c = ordo::DeviceBuffer::<f32>::zeroed(&dev, 2)?;
+    /// let queue = dev.queue()?;
+    /// // SAFETY: vector_add_f32(a, b, c, n) reads n = 2 elements of a and b and writes 2 of c,
+    /// // and nothing else uses them until the queue is synchronised.
+    /// unsafe { queue.launch(&add, add.dims_for(2)?, (&a, &a, &mut c, 2u32))? };
+    /// queue.synchronize()?;
+    /// assert_eq!(c.to_vec()?, [2.0, 4.0]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    #[inline]
+    pub unsafe fn launch<P: Params, A: LaunchArgs<P>>(
+        &self,
+        function: &TypedFunction<'r, P>,
+        dims: LaunchDims,
+        args: A,
+    ) -> Result<()> {
+        let (rt, kernel) = (self.device.rt(), function.function.raw());
+        let host = self.device.kind() == BackendKind::Host;
+        args.with_args(self.device.raw, |kernel_args, owned| {
+            // SAFETY: the caller's contract; the runtime checks the queue, kernel and dimensions.
+            // On the host device the buffers' ranges are checked live in the launch's own call.
+            Ok(unsafe {
+                if host {
+                    rt.launch_owned(self.raw, kernel, &dims, kernel_args, owned)
+                } else {
+                    rt.launch(self.raw, kernel, &dims, kernel_args)
+                }
+            }?)
+        })
+    }
+
+    /// Launches a typed host kernel on this host-device queue and waits for it: no `unsafe`
+    /// (the kernel sees its buffers only through views bounded by their lengths, and they stay
+    /// borrowed until it has finished). For several launches in flight at once, use
+    /// [`Scope::launch_host`]. `Unsupported` on a GPU queue or for a function not looked up
+    /// with [`Module::kernel`]; the errors of [`Queue::launch`] otherwise.
     ///
     /// Arguments of the wrong type do not compile:
     ///
@@ -316,39 +508,98 @@ impl<'c> Queue<'c> {
     /// ordo::host_kernel! { pub const SCALE = fn scale(t, k: f32, v: ordo::Out<f32>) {} }
     /// static P: ordo::host::HostProgram = ordo::host::HostProgram { name: "cf", kernels: &[SCALE.kernel] };
     /// let ctx = ordo::Context::new().unwrap();
-    /// let host = ctx.devices().unwrap()[0];
-    /// let m = ordo::Module::load(&host, b"cf").unwrap();
-    /// let f = m.host_function(&SCALE).unwrap();
+    /// let host = ctx.device(0).unwrap();
+    /// let f = ordo::Module::load_host(&host, &P).unwrap().kernel(&SCALE).unwrap();
     /// let v = ordo::DeviceBuffer::<f32>::zeroed(&host, 4).unwrap();
     /// // error: a `u32` for an `f32` parameter, and a shared buffer for an `Out` parameter
     /// host.queue().unwrap().launch_host(&f, ordo::LaunchDims::linear(1, 4), (2u32, &v)).unwrap();
     /// ```
     pub fn launch_host<P: Params, A: LaunchArgs<P>>(
         &self,
-        function: &HostFunction<'_, 'c, P>,
+        function: &TypedFunction<'r, P>,
         dims: LaunchDims,
         args: A,
     ) -> Result<()> {
-        args.with_args(self.device.raw, |kernel_args| {
-            // SAFETY: the kernel is a typed host kernel whose parameters are `P` (checked when
-            // the function was looked up); every argument is `P`'s representation, made by
-            // `LaunchArgs` from values and from buffers of the queue's device, borrowed until
-            // this returns (host queues copy the argument values at submission).
-            unsafe { self.rt.launch(self.raw, function.function.raw(), &dims, kernel_args) }?;
-            Ok(())
-        })?;
-        // The views must not outlive the borrows: wait for the queue (host queues run their
-        // work later, on a thread or at an execution point such as this synchronise).
+        self.check_host(function)?;
+        // SAFETY: a typed host kernel (checked above) reaches memory only through its views,
+        // bounded by live buffers (checked in the launch's call) borrowed until the queue has
+        // finished the launch: it is waited for below, before the borrows end.
+        unsafe { self.launch(function, dims, args) }?;
         self.synchronize()
+    }
+
+    /// `Unsupported` unless this is a host-device queue and `function` the typed host kernel it
+    /// was looked up for.
+    pub(crate) fn check_host<P: Params>(&self, function: &TypedFunction<'r, P>) -> Result<()> {
+        if self.device.kind() != BackendKind::Host || function.host.is_none() {
+            return Err(ordo_core::Error::new(
+                ordo_core::ErrorCode::Unsupported,
+                "a safe launch runs a typed host kernel (`Module::kernel`) on the host device",
+            )
+            .into());
+        }
+        Ok(())
     }
 }
 
-/// Defines a typed host kernel: `host_kernel! { pub const NAME = fn name(t, a: f32, x: In<f32>,
-/// y: Out<f32>) { body } }` makes `NAME`, a [`TypedHostKernel`] to list in a `HostProgram`
-/// (`kernels: &[NAME.kernel]`) and to look up with [`Module::host_function`]. The body runs
-/// once per thread; `t` is the thread's `HostThread` (grid position). Parameters are plain
-/// values (`u8`..`u64`, `i8`..`i64`, `f32`, `f64`, `usize`, `isize`), [`In<T>`](In) and
-/// [`Out<T>`](Out); up to eight.
+impl<'s, 'r> Scope<'s, '_, 'r> {
+    /// Launches a typed host kernel on the scope's host-device queue without waiting: the
+    /// buffers stay borrowed (shared for [`In`], exclusive for [`Out`]) until the scope has
+    /// waited for the queue, so launches on several queues run at once. The checks and errors
+    /// of [`Queue::launch_host`].
+    ///
+    /// ```
+    /// ordo::host_kernel! { pub const INC = fn inc(t, v: ordo::Out<u32>) { let i = t.global_x() as usize; v.set(i, v.get(i).unwrap_or(0) + 1); } }
+    /// static P: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.scope", kernels: &[INC.kernel] };
+    /// let ctx = ordo::Context::new()?;
+    /// let host = ctx.device(0)?;
+    /// let inc = ordo::Module::load_host(&host, &P)?.kernel(&INC)?;
+    /// let (q1, q2) = (host.queue()?, host.queue()?);
+    /// let (mut a, mut b) = (ordo::DeviceBuffer::<u32>::zeroed(&host, 4)?, ordo::DeviceBuffer::<u32>::zeroed(&host, 4)?);
+    /// q1.scope(|s1| q2.scope(|s2| {
+    ///     s1.launch_host(&inc, ordo::LaunchDims::linear(1, 4), (&mut a,))?; // both in flight
+    ///     s2.launch_host(&inc, ordo::LaunchDims::linear(1, 4), (&mut b,))
+    /// }))?;
+    /// assert_eq!((a.to_vec()?, b.to_vec()?), (vec![1; 4], vec![1; 4]));
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    ///
+    /// A buffer a launch writes cannot be touched until the scope has waited:
+    ///
+    /// ```compile_fail,E0499
+    /// ordo::host_kernel! { pub const INC = fn inc(t, v: ordo::Out<u32>) {} }
+    /// static P: ordo::host::HostProgram = ordo::host::HostProgram { name: "cf.scope", kernels: &[INC.kernel] };
+    /// let ctx = ordo::Context::new().unwrap();
+    /// let host = ctx.device(0).unwrap();
+    /// let inc = ordo::Module::load_host(&host, &P).unwrap().kernel(&INC).unwrap();
+    /// let mut a = ordo::DeviceBuffer::<u32>::zeroed(&host, 4).unwrap();
+    /// host.queue().unwrap().scope(|s| {
+    ///     s.launch_host(&inc, ordo::LaunchDims::linear(1, 4), (&mut a,))?;
+    ///     a.fill(3) // error: `a` is borrowed by the launch until the scope ends
+    /// }).unwrap();
+    /// ```
+    pub fn launch_host<P: Params, A: LaunchArgs<P> + 's>(
+        &self,
+        function: &TypedFunction<'r, P>,
+        dims: LaunchDims,
+        args: A,
+    ) -> Result<()> {
+        self.queue.check_host(function)?;
+        // SAFETY: as in `Queue::launch_host`, with the borrows held for `'s`: until the scope
+        // has waited for the queue (also when it unwinds).
+        unsafe { self.queue.launch(function, dims, args) }
+    }
+}
+
+/// Defines a typed kernel's signature and its host implementation: `host_kernel! { pub const
+/// NAME = fn name(t, a: f32, x: In<f32>, y: Out<f32>, n: u32) { body } }` makes `NAME`, a
+/// [`TypedHostKernel`] to list in a `HostProgram` (`kernels: &[NAME.kernel]`) and to look up
+/// with [`Module::kernel`] on every device: on the host device it runs `body`, on a GPU the
+/// module's kernel of the same name and parameters (`saxpy(float a, const float* x, float* y,
+/// unsigned n)` here). The body runs once per thread; `t` is the thread's `HostThread` (grid
+/// position). Parameters are plain values (`u8`..`u64`, `i8`..`i64`, `f32`, `f64`, `usize`,
+/// `isize`), [`In<T>`](In) and [`Out<T>`](Out) (a device address on the GPU, a bounds-checked
+/// view here); up to eight.
 ///
 /// ```
 /// ordo::host_kernel! {

@@ -17,11 +17,10 @@ use crate::buffer::DeviceCopy;
 ///     }
 /// }
 /// static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.in", kernels: &[SUM.kernel] };
-/// ordo::register_host_program(&PROGRAM)?;
 /// let ctx = ordo::Context::new()?;
-/// let host = ctx.devices()?[0];
-/// let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
-/// let sum = module.host_function(&SUM)?;
+/// let host = ctx.device(0)?;
+/// let module = ordo::Module::load_host(&host, &PROGRAM)?;
+/// let sum = module.kernel(&SUM)?;
 /// let x = ordo::DeviceBuffer::from_slice(&host, &[1u32, 2, 3])?;
 /// let mut out = ordo::DeviceBuffer::<u32>::zeroed(&host, 1)?;
 /// host.queue()?.launch_host(&sum, ordo::LaunchDims::linear(1, 1), (&x, &mut out))?;
@@ -59,11 +58,10 @@ impl<T> core::fmt::Debug for In<'_, T> {
 ///     }
 /// }
 /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.out", kernels: &[REVERSE.kernel] };
-/// # ordo::register_host_program(&PROGRAM)?;
 /// # let ctx = ordo::Context::new()?;
-/// # let host = ctx.devices()?[0];
-/// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
-/// # let f = module.host_function(&REVERSE)?;
+/// # let host = ctx.device(0)?;
+/// # let module = ordo::Module::load_host(&host, &PROGRAM)?;
+/// # let f = module.kernel(&REVERSE)?;
 /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[1i8, 2, 3])?;
 /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&mut v,))?;
 /// # assert_eq!(v.to_vec()?, [3, 2, 1]);
@@ -95,11 +93,10 @@ impl<T: DeviceCopy> In<'_, T> {
     /// ```
     /// ordo::host_kernel! { pub const K = fn k(t, x: ordo::In<u8>, out: ordo::Out<u32>) { out.set(0, x.len() as u32); } }
     /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.in.len", kernels: &[K.kernel] };
-    /// # ordo::register_host_program(&PROGRAM)?;
     /// # let ctx = ordo::Context::new()?;
-    /// # let host = ctx.devices()?[0];
-    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
-    /// # let f = module.host_function(&K)?;
+    /// # let host = ctx.device(0)?;
+    /// # let module = ordo::Module::load_host(&host, &PROGRAM)?;
+    /// # let f = module.kernel(&K)?;
     /// # let x = ordo::DeviceBuffer::from_slice(&host, &[1u8, 2, 3])?;
     /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[0u32])?;
     /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&x, &mut v))?;
@@ -114,11 +111,10 @@ impl<T: DeviceCopy> In<'_, T> {
     /// ```
     /// ordo::host_kernel! { pub const K = fn k(t, x: ordo::In<u8>, out: ordo::Out<u32>) { out.set(0, u32::from(x.is_empty())); } }
     /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.in.is_empty", kernels: &[K.kernel] };
-    /// # ordo::register_host_program(&PROGRAM)?;
     /// # let ctx = ordo::Context::new()?;
-    /// # let host = ctx.devices()?[0];
-    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
-    /// # let f = module.host_function(&K)?;
+    /// # let host = ctx.device(0)?;
+    /// # let module = ordo::Module::load_host(&host, &PROGRAM)?;
+    /// # let f = module.kernel(&K)?;
     /// # let x = ordo::DeviceBuffer::from_slice(&host, &[1u8])?;
     /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[7u32])?;
     /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&x, &mut v))?;
@@ -133,11 +129,10 @@ impl<T: DeviceCopy> In<'_, T> {
     /// ```
     /// ordo::host_kernel! { pub const K = fn k(t, x: ordo::In<u32>, out: ordo::Out<u32>) { out.set(0, x.get(1).unwrap_or(0) + x.get(9).unwrap_or(100)); } }
     /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.in.get", kernels: &[K.kernel] };
-    /// # ordo::register_host_program(&PROGRAM)?;
     /// # let ctx = ordo::Context::new()?;
-    /// # let host = ctx.devices()?[0];
-    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
-    /// # let f = module.host_function(&K)?;
+    /// # let host = ctx.device(0)?;
+    /// # let module = ordo::Module::load_host(&host, &PROGRAM)?;
+    /// # let f = module.kernel(&K)?;
     /// # let x = ordo::DeviceBuffer::from_slice(&host, &[10u32, 20])?;
     /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[0u32])?;
     /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&x, &mut v))?;
@@ -157,11 +152,10 @@ impl<T: DeviceCopy> Out<'_, T> {
     /// ```
     /// ordo::host_kernel! { pub const K = fn k(t, v: ordo::Out<u32>) { let n = v.len() as u32; v.set(0, n); } }
     /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.out.len", kernels: &[K.kernel] };
-    /// # ordo::register_host_program(&PROGRAM)?;
     /// # let ctx = ordo::Context::new()?;
-    /// # let host = ctx.devices()?[0];
-    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
-    /// # let f = module.host_function(&K)?;
+    /// # let host = ctx.device(0)?;
+    /// # let module = ordo::Module::load_host(&host, &PROGRAM)?;
+    /// # let f = module.kernel(&K)?;
     /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[0u32, 0])?;
     /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&mut v,))?;
     /// # assert_eq!(v.to_vec()?, [2, 0]);
@@ -175,11 +169,10 @@ impl<T: DeviceCopy> Out<'_, T> {
     /// ```
     /// ordo::host_kernel! { pub const K = fn k(t, v: ordo::Out<u32>) { let e = u32::from(v.is_empty()); v.set(0, e + 5); } }
     /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.out.is_empty", kernels: &[K.kernel] };
-    /// # ordo::register_host_program(&PROGRAM)?;
     /// # let ctx = ordo::Context::new()?;
-    /// # let host = ctx.devices()?[0];
-    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
-    /// # let f = module.host_function(&K)?;
+    /// # let host = ctx.device(0)?;
+    /// # let module = ordo::Module::load_host(&host, &PROGRAM)?;
+    /// # let f = module.kernel(&K)?;
     /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[0u32])?;
     /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&mut v,))?;
     /// # assert_eq!(v.to_vec()?, [5]);
@@ -193,11 +186,10 @@ impl<T: DeviceCopy> Out<'_, T> {
     /// ```
     /// ordo::host_kernel! { pub const K = fn k(t, v: ordo::Out<u32>) { let x = v.get(0).unwrap() * 3; v.set(0, x); assert!(v.get(1).is_none()); } }
     /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.out.get", kernels: &[K.kernel] };
-    /// # ordo::register_host_program(&PROGRAM)?;
     /// # let ctx = ordo::Context::new()?;
-    /// # let host = ctx.devices()?[0];
-    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
-    /// # let f = module.host_function(&K)?;
+    /// # let host = ctx.device(0)?;
+    /// # let module = ordo::Module::load_host(&host, &PROGRAM)?;
+    /// # let f = module.kernel(&K)?;
     /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[4u32])?;
     /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&mut v,))?;
     /// # assert_eq!(v.to_vec()?, [12]);
@@ -212,11 +204,10 @@ impl<T: DeviceCopy> Out<'_, T> {
     /// ```
     /// ordo::host_kernel! { pub const K = fn k(t, v: ordo::Out<u32>) { let ok = v.set(0, 9); let past = v.set(1, 9); v.set(0, u32::from(ok) * 10 + u32::from(past)); } }
     /// # static PROGRAM: ordo::host::HostProgram = ordo::host::HostProgram { name: "docs.out.set", kernels: &[K.kernel] };
-    /// # ordo::register_host_program(&PROGRAM)?;
     /// # let ctx = ordo::Context::new()?;
-    /// # let host = ctx.devices()?[0];
-    /// # let module = ordo::Module::load(&host, PROGRAM.name.as_bytes())?;
-    /// # let f = module.host_function(&K)?;
+    /// # let host = ctx.device(0)?;
+    /// # let module = ordo::Module::load_host(&host, &PROGRAM)?;
+    /// # let f = module.kernel(&K)?;
     /// # let mut v = ordo::DeviceBuffer::from_slice(&host, &[0u32])?;
     /// # host.queue()?.launch_host(&f, ordo::LaunchDims::linear(1, 1), (&mut v,))?;
     /// # assert_eq!(v.to_vec()?, [10]);
