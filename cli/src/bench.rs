@@ -2,7 +2,8 @@
 //! same run. A no-op backend (every call returns at once) isolates the runtime's own work:
 //! - API call overhead: `Runtime::queue_query` / `Runtime::launch` / the C `ordo_launch` vs the
 //!   same backend method called directly through `&dyn Backend`;
-//! - the typed launch (`ordo::LaunchBuilder`, arguments checked) vs `Runtime::launch`;
+//! - the typed launches (`ordo::LaunchBuilder`, and `Queue::launch` of a `TypedFunction`,
+//!   arguments checked) vs `Runtime::launch`;
 //! - a nested init + shutdown pair while another reference is held, vs the same protocol on
 //!   `std::sync::Mutex` (a counter under a mutex, as libomptarget does it);
 //! - concurrent API calls at 1, 2 and N threads;
@@ -268,7 +269,7 @@ fn typed_launch_overhead(rows: &mut Vec<Row>) {
             unsafe { rt.launch(black_box(raw_queue), black_box(raw_kernel), &dims, &args) }.unwrap();
         })
     };
-    let typed = |c: &mut ordo::DeviceBuffer<'_, f32>| {
+    let builder = |c: &mut ordo::DeviceBuffer<'_, f32>| {
         ns_per(3, N, || {
             // SAFETY: the no-op backend reads no argument.
             unsafe {
@@ -283,31 +284,45 @@ fn typed_launch_overhead(rows: &mut Vec<Row>) {
             .unwrap();
         })
     };
-    let (mut base, mut diff, mut ratio) = (vec![], vec![], vec![]);
-    for round in 0..12 {
-        // ABBA: raw first in even rounds, typed first in odd ones.
-        let (r, t) = if round % 2 == 0 {
-            let r = raw();
-            (r, typed(&mut c))
-        } else {
-            let t = typed(&mut c);
-            (raw(), t)
-        };
-        base.push(r);
-        diff.push(t - r);
-        ratio.push((t - r) / r);
+    type VectorAdd = (ordo::In<'static, f32>, ordo::In<'static, f32>, ordo::Out<'static, f32>, u32);
+    let typed_function = module.typed_function::<VectorAdd>("k").unwrap();
+    let typed = |c: &mut ordo::DeviceBuffer<'_, f32>| {
+        ns_per(3, N, || {
+            // SAFETY: the no-op backend reads no argument.
+            unsafe { black_box(&queue).launch(black_box(&typed_function), dims, (&a, &b, &mut *c, n)) }.unwrap();
+        })
+    };
+    let rows_of: [(&'static str, &dyn Fn(&mut ordo::DeviceBuffer<'_, f32>) -> f64); 2] = [
+        ("typed launch overhead (4 arguments checked) over Runtime::launch", &builder),
+        ("typed launch overhead (Queue::launch of a TypedFunction, 4 arguments) over Runtime::launch", &typed),
+    ];
+    for (name, typed) in rows_of {
+        let (mut base, mut diff, mut ratio) = (vec![], vec![], vec![]);
+        for round in 0..12 {
+            // ABBA: raw first in even rounds, typed first in odd ones.
+            let (r, t) = if round % 2 == 0 {
+                let r = raw();
+                (r, typed(&mut c))
+            } else {
+                let t = typed(&mut c);
+                (raw(), t)
+            };
+            base.push(r);
+            diff.push(t - r);
+            ratio.push((t - r) / r);
+        }
+        let (base_median, _, _) = quartiles(base);
+        let (median, _, _) = quartiles(diff);
+        let (_, q1, q3) = quartiles(ratio);
+        rows.push(Row {
+            name,
+            unit: "ns/call",
+            ordo: median,
+            baseline: Some(("Runtime::launch with the same arguments (ns/call)", base_median)),
+            quartiles: Some((q1, q3)),
+            target: "<= 3 ns over Runtime::launch",
+        });
     }
-    let (base_median, _, _) = quartiles(base);
-    let (median, _, _) = quartiles(diff);
-    let (_, q1, q3) = quartiles(ratio);
-    rows.push(Row {
-        name: "typed launch overhead (4 arguments checked) over Runtime::launch",
-        unit: "ns/call",
-        ordo: median,
-        baseline: Some(("Runtime::launch with the same arguments (ns/call)", base_median)),
-        quartiles: Some((q1, q3)),
-        target: "<= 3 ns over Runtime::launch",
-    });
     // Everything is freed on drop, the context last (the runtime's final shutdown).
 }
 

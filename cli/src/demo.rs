@@ -3,7 +3,10 @@
 //! step in the order it ran. The objects are given to the runtime (`into_raw`) instead of being
 //! dropped: releasing them in the documented order is what the demo shows.
 
-use ordo::{Context, Device, DeviceBuffer, LaunchDims, Module, Shutdown, StepOutcome, TeardownEvent};
+use ordo::{
+    Context, Device, DeviceBuffer, LaunchDims, Module,
+    raw::{Shutdown, StepOutcome, TeardownEvent},
+};
 
 const N: usize = 1 << 20;
 const BLOCK: u32 = 256;

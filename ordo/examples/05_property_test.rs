@@ -2,8 +2,9 @@
 //! (the code under test) runs random sequences of operations on a fresh runtime over the
 //! scripted backend, some with an injected driver failure; after every step the pool and the
 //! backend's live-object count agree, and after the context is dropped nothing is left.
+use ordo::ErrorCode;
+use ordo::raw::{BackendError, BackendOp};
 use ordo::{Context, DeviceBuffer, OwnedRuntime};
-use ordo_core::{BackendError, BackendOp, ErrorCode};
 use ordo_testing::{ScriptedBackend, ScriptedObject};
 use proptest::prelude::*;
 

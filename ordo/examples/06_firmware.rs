@@ -2,7 +2,7 @@
 //! a runtime built at compile time (`static_runtime!`), and the typed API over it. The same code
 //! builds with `default-features = false` for a microcontroller (see tests/cortex_m_proof).
 use ordo::host::{HostArena, HostBackend, builtin};
-use ordo::{Backend, Context, DeviceBuffer};
+use ordo::{Context, DeviceBuffer, raw::Backend};
 
 static ARENA: HostArena<{ 64 * 1024 }> = HostArena::new();
 static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);

@@ -101,7 +101,7 @@ impl<'r> Context<'r> {
     /// use ordo::host::{HostArena, HostBackend, builtin};
     /// static ARENA: HostArena<{ 1 << 16 }> = HostArena::new();
     /// static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
-    /// static BACKENDS: [&dyn ordo::Backend; 1] = [&HOST];
+    /// static BACKENDS: [&dyn ordo::raw::Backend; 1] = [&HOST];
     /// ordo::static_runtime!(static RUNTIME = &BACKENDS);
     ///
     /// let ctx = ordo::Context::with_runtime(&RUNTIME)?;

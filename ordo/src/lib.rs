@@ -1,18 +1,6 @@
-//! `ordo`: a GPU offload runtime whose lifecycle is correct by construction, and the crate Rust
-//! programs depend on.
-//!
-//! - The typed API: a [`Context`] holds a reference to an initialised runtime; [`DeviceBuffer`]s,
-//!   [`Queue`]s, [`Event`]s and [`Module`]s free themselves on drop and borrow their context;
-//!   [`Function`]s borrow their module; launches are checked against the kernel's own parameter
-//!   layout ([`LaunchBuilder`]); host kernels are typed Rust functions ([`host_kernel!`]),
-//!   launched with no `unsafe` at all ([`Queue::launch_host`]); ordo's built-in kernels are safe
-//!   calls ([`builtin`]).
-//! - The process-wide default runtime ([`runtime`]) over the compiled-in backends: the host CPU,
-//!   CUDA (feature `cuda`) and AMDGPU (feature `amdgpu`), each absent with the reason when its
-//!   driver or device is missing. Without `std`, bring your own runtime
-//!   ([`static_runtime!`](crate::static_runtime)) and use it with `Context::with_runtime`.
-//! - Re-exports of what users need from `ordo-core`: the raw [`Runtime`] and its handles
-//!   ([`raw`]), the host backend's types ([`host`]), `static_runtime!`, capacities.
+//! `ordo`: a GPU offload runtime whose lifecycle is correct by construction — typed, checked,
+//! self-freeing device memory, queues, events, modules and launches over CUDA, AMDGPU (HSA) and
+//! the host CPU.
 //!
 //! ```
 //! use ordo::{Context, DeviceBuffer};
@@ -27,7 +15,28 @@
 //! # Ok::<(), ordo::Error>(())
 //! ```
 //!
-//! Examples: `ordo/examples/` (`cargo run -p ordo --example 01_vector_add`).
+//! - A [`Context`] is a reference to an initialised runtime, cheap to clone. Every object holds
+//!   one: [`Device`], [`DeviceBuffer`] (and its [`DeviceSlice`]s), [`HostBuffer`], [`Queue`],
+//!   [`Event`], [`Module`], [`Function`]. They free themselves on drop, can be kept together in
+//!   one struct and moved between threads, and name their runtime objects by identity: an
+//!   object whose runtime was shut down under it gets `InvalidHandle`, never another object.
+//! - Kernels: a signature declared once in Rust types ([`host_kernel!`], or
+//!   [`Module::typed_function`]) and checked against the kernel's parameter layout; one launch
+//!   ([`Queue::launch`]) runs a GPU kernel or its typed host twin with the same arguments; host
+//!   launches need no `unsafe` ([`Queue::launch_host`], [`Scope::launch_host`]). Untyped
+//!   launches are checked too ([`LaunchBuilder`]). ordo's own kernels are safe calls
+//!   ([`builtin`]).
+//! - Memory: copies and fills on device buffers and slices, asynchronous copies whose host memory
+//!   stays borrowed until the queue is done ([`Queue::scope`]), managed memory
+//!   ([`DeviceBuffer::managed`]), page-locked host memory ([`HostBuffer`]).
+//! - The process-wide default runtime ([`runtime`]) over the compiled-in backends: the host CPU,
+//!   CUDA (feature `cuda`) and AMDGPU (feature `amdgpu`), each absent with the reason when its
+//!   driver or device is missing. Without `std`, bring a runtime of your own
+//!   ([`static_runtime!`](crate::static_runtime)) and use [`Context::with_runtime`].
+//! - The raw core API, for handles, backends and the C ABI's model: [`raw`]; the host backend's
+//!   types (arenas, host programs): [`host`].
+//!
+//! Examples: `ordo/examples/` (`cargo run -p ordo --example 07_one_kernel_everywhere`).
 #![cfg_attr(not(feature = "std"), no_std)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
@@ -37,6 +46,8 @@ pub mod builtin;
 mod context;
 mod default;
 mod error;
+#[cfg(feature = "std")]
+mod host_buffer;
 mod host_kernel;
 #[cfg(feature = "std")]
 mod host_queues;
@@ -48,6 +59,9 @@ pub use buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
 pub use context::{Context, Device};
 pub use default::{builtin_program_image, host_program_registry, provide_host_arena, register_host_program, runtime};
 pub use error::{Error, Result};
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub use host_buffer::HostBuffer;
 pub use host_kernel::{In, Out, TypedFunction, TypedHostKernel};
 pub use module::{Function, KernelArg, LaunchBuilder, MAX_LAUNCH_ARGS, Module, ProgramImages};
 pub use queue::{Event, Queue, Scope};
@@ -62,7 +76,7 @@ pub use bytemuck;
 /// use ordo::host::{HostArena, HostBackend, builtin};
 /// static ARENA: HostArena<{ 1 << 16 }> = HostArena::new();
 /// static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
-/// static BACKENDS: [&dyn ordo::Backend; 1] = [&HOST];
+/// static BACKENDS: [&dyn ordo::raw::Backend; 1] = [&HOST];
 /// ordo::static_runtime!(static RT = &BACKENDS);
 /// let ctx = ordo::Context::with_runtime(&RT)?;
 /// assert_eq!(ctx.devices()?.len(), 1);
@@ -77,12 +91,13 @@ pub mod host {
     pub use ordo_core::host::*;
 }
 
-pub use ordo_core::{
-    Backend, BackendKind, CopyKind, DeviceInfo, ErrorCode, InfoValue, KernelArgs, LaunchDims, MemKind, ParamLayout,
-    ParamSlot, Runtime, Shutdown, State, StepOutcome, TeardownEvent, TeardownReport, TeardownStep, TeardownSummary,
-    capacity, static_runtime,
-};
-/// Raw handles of the runtime's objects (what the typed API wraps, and what the C ABI carries).
+pub use ordo_core::{BackendKind, DeviceInfo, ErrorCode, InfoValue, LaunchDims, State, static_runtime};
+
+/// The raw core API the typed API wraps: the [`Runtime`](raw::Runtime) and its methods, object
+/// handles, the backend trait, kernel arguments, copy and memory kinds, teardown reports and
+/// capacities — for code that works with handles (as the C ABI does), implements a backend, or
+/// tests a runtime. The typed API hands out raw handles (`raw()`, `into_raw()`) and the runtime
+/// (`Context::runtime`).
 ///
 /// ```
 /// let ctx = ordo::Context::new()?;
@@ -94,8 +109,9 @@ pub use ordo_core::{
 /// ```
 pub mod raw {
     pub use ordo_core::{
-        Allocation, Device, DevicePtr, Event, Global, Kernel, ObjectKind, Platform, Program, Queue, RawHandle,
-        RuntimeId,
+        Allocation, Backend, BackendError, BackendOp, CopyKind, Device, DevicePtr, Error, Event, FillValue, Global,
+        Kernel, KernelArgs, MemKind, ObjectKind, ParamLayout, ParamSlot, Platform, Program, Queue, RawHandle, Runtime,
+        RuntimeId, Shutdown, StepOutcome, TeardownEvent, TeardownReport, TeardownStep, TeardownSummary, capacity,
     };
 }
 #[cfg(feature = "std")]

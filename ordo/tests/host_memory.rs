@@ -4,7 +4,7 @@
 //! kernel's out-of-memory killer. (The old heap zeroed every block with `memset` at allocation:
 //! 2 GiB took 2.6 s and 2 GiB of resident memory, and one of the reported total was killed.)
 
-use ordo::{ErrorCode, MemKind};
+use ordo::{ErrorCode, raw::MemKind};
 use ordo_core::{CopyKind, DeviceInfo, InfoValue};
 
 /// The process's resident memory in bytes (`VmRSS`).

@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ordo::raw::Queue;
-use ordo::{ErrorCode, MemKind, Runtime};
+use ordo::{
+    ErrorCode,
+    raw::{MemKind, Runtime},
+};
 use ordo_core::FillValue;
 
 /// The tests share the host device: one at a time.
@@ -164,7 +167,7 @@ fn a_destroyed_queues_work_is_still_waited_for() {
 }
 
 /// A host kernel that fails when it runs.
-unsafe fn fails(_: &ordo::host::HostThread, _: &ordo::KernelArgs<'_>) -> Result<(), ordo::host::RuntimeError> {
+unsafe fn fails(_: &ordo::host::HostThread, _: &ordo::raw::KernelArgs<'_>) -> Result<(), ordo::host::RuntimeError> {
     Err(ordo::host::RuntimeError::new(ErrorCode::InvalidValue, "this kernel always fails"))
 }
 
@@ -187,7 +190,7 @@ fn an_error_of_enqueued_work_comes_back_at_the_next_synchronise_and_sizes_fail_a
     let p = rt.program_load(d, FAILING.name.as_bytes()).unwrap();
     let k = rt.kernel_get(p, "fails").unwrap();
     // SAFETY: no arguments.
-    unsafe { rt.launch(q, k, &dims, &ordo::KernelArgs::unsized_params(&[]).unwrap()) }.unwrap();
+    unsafe { rt.launch(q, k, &dims, &ordo::raw::KernelArgs::unsized_params(&[]).unwrap()) }.unwrap();
     assert_eq!(rt.queue_synchronize(q).unwrap_err().code, ErrorCode::InvalidValue);
     rt.queue_synchronize(q).unwrap();
 
@@ -203,7 +206,7 @@ fn an_error_of_enqueued_work_comes_back_at_the_next_synchronise_and_sizes_fail_a
         (&raw const count).cast_mut().cast(),
     ];
     let wrong = [8usize, 8, 8, 8];
-    let kernel_args = ordo::KernelArgs::new(&args, &wrong).unwrap();
+    let kernel_args = ordo::raw::KernelArgs::new(&args, &wrong).unwrap();
     // SAFETY: every argument points to at least the bytes given for it.
     let r = unsafe { rt.launch(q, add, &dims, &kernel_args) };
     assert_eq!(r.unwrap_err().code, ErrorCode::InvalidSize, "a size mismatch fails at once");
@@ -288,7 +291,7 @@ fn a_host_functions_query_while_another_thread_frees_answers_within_bounded_time
 /// A host kernel that panics when its argument is 1 and writes 7 to its output otherwise.
 unsafe fn panics_on_one(
     t: &ordo::host::HostThread,
-    args: &ordo::KernelArgs<'_>,
+    args: &ordo::raw::KernelArgs<'_>,
 ) -> Result<(), ordo::host::RuntimeError> {
     let _ = t;
     // SAFETY: the kernel's declared parameters: a u32 and an output address.
@@ -319,7 +322,7 @@ fn a_panicking_host_kernel_is_an_error_of_its_queue_which_stays_usable() {
     let launch = move |queue: Queue, flag: u32| {
         let address = out.0;
         let params = [(&raw const flag).cast_mut().cast::<core::ffi::c_void>(), (&raw const address).cast_mut().cast()];
-        let args = ordo::KernelArgs::new(&params, &[4, 8]).unwrap();
+        let args = ordo::raw::KernelArgs::new(&params, &[4, 8]).unwrap();
         // SAFETY: the arguments are the kernel's declared u32 and address, valid for the call.
         unsafe { ordo::runtime().launch(queue, k, &dims, &args) }
     };
@@ -338,7 +341,7 @@ fn a_panicking_host_kernel_is_an_error_of_its_queue_which_stays_usable() {
     rt.queue_synchronize(other).unwrap();
     let mut seven = 0u32;
     // SAFETY: 4 bytes of `seven`; no queue (complete when it returns).
-    unsafe { rt.memcpy(ordo::CopyKind::DeviceToHost, (&raw mut seven) as u64, out.0, 4, None) }.unwrap();
+    unsafe { rt.memcpy(ordo::raw::CopyKind::DeviceToHost, (&raw mut seven) as u64, out.0, 4, None) }.unwrap();
     assert_eq!(seven, 7);
     // The panic's text is kept once: a second panic reads the same.
     launch(q, 1).unwrap();

@@ -3,7 +3,7 @@
 //! and the host backend.
 
 use ordo::host::{HostArena, HostBackend, builtin};
-use ordo::{Context, DeviceBuffer, Error, ErrorCode, LaunchDims, MemKind, Module, OwnedRuntime};
+use ordo::{Context, DeviceBuffer, Error, ErrorCode, LaunchDims, Module, OwnedRuntime, raw::MemKind};
 use ordo_testing::ScriptedBackend;
 
 fn host_backend() -> &'static HostBackend {

@@ -621,7 +621,7 @@ macro_rules! host_kernel {
             #[allow(unused_mut, unused_variables, unused_assignments)]
             unsafe fn $name(
                 $t: &$crate::host::HostThread,
-                args: &$crate::KernelArgs<'_>,
+                args: &$crate::raw::KernelArgs<'_>,
             ) -> ::core::result::Result<(), $crate::host::RuntimeError> {
                 let mut index = 0usize;
                 $(
