@@ -292,7 +292,8 @@ fn typed_launch_overhead(rows: &mut Vec<Row>) {
             unsafe { black_box(&queue).launch(black_box(&typed_function), dims, (&a, &b, &mut *c, n)) }.unwrap();
         })
     };
-    let rows_of: [(&'static str, &dyn Fn(&mut ordo::DeviceBuffer<'_, f32>) -> f64); 2] = [
+    type Side<'a> = &'a dyn Fn(&mut ordo::DeviceBuffer<'_, f32>) -> f64;
+    let rows_of: [(&'static str, Side<'_>); 2] = [
         ("typed launch overhead (4 arguments checked) over Runtime::launch", &builder),
         ("typed launch overhead (Queue::launch of a TypedFunction, 4 arguments) over Runtime::launch", &typed),
     ];
