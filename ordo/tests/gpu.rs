@@ -6,7 +6,7 @@
 use ordo::{BackendKind, Context, Device, DeviceBuffer, Error, ErrorCode, Module};
 
 /// The first CUDA device of the default runtime, or `None` (printed) where there is none.
-fn cuda<'c>(ctx: &'c Context<'static>) -> Option<Device<'c>> {
+fn cuda(ctx: &Context<'static>) -> Option<Device<'static>> {
     let dev = ctx.devices().expect("devices").into_iter().find(|d| d.kind() == BackendKind::Cuda);
     if dev.is_none() {
         assert!(std::env::var("ORDO_REQUIRE_GPU").as_deref() != Ok("1"), "ORDO_REQUIRE_GPU=1 but no CUDA device");
@@ -119,4 +119,117 @@ fn a_released_cuda_allocation_is_released_once() {
     assert_eq!(rt.mem_release(allocation).unwrap_err().code, ErrorCode::InvalidHandle);
     assert_eq!(newer.to_vec().unwrap(), [0.0; 16]);
     println!("first allocation at {:#x}, newer at {:#x}", ptr.0, newer.device_ptr().0);
+}
+
+ordo::host_kernel! {
+    /// y[i] = a * x[i] + y[i] for i < n: the host twin of `examples/kernels/saxpy.ptx`.
+    pub const SAXPY = fn saxpy(t, a: f32, x: ordo::In<f32>, y: ordo::Out<f32>, n: u32) {
+        let i = t.global_x() as usize;
+        if let (true, Some(xi), Some(yi)) = (i < n as usize, x.get(i), y.get(i)) {
+            y.set(i, a * xi + yi);
+        }
+    }
+}
+static SAXPY_HOST: ordo::host::HostProgram =
+    ordo::host::HostProgram { name: "gpu-tests.saxpy", kernels: &[SAXPY.kernel] };
+static SAXPY_PROGRAM: ordo::ProgramImages = ordo::ProgramImages {
+    cuda: Some(include_bytes!("../examples/kernels/saxpy.ptx")),
+    host: Some(&SAXPY_HOST),
+    ..ordo::ProgramImages::NONE
+};
+
+/// One typed kernel, one launch line, on the GPU and on the CPU: the same results; a signature
+/// that differs from the PTX's parameters is refused at lookup.
+#[test]
+fn one_typed_launch_runs_the_ptx_kernel_and_its_host_twin() {
+    let ctx = Context::new().unwrap();
+    let Some(gpu) = cuda(&ctx) else { return };
+    let n = 1_000_003u32;
+    let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+    let mut results = Vec::new();
+    for dev in [gpu.clone(), ctx.device(0).unwrap()] {
+        let saxpy = Module::load_for(&dev, &SAXPY_PROGRAM).unwrap().kernel(&SAXPY).unwrap();
+        let xb = DeviceBuffer::from_slice(&dev, &x).unwrap();
+        let mut y = DeviceBuffer::from_slice(&dev, &vec![1.0f32; n as usize]).unwrap();
+        let queue = dev.queue().unwrap();
+        // SAFETY: saxpy reads n elements of x and writes n of y, both n long; synchronised below.
+        unsafe { queue.launch(&saxpy, saxpy.dims_for(n).unwrap(), (2.0f32, &xb, &mut y, n)) }.unwrap();
+        queue.synchronize().unwrap();
+        results.push(y.to_vec().unwrap());
+    }
+    assert_eq!(results[0], results[1], "the GPU and the CPU agree");
+    assert!(results[0].iter().zip(&x).all(|(&y, &x)| y == 2.0 * x + 1.0));
+    let module = Module::load_for(&gpu, &SAXPY_PROGRAM).unwrap();
+    let wrong = module.typed_function::<(f32, ordo::In<'static, f32>, u32)>("saxpy").unwrap_err();
+    assert_eq!(wrong.code(), ErrorCode::InvalidArgument, "three parameters declared for the PTX's four");
+    let q = gpu.queue().unwrap();
+    let unsafe_only = q.launch_host(
+        &module.kernel(&SAXPY).unwrap(),
+        ordo::LaunchDims::linear(1, 1),
+        (
+            1.0f32,
+            &DeviceBuffer::<f32>::zeroed(&gpu, 1).unwrap(),
+            &mut DeviceBuffer::<f32>::zeroed(&gpu, 1).unwrap(),
+            1u32,
+        ),
+    );
+    assert_eq!(unsafe_only.unwrap_err().code(), ErrorCode::Unsupported, "a safe launch is the host device's only");
+}
+
+/// Page-locked host buffers on CUDA: registered, and asynchronous copies through them in a scope
+/// carry 64 MiB there and back intact.
+#[test]
+fn host_buffers_are_page_locked_and_carry_asynchronous_copies() {
+    let ctx = Context::new().unwrap();
+    let Some(dev) = cuda(&ctx) else { return };
+    let n = 16 << 20;
+    let mut staging = ordo::HostBuffer::<u32>::zeroed(&dev, n).unwrap();
+    assert!(staging.is_page_locked());
+    for (i, v) in staging.iter_mut().enumerate() {
+        *v = i as u32;
+    }
+    let mut buf = DeviceBuffer::<u32>::zeroed(&dev, n).unwrap();
+    let queue = dev.queue().unwrap();
+    queue.scope(|s| s.copy_to_device(&staging, &mut buf.as_mut_slice())).unwrap();
+    staging.fill(0);
+    queue.scope(|s| s.copy_from_device(&buf.as_slice(), &mut staging)).unwrap();
+    assert!(staging.iter().enumerate().all(|(i, &v)| v == i as u32));
+}
+
+/// Managed memory on CUDA: a buffer like any other, launched on and read back.
+#[test]
+fn managed_buffers_work_like_device_buffers() {
+    let ctx = Context::new().unwrap();
+    let Some(dev) = cuda(&ctx) else { return };
+    let a = DeviceBuffer::<f32>::managed(&dev, 4096).unwrap();
+    let mut b = DeviceBuffer::<f32>::managed(&dev, 4096).unwrap();
+    b.fill(3.0).unwrap();
+    let mut c = DeviceBuffer::<f32>::managed(&dev, 4096).unwrap();
+    ordo::builtin::vector_add(&dev.queue().unwrap(), &a, &b, &mut c).unwrap();
+    assert_eq!(c.to_vec().unwrap(), vec![3.0; 4096]);
+}
+
+/// A struct owning a context and its CUDA objects moves to another thread and launches there.
+#[test]
+fn owned_cuda_objects_move_to_another_thread() {
+    let ctx = Context::new().unwrap();
+    let Some(dev) = cuda(&ctx) else { return };
+    struct Work {
+        queue: ordo::Queue<'static>,
+        x: DeviceBuffer<'static, f32>,
+        y: DeviceBuffer<'static, f32>,
+    }
+    let work = Work {
+        queue: dev.queue().unwrap(),
+        x: DeviceBuffer::from_slice(&dev, &[1.0f32; 1024]).unwrap(),
+        y: DeviceBuffer::<f32>::zeroed(&dev, 1024).unwrap(),
+    };
+    drop((dev, ctx));
+    std::thread::spawn(move || {
+        let mut w = work;
+        ordo::builtin::vector_add(&w.queue, &w.x, &w.x, &mut w.y).unwrap();
+        assert_eq!(w.y.to_vec().unwrap(), vec![2.0; 1024]);
+    })
+    .join()
+    .unwrap();
 }

@@ -4,17 +4,19 @@
 # Exit status: 0 when every step passed.
 #
 # Usage: tests/gpu/run.sh [PART...], PART one of
-#   tests   ordo info/demo, the GPU test suites (Rust, default queue, hostile callers, the typed
-#           API and its examples) and the exit paths          (about 3 minutes on an H100)
+#   tests   ordo info/demo, the GPU test suites (Rust, default queue, hostile callers) and the
+#           exit paths                                        (about 3 minutes on an H100)
+#   rust    the typed API (crate ordo): its GPU tests, its examples, and its launch against
+#           cudarc's and the raw driver's (cli/examples/vs_cudarc.rs)   (about 2 minutes)
 #   abi     the MLIR programs, liboffload's conformance suite and upstream's OffloadAPI tests
 #   bench   the benchmarks: cuda_bench, ordo bench, and the launch rows in several processes
-# No PART runs all three in order (more than one 10-minute device call: run them a call each).
+# No PART runs all four in order (more than one 10-minute device call: run them a call each).
 set -uo pipefail
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(tests abi bench)
+[ ${#parts[@]} -eq 0 ] && parts=(tests rust abi bench)
 wants() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
 for p in "${parts[@]}"; do
-  case $p in tests|abi|bench) ;; *) echo "unknown part: $p (tests, abi or bench)"; exit 2 ;; esac
+  case $p in tests|rust|abi|bench) ;; *) echo "unknown part: $p (tests, rust, abi or bench)"; exit 2 ;; esac
 done
 out=${OUT:-gpu-out}
 mkdir -p "$out"
@@ -84,12 +86,6 @@ echo "== the per-device default queue: racing first ol* and mgpu* calls make one
 step default_queue env ORDO_REQUIRE_GPU=1 gpu-bin/default_queue_tests --nocapture
 step hostile env ORDO_REQUIRE_GPU=1 gpu-bin/hostile_tests --nocapture
 
-echo "== the typed Rust API (crate ordo) on the GPU: its tests and its six examples"
-step ordo_gpu_tests env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --test-threads=1 --nocapture
-for example in gpu-bin/ordo-examples/*; do
-  step "ordo_example_$(basename "$example")" "$example"
-done
-
 echo "== teardown from an atexit handler registered before the first init"
 gpu-bin/atexit_teardown >"$out/atexit.log" 2>"$out/atexit.err"
 rc=$?
@@ -105,6 +101,17 @@ if [ -n "$cc" ]; then
   quiet_exit atexit_hook_c /tmp/atexit_hook_c
 fi
 
+fi
+
+if wants rust; then
+echo "== the typed Rust API (crate ordo) on the GPU: its tests and its examples"
+step ordo_gpu_tests env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --test-threads=1 --nocapture
+for example in gpu-bin/ordo-examples/*; do
+  step "ordo_example_$(basename "$example")" "$example"
+done
+step ordo_example_07_on_the_cpu env ORDO_DEVICE=host gpu-bin/ordo-examples/07_one_kernel_everywhere
+echo "== the typed launch against cudarc's launch builder and the raw driver (one process, ABBA)"
+step vs_cudarc gpu-bin/vs_cudarc
 fi
 
 if wants abi; then
