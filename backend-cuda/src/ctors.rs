@@ -73,7 +73,7 @@ unsafe fn prepare(module: u64, image: &[u8], kind: &str) -> BackendResult<Option
     let mut pointers: Vec<u8> = Vec::new();
     for name in array_objects(image, &format!("__{kind}_array_object_")) {
         // SAFETY: forwarded contract.
-        let Ok((addr, size)) = (unsafe { crate::program::global(module, &name) }) else { continue };
+        let Ok((addr, size)) = (unsafe { crate::global::global(module, &name) }) else { continue };
         if size != 8 {
             continue;
         }
@@ -93,8 +93,8 @@ unsafe fn prepare(module: u64, image: &[u8], kind: &str) -> BackendResult<Option
         // globals of this module.
         unsafe {
             write(array, &pointers)?;
-            let (start, _) = crate::program::global(module, &format!("__{kind}_array_start"))?;
-            let (end, _) = crate::program::global(module, &format!("__{kind}_array_end"))?;
+            let (start, _) = crate::global::global(module, &format!("__{kind}_array_start"))?;
+            let (end, _) = crate::global::global(module, &format!("__{kind}_array_end"))?;
             write(start, &array.to_le_bytes())?;
             write(end, &(array + pointers.len() as u64).to_le_bytes())
         }

@@ -15,6 +15,7 @@
 mod conv;
 mod ctors;
 mod device;
+mod global;
 mod image;
 mod memory;
 mod program;
@@ -340,7 +341,7 @@ impl Backend for CudaBackend {
     unsafe fn program_global(&self, device: u32, program: u64, name: &str) -> BackendResult<(u64, usize)> {
         let _program_context = self.devices.make_current(device)?;
         // SAFETY: a live module of this device.
-        unsafe { program::global(program, name) }
+        unsafe { global::global(program, name) }
     }
 
     fn program_check(&self, device: u32, image: &[u8]) -> BackendResult<bool> {

@@ -464,22 +464,6 @@ pub(crate) unsafe fn optimal_block_size(kernel: u64, dynamic_shared: usize) -> B
     Ok(block.max(0) as u32)
 }
 
-/// `cuModuleGetGlobal`: a global variable's address and size.
-///
-/// # Safety
-/// `program` is a live module of the current context.
-pub(crate) unsafe fn global(program: u64, global_name: &str) -> BackendResult<(u64, usize)> {
-    debug_assert!(program != 0 && !global_name.is_empty(), "global: a null module or an empty name");
-    let c_name = CString::new(global_name)
-        .map_err(|_| BackendError::new(ErrorCode::InvalidArgument, 0, "global variable name contains NUL"))?;
-    let (mut addr, mut size) = (0u64, 0usize);
-    // SAFETY: valid out-pointers, live module, NUL-terminated name.
-    check("cuModuleGetGlobal_v2", unsafe {
-        sys::cuModuleGetGlobal_v2(&mut addr, &mut size, program as usize as CUmodule, c_name.as_ptr())
-    })?;
-    Ok((addr, size))
-}
-
 /// Whether a device of compute capability `cc` can load `image`, without loading it: a PTX
 /// image whose `.target` is `sm_NN` at most the device's (an `sm_NNa` target: exactly the
 /// device's); a cubin (`EM_CUDA`) built for the device's major version and a minor at most the

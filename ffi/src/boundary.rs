@@ -226,6 +226,20 @@ pub(crate) fn non_null<T>(p: *const T, what: &'static str) -> ordo_core::Result<
     if p.is_null() { Err(Error::new(ErrorCode::NullPointer, what)) } else { Ok(()) }
 }
 
+/// A NUL-terminated, UTF-8 name from C.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated.
+pub(crate) unsafe fn c_name<'a>(
+    name: *const c_char,
+    null: &'static str,
+    not_utf8: &'static str,
+) -> ordo_core::Result<&'a str> {
+    non_null(name, null)?;
+    // SAFETY: non-NULL and, by the C caller's contract, NUL-terminated.
+    unsafe { core::ffi::CStr::from_ptr(name) }.to_str().map_err(|_| Error::new(ErrorCode::InvalidArgument, not_utf8))
+}
+
 /// Runs an exported function's body; with std, a panic becomes `ORDO_ERROR_INTERNAL`.
 #[inline]
 pub(crate) fn guard(body: impl FnOnce() -> ordo_status_t) -> ordo_status_t {

@@ -75,7 +75,7 @@ static AMDGPU: ordo_amdgpu::AmdgpuBackend = ordo_amdgpu::AmdgpuBackend::new();
 /// (`QueuedHost`); without std a queue's work waits for an execution point (the queue's next
 /// synchronise or query, an event's, a queue-less copy: `DeferredHost`) and runs there.
 #[cfg(feature = "std")]
-static HOST_DEVICE: crate::host_queues::QueuedHost = crate::host_queues::QueuedHost::new(&HOST);
+static HOST_DEVICE: ordo_core::host::QueuedHost = ordo_core::host::QueuedHost::new(&HOST);
 #[cfg(not(feature = "std"))]
 static HOST_DEVICE: ordo_core::host::DeferredHost = ordo_core::host::DeferredHost::new(&HOST);
 

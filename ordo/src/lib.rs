@@ -49,8 +49,6 @@ mod error;
 #[cfg(feature = "std")]
 mod host_buffer;
 mod host_kernel;
-#[cfg(feature = "std")]
-mod host_queues;
 mod module;
 mod queue;
 mod slice;
@@ -84,9 +82,6 @@ pub use bytemuck;
 /// ```
 pub mod host {
     pub use crate::host_kernel::{In, LaunchArg, LaunchArgs, Out, Param, Params, TypedFunction, TypedHostKernel};
-    #[cfg(feature = "std")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
-    pub use crate::host_queues::QueuedHost;
     pub use ordo_core::Error as RuntimeError;
     pub use ordo_core::host::*;
 }

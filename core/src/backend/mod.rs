@@ -413,14 +413,14 @@ pub trait Backend: Sync {
         let _ = (device, kernel, out);
         Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot describe a kernel's parameters"))
     }
-    /// The Rust function a host kernel runs (`HostKernel::run`), for a caller that must know
-    /// exactly which kernel a handle names (the typed API's safe host launches, which run only
-    /// the typed kernels they were made for). Default: `None` (no such function: device code, C
-    /// kernels of other backends).
+    /// The address of the Rust function a host kernel runs (`HostKernel::run as usize`), for a
+    /// caller that must know exactly which kernel a handle names (the typed API's safe host
+    /// launches, which run only the typed kernels they were made for). Default: `None` (no such
+    /// function: device code).
     ///
     /// # Safety
     /// See the trait docs.
-    unsafe fn host_kernel_fn(&self, device: u32, kernel: u64) -> Option<crate::host::HostKernelFn> {
+    unsafe fn host_kernel_fn(&self, device: u32, kernel: u64) -> Option<usize> {
         let _ = (device, kernel);
         None
     }

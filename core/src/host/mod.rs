@@ -18,17 +18,14 @@
 mod arena;
 pub mod builtin;
 mod callbacks;
-mod deferred;
 mod kernels;
 mod memory;
+mod queues;
 mod state;
 mod sysinfo;
 
 pub use arena::{ArenaRegion, HOST_ALIGN, HostArena, ProvidedArena};
 pub use callbacks::{catch_panic, in_callback, panicked, run_as_callback, waiting_for_callbacks};
-pub use deferred::{
-    DEFERRED_ARG_BYTES, DEFERRED_ERRORS, DEFERRED_PARAMS, DEFERRED_PATTERN, DEFERRED_WORK, DeferredHost,
-};
 pub use kernels::{
     HostKernel, HostKernelFn, HostProgram, HostProgramRegistry, HostThread, MAX_REGISTERED_HOST_PROGRAMS,
 };
@@ -36,6 +33,9 @@ pub use memory::HostHeap;
 #[cfg(feature = "std")]
 pub use memory::STD_HOST_HEAP;
 pub(crate) use memory::copy_addresses;
+#[cfg(feature = "std")]
+pub use queues::QueuedHost;
+pub use queues::{DEFERRED_ARG_BYTES, DEFERRED_ERRORS, DEFERRED_PARAMS, DEFERRED_PATTERN, DEFERRED_WORK, DeferredHost};
 pub use state::HostBookkeeping;
 use state::{EVENT_FREE, EVENT_RECORDED_BASE, EVENT_UNRECORDED, HostState};
 #[cfg(feature = "std")]
@@ -502,8 +502,8 @@ impl Backend for HostBackend {
         }
     }
 
-    unsafe fn host_kernel_fn(&self, _device: u32, kernel: u64) -> Option<HostKernelFn> {
-        self.host_kernel(kernel).ok().map(|k| k.run)
+    unsafe fn host_kernel_fn(&self, _device: u32, kernel: u64) -> Option<usize> {
+        self.host_kernel(kernel).ok().map(|k| k.run as usize)
     }
 
     unsafe fn launch(

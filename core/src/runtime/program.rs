@@ -207,10 +207,10 @@ impl Runtime {
         })
     }
 
-    /// The Rust function a host kernel runs (`HostKernel::run`), `None` for a kernel of a
-    /// device backend; the kernel's handle errors otherwise. What the typed API uses to make
-    /// sure a kernel handle names the typed host kernel it was looked up for.
-    pub fn host_kernel_fn(&self, kernel: Kernel) -> Result<Option<crate::host::HostKernelFn>> {
+    /// The address of the Rust function a host kernel runs (`HostKernel::run as usize`), `None`
+    /// for a kernel of a device backend; the kernel's handle errors otherwise. What the typed API
+    /// uses to make sure a kernel handle names the typed host kernel it was looked up for.
+    pub fn host_kernel_fn(&self, kernel: Kernel) -> Result<Option<usize>> {
         self.with_shared(|t| {
             let k = t.kernels.get(kernel.0)?;
             let d = self.dev_at(t, k.device);

@@ -13,8 +13,8 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 use ordo_core::host::{HostKernel, HostKernelFn, HostProgram, HostThread, MAX_REGISTERED_HOST_PROGRAMS};
 use ordo_core::{Error, ErrorCode, KernelArgs};
 
+use crate::boundary::c_name;
 use crate::boundary::{guard, status};
-use crate::c::program::c_name;
 use crate::c::types::ordo_status_t;
 
 /// Most C host kernels a process registers, over all its programs.
@@ -146,24 +146,42 @@ unsafe fn name(p: *const c_char, null: &'static str) -> Result<&'static str, Err
     Ok(s)
 }
 
-/// Before a `fork` (std, Unix: `host_image::fork`): takes the pools' locks and keeps them.
+/// Before a `fork` (std, Unix): takes the pools' locks and keeps them.
 #[cfg(all(feature = "std", unix))]
-pub(crate) fn hold_pools_for_fork() {
+extern "C" fn hold_pools_for_fork() {
     core::mem::forget(KERNELS.used.lock());
     core::mem::forget(PROGRAMS.used.lock());
 }
 
-/// After a `fork`, in the parent and in the child: releases what `hold_pools_for_fork` took.
-///
-/// # Safety
-/// This thread took the locks with `hold_pools_for_fork` and has not released them.
+/// After a `fork`, in the parent and in the child: releases what `hold_pools_for_fork` took
+/// (this thread's `prepare` handler took them; their guards were forgotten, so nothing else
+/// unlocks them).
 #[cfg(all(feature = "std", unix))]
-pub(crate) unsafe fn release_pools_after_fork() {
-    // SAFETY: the caller's contract; their guards were forgotten, so nothing else unlocks them.
+extern "C" fn release_pools_after_fork() {
+    // SAFETY: see the doc: taken by this thread in `hold_pools_for_fork`, not released since.
     unsafe {
         PROGRAMS.used.force_unlock();
         KERNELS.used.force_unlock();
     }
+}
+
+/// Installs the pools' `fork` handlers, once. Installed before any other handler that takes a
+/// lock held around a registration (host images: `host_image::fork`), so that its `prepare`
+/// runs last (handlers run in reverse order of installation) and takes the pools' locks after
+/// that one's, in the order the code takes them.
+#[cfg(all(feature = "std", unix))]
+pub(crate) fn install_fork_handlers() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // SAFETY: handlers with C linkage that only take and release the pools' locks.
+        unsafe {
+            libc::pthread_atfork(
+                Some(hold_pools_for_fork),
+                Some(release_pools_after_fork),
+                Some(release_pools_after_fork),
+            )
+        };
+    });
 }
 
 /// Registers a program of C kernels (`ordo_host_program_register`; host images too).
@@ -177,7 +195,7 @@ pub(super) unsafe fn register(
     count: u32,
 ) -> Result<(), Error> {
     #[cfg(all(feature = "std", unix))]
-    crate::c::host_image::fork::install();
+    install_fork_handlers();
     // SAFETY: the caller's contract (see `ordo_host_program_register`).
     let program_name = unsafe { name(name_ptr, "name is NULL") }?;
     if count > 0 && kernels.is_null() {

@@ -101,21 +101,20 @@ pub(crate) mod fork {
         let loaded = LOADED.lock().unwrap_or_else(|p| p.into_inner());
         // SAFETY: see `Held`: this thread holds the image list's lock.
         unsafe { *HELD.0.get() = Some((opening, loaded)) };
-        crate::c::host::hold_pools_for_fork();
     }
 
     pub(crate) extern "C" fn release() {
-        // SAFETY: taken by this thread's `prepare`.
-        unsafe { crate::c::host::release_pools_after_fork() };
         // SAFETY: see `Held`; dropping the guards unlocks (in the child the forking thread is the
         // one that locked them).
         drop(unsafe { (*HELD.0.get()).take() });
     }
 
-    /// Installs the handlers, once.
+    /// Installs the handlers, once, after the host pools' (whose locks a registration takes
+    /// while it holds the image list's: their `prepare` must run after this one's).
     pub(crate) fn install() {
         static INSTALLED: Once = Once::new();
         INSTALLED.call_once(|| {
+            super::super::host::install_fork_handlers();
             // SAFETY: handlers with C linkage that only take and release ordo's locks.
             unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(release)) };
         });

@@ -1,11 +1,12 @@
 //! Programs, kernels and launches.
 
-use core::ffi::{CStr, c_char, c_void};
+use core::ffi::{c_char, c_void};
 
 use ordo_core::{Device, Error, ErrorCode, Kernel, KernelArgs, LaunchDims, Program, Queue};
 
 use crate::boundary::produce;
 
+use crate::boundary::c_name;
 #[cfg(feature = "std")]
 use crate::boundary::fail_with;
 use crate::boundary::{fail, guard, non_null, output, ready, status};
@@ -180,20 +181,6 @@ pub unsafe extern "C" fn ordo_builtin_program_image(
         unsafe { size.write(bytes.len()) };
         output(image, Ok(bytes.as_ptr().cast()))
     })
-}
-
-/// A NUL-terminated, UTF-8 name from C.
-///
-/// # Safety
-/// `name` is NULL or NUL-terminated.
-pub(super) unsafe fn c_name<'a>(
-    name: *const c_char,
-    null: &'static str,
-    not_utf8: &'static str,
-) -> ordo_core::Result<&'a str> {
-    non_null(name, null)?;
-    // SAFETY: non-NULL and, by the C caller's contract, NUL-terminated.
-    unsafe { CStr::from_ptr(name) }.to_str().map_err(|_| Error::new(ErrorCode::InvalidArgument, not_utf8))
 }
 
 /// The global variable `name` of a loaded program: `*addr` gets its address and `*size` its size.

@@ -431,7 +431,7 @@ impl<'r> Module<'r> {
             let run = self.device().rt().host_kernel_fn(typed.function.raw())?;
             // One function, one address (a kernel's `run` is a plain `fn` item): another kernel
             // of the same name and sizes is refused rather than run by a safe launch.
-            if run.map(|f| f as usize) != Some(kernel.kernel.run as usize) {
+            if run != Some(kernel.kernel.run as usize) {
                 return Err(ordo_core::Error::new(
                     ordo_core::ErrorCode::InvalidArgument,
                     "the module's kernel of that name is not this typed host kernel",

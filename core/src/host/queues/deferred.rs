@@ -18,79 +18,39 @@
 //! contract). An error of waiting work is reported by the queue's next `queue_synchronize`
 //! (kept for up to `DEFERRED_ERRORS` queues at once; more are logged and lost). Host kernels and
 //! host functions run at an execution point must not call ordo (their contract); with std such
-//! calls fail with `Busy`. Depends on `host` (the backend it wraps), `backend`, `error`.
+//! calls fail with `Busy`. Part of the host queues (`queues/mod.rs`: what both designs share).
 
 use core::ffi::c_void;
 
 use crate::backend::{
-    Backend, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, FillValue, HostFn, InfoValue, KernelArgs,
-    LaunchDims, LaunchLimits, MemKind, ParamLayout, TensorMap, TensorMapTiled,
+    Backend, BackendResult, Capabilities, CopyKind, FillValue, HostFn, KernelArgs, LaunchDims, MemKind,
 };
 use crate::error::{BackendError, Error, ErrorCode};
 use crate::reentry;
 use crate::sync::Mutex;
 
-use super::HostBackend;
+use super::{CopiedLaunch, HostBackend, forward_to_host_backend};
 
 /// Pieces of work a `DeferredHost` keeps waiting, over all its queues (3 in loom builds, so
 /// that the models reach a full list).
 pub const DEFERRED_WORK: usize = if cfg!(loom) { 3 } else { 16 };
-/// Bytes of kernel arguments a waiting launch keeps (each argument at its C-struct offset).
-pub const DEFERRED_ARG_BYTES: usize = 128;
-/// Parameters a waiting launch keeps.
-pub const DEFERRED_PARAMS: usize = 16;
 /// Bytes of a waiting pattern fill's pattern.
 pub const DEFERRED_PATTERN: usize = 16;
 /// Queues whose waiting work's error is kept for their next synchronise at once.
 pub const DEFERRED_ERRORS: usize = 16;
-
-/// Argument bytes, aligned for any parameter type.
-#[derive(Clone, Copy)]
-#[repr(C, align(16))]
-struct ArgBytes([u8; DEFERRED_ARG_BYTES]);
 
 // The launch is the largest piece of work (its argument bytes and extents); the queue's fixed
 // capacity keeps it inline, as there is no heap without std.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy)]
 enum Work {
-    Launch {
-        kernel: u64,
-        dims: LaunchDims,
-        /// Offset and size of each parameter in `bytes`.
-        slots: [(u16, u16); DEFERRED_PARAMS],
-        count: u8,
-        bytes: ArgBytes,
-        /// The launch's argument extents (`KernelArgs::extents`), when it gave them.
-        extents: Option<[usize; DEFERRED_PARAMS]>,
-    },
-    Copy {
-        kind: CopyKind,
-        dst: u64,
-        src: u64,
-        size: usize,
-    },
-    Fill {
-        dst: u64,
-        value: FillValue,
-        count: usize,
-    },
-    Pattern {
-        dst: u64,
-        pattern: [u8; DEFERRED_PATTERN],
-        len: u8,
-        count: usize,
-    },
-    HostFunction {
-        f: HostFn,
-        data: *mut c_void,
-    },
-    Record {
-        event: u64,
-    },
-    Wait {
-        event: u64,
-    },
+    Launch(CopiedLaunch),
+    Copy { kind: CopyKind, dst: u64, src: u64, size: usize },
+    Fill { dst: u64, value: FillValue, count: usize },
+    Pattern { dst: u64, pattern: [u8; DEFERRED_PATTERN], len: u8, count: usize },
+    HostFunction { f: HostFn, data: *mut c_void },
+    Record { event: u64 },
+    Wait { event: u64 },
 }
 
 #[derive(Clone, Copy)]
@@ -237,26 +197,8 @@ impl DeferredHost {
     fn execute(&self, p: &Pending) -> BackendResult<()> {
         let (device, queue) = (p.device, p.queue);
         match p.work {
-            Work::Launch { kernel, dims, slots, count, mut bytes, extents } => {
-                let n = usize::from(count);
-                let base = bytes.0.as_mut_ptr();
-                let mut params = [core::ptr::null_mut::<c_void>(); DEFERRED_PARAMS];
-                let mut sizes = [0usize; DEFERRED_PARAMS];
-                for (i, &(offset, size)) in slots[..n].iter().enumerate() {
-                    // SAFETY: each slot lies within `bytes` (checked at submission).
-                    params[i] = unsafe { base.add(usize::from(offset)) }.cast();
-                    sizes[i] = usize::from(size);
-                }
-                // SAFETY: as many sizes as pointers, none null.
-                let args = unsafe { KernelArgs::new_unchecked(&params[..n], &sizes[..n]) };
-                let args = match &extents {
-                    // SAFETY: the submission's extents, one per argument.
-                    Some(e) => unsafe { args.with_extents(&e[..n]) }.map_err(BackendError::from_error)?,
-                    None => args,
-                };
-                // SAFETY: the submission's contract; the arguments are the copies made then.
-                unsafe { self.inner.launch(device, queue, kernel, &dims, &args) }
-            }
+            // SAFETY: the submission's contract; the arguments are the copies made then.
+            Work::Launch(launch) => unsafe { launch.run(self.inner, device, queue) },
             Work::Copy { kind, dst, src, size } => {
                 // SAFETY: the submission's contract; the memory stays valid until the work has
                 // run (`mem_free` runs it first, and the host side's contract says so).
@@ -318,22 +260,12 @@ impl DeferredHost {
 }
 
 impl Backend for DeferredHost {
-    fn kind(&self) -> BackendKind {
-        self.inner.kind()
-    }
-
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
+    forward_to_host_backend!(name: "host CPU (queue work at synchronisation)");
 
     fn capabilities(&self) -> Capabilities {
         // Queue work waits for the queue's execution point: it may not have run when the
         // enqueueing call returns.
         self.inner.capabilities() | Capabilities::ASYNC_QUEUES
-    }
-
-    fn init(&self) -> BackendResult<u32> {
-        self.inner.init()
     }
 
     unsafe fn deinit(&self) -> BackendResult<()> {
@@ -368,38 +300,11 @@ impl Backend for DeferredHost {
         unsafe { self.inner.forget_after_fork() }
     }
 
-    unsafe fn device_release(&self, device: u32) -> BackendResult<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.device_release(device) }
-    }
-
-    fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
-        match key {
-            DeviceInfo::Name => {
-                self.inner.device_info(device, key).map(|_| InfoValue::text("host CPU (queue work at synchronisation)"))
-            }
-            _ => self.inner.device_info(device, key),
-        }
-    }
-
-    fn launch_limits(&self, device: u32) -> LaunchLimits {
-        self.inner.launch_limits(device)
-    }
-
-    fn mem_alloc(&self, device: u32, kind: MemKind, size: usize) -> BackendResult<u64> {
-        self.inner.mem_alloc(device, kind, size)
-    }
-
     unsafe fn mem_free(&self, device: u32, kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
         // Waiting work may still use the memory: it runs first (as `cuMemFree` waits).
         self.run(Take::ALL)?;
         // SAFETY: forwarded contract.
         unsafe { self.inner.mem_free(device, kind, addr, size) }
-    }
-
-    unsafe fn host_register(&self, device: u32, addr: u64, size: usize) -> BackendResult<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.host_register(device, addr, size) }
     }
 
     unsafe fn memcpy(
@@ -535,20 +440,11 @@ impl Backend for DeferredHost {
         unsafe { self.inner.event_elapsed_ms(device, start, end) }
     }
 
-    fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
-        self.inner.program_load(device, image)
-    }
-
     unsafe fn program_unload(&self, device: u32, program: u64) -> BackendResult<()> {
         // Waiting launches of its kernels run first.
         self.run(Take::ALL)?;
         // SAFETY: forwarded contract.
         unsafe { self.inner.program_unload(device, program) }
-    }
-
-    unsafe fn kernel_get(&self, device: u32, program: u64, name: &str) -> BackendResult<u64> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.kernel_get(device, program, name) }
     }
 
     unsafe fn launch(
@@ -562,62 +458,13 @@ impl Backend for DeferredHost {
         // Checked now, as the backend and the kernel would when it ran.
         // SAFETY: forwarded contract.
         let layout = unsafe { self.inner.check_launch(device, kernel, dims, args) }?;
-        let fits = layout.len() <= DEFERRED_PARAMS
-            && layout.iter().all(|s| (s.offset as usize).saturating_add(s.size as usize) <= DEFERRED_ARG_BYTES);
-        if !fits {
+        // SAFETY: forwarded contract.
+        match unsafe { CopiedLaunch::new(kernel, dims, &layout, args) } {
+            Some(launch) => self.submit(device, queue, Work::Launch(launch)),
             // Too many argument bytes to keep: it runs now, after its queue's waiting work.
             // SAFETY: forwarded contract.
-            return self.run_now(queue, || unsafe { self.inner.launch(device, queue, kernel, dims, args) });
+            None => self.run_now(queue, || unsafe { self.inner.launch(device, queue, kernel, dims, args) }),
         }
-        let mut bytes = ArgBytes([0; DEFERRED_ARG_BYTES]);
-        let mut slots = [(0u16, 0u16); DEFERRED_PARAMS];
-        for (i, (s, &p)) in layout.iter().zip(args.params()).enumerate() {
-            let (offset, size) = (s.offset as usize, s.size as usize);
-            // SAFETY: the caller's contract: each argument points to a value of its parameter's
-            // type (`size` readable bytes); the destination lies within `bytes` (checked above).
-            unsafe { core::ptr::copy_nonoverlapping(p.cast::<u8>(), bytes.0.as_mut_ptr().add(offset), size) };
-            slots[i] = (offset as u16, size as u16);
-        }
-        let extents = args.extents().map(|given| {
-            let mut kept = [0usize; DEFERRED_PARAMS];
-            kept[..given.len()].copy_from_slice(given);
-            kept
-        });
-        let work = Work::Launch { kernel, dims: *dims, slots, count: layout.len() as u8, bytes, extents };
-        self.submit(device, queue, work)
-    }
-
-    unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.kernel_param_count(device, kernel) }
-    }
-
-    unsafe fn host_kernel_fn(&self, device: u32, kernel: u64) -> Option<super::HostKernelFn> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.host_kernel_fn(device, kernel) }
-    }
-
-    unsafe fn kernel_param_layout(&self, device: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.kernel_param_layout(device, kernel, out) }
-    }
-
-    unsafe fn kernel_optimal_block_size(&self, device: u32, kernel: u64, dynamic_shared: usize) -> BackendResult<u32> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.kernel_optimal_block_size(device, kernel, dynamic_shared) }
-    }
-
-    unsafe fn program_global(&self, device: u32, program: u64, name: &str) -> BackendResult<(u64, usize)> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.program_global(device, program, name) }
-    }
-
-    fn program_check(&self, device: u32, image: &[u8]) -> BackendResult<bool> {
-        self.inner.program_check(device, image)
-    }
-
-    fn tensor_map_encode_tiled(&self, device: u32, tensor: &TensorMapTiled<'_>) -> BackendResult<TensorMap> {
-        self.inner.tensor_map_encode_tiled(device, tensor)
     }
 
     unsafe fn queue_host_function(&self, device: u32, queue: u64, f: HostFn, data: *mut c_void) -> BackendResult<()> {

@@ -7,31 +7,28 @@
 //! GPU. A host function that blocks holds up only its own queue.
 //!
 //! The wrapped backend does the work itself (under its one execution lock, so work of several
-//! queues never races on the arena); this layer only decides when. Kernel arguments are copied
-//! when the launch is enqueued (their sizes from the kernel's declared parameters), as CUDA
-//! copies them; host pointers of copies must stay valid until the copy has run (the `Backend`
-//! contract). An error of enqueued work is reported by the next `queue_synchronize` of that
-//! queue. Destroying a queue returns at once; its worker finishes what was enqueued, then
-//! releases the queue, and `deinit` waits for such workers. Depends on `ordo-core`.
+//! queues never races on the arena); this layer only decides when. Launches are kept as
+//! `CopiedLaunch`es, as the deferred queues keep them (`queues/mod.rs`). Destroying a queue
+//! returns at once; its worker finishes what was enqueued, then releases the queue, and `deinit`
+//! waits for such workers.
 
 use core::ffi::c_void;
+use std::boxed::Box;
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
+use std::vec::Vec;
 
-use ordo_core::host::{HostBackend, catch_panic, in_callback, panicked, run_as_callback, waiting_for_callbacks};
-use ordo_core::{
-    Backend, BackendError, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, ErrorCode, FillValue,
-    HostFn, InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, TensorMap, TensorMapTiled,
+use super::{CopiedLaunch, busy, forward_to_host_backend};
+use crate::backend::{
+    Backend, BackendResult, Capabilities, CopyKind, FillValue, HostFn, KernelArgs, LaunchDims, MemKind,
 };
+use crate::error::{BackendError, ErrorCode};
+use crate::host::{HostBackend, catch_panic, in_callback, panicked, run_as_callback, waiting_for_callbacks};
 
 type Job = Box<dyn FnOnce() -> BackendResult<()> + Send>;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn busy() -> BackendError {
-    BackendError::new(ErrorCode::Busy, 0, "a host function or kernel may not wait for host queues")
 }
 
 /// A value that crosses to a worker thread: raw pointers of the caller's, valid (by the
@@ -249,21 +246,11 @@ impl QueuedHost {
 }
 
 impl Backend for QueuedHost {
-    fn kind(&self) -> BackendKind {
-        self.inner.kind()
-    }
-
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
+    forward_to_host_backend!(name: "host CPU (a worker thread per queue)");
 
     fn capabilities(&self) -> Capabilities {
         // Queue work runs on the queues' threads, after the enqueueing call returned.
         self.inner.capabilities() | Capabilities::ASYNC_QUEUES
-    }
-
-    fn init(&self) -> BackendResult<u32> {
-        self.inner.init()
     }
 
     unsafe fn deinit(&self) -> BackendResult<()> {
@@ -302,38 +289,11 @@ impl Backend for QueuedHost {
         let _ = self.drain_all();
     }
 
-    unsafe fn device_release(&self, device: u32) -> BackendResult<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.device_release(device) }
-    }
-
-    fn device_info(&self, device: u32, key: DeviceInfo) -> BackendResult<InfoValue> {
-        match key {
-            DeviceInfo::Name => {
-                self.inner.device_info(device, key).map(|_| InfoValue::text("host CPU (a worker thread per queue)"))
-            }
-            _ => self.inner.device_info(device, key),
-        }
-    }
-
-    fn launch_limits(&self, device: u32) -> LaunchLimits {
-        self.inner.launch_limits(device)
-    }
-
-    fn mem_alloc(&self, device: u32, kind: MemKind, size: usize) -> BackendResult<u64> {
-        self.inner.mem_alloc(device, kind, size)
-    }
-
     unsafe fn mem_free(&self, device: u32, kind: MemKind, addr: u64, size: usize) -> BackendResult<()> {
         // Enqueued work may still use the memory: it runs first (as `cuMemFree` waits).
         self.drain_all()?;
         // SAFETY: forwarded contract.
         unsafe { self.inner.mem_free(device, kind, addr, size) }
-    }
-
-    unsafe fn host_register(&self, device: u32, addr: u64, size: usize) -> BackendResult<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.host_register(device, addr, size) }
     }
 
     unsafe fn memcpy(
@@ -525,20 +485,11 @@ impl Backend for QueuedHost {
         unsafe { self.inner.event_elapsed_ms(device, start, end) }
     }
 
-    fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
-        self.inner.program_load(device, image)
-    }
-
     unsafe fn program_unload(&self, device: u32, program: u64) -> BackendResult<()> {
         // Enqueued launches of its kernels must have run.
         self.drain_all()?;
         // SAFETY: forwarded contract.
         unsafe { self.inner.program_unload(device, program) }
-    }
-
-    unsafe fn kernel_get(&self, device: u32, program: u64, name: &str) -> BackendResult<u64> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.kernel_get(device, program, name) }
     }
 
     unsafe fn launch(
@@ -555,68 +506,17 @@ impl Backend for QueuedHost {
         // rather than at the next synchronise.
         // SAFETY: forwarded contract.
         let layout = unsafe { self.inner.check_launch(device, kernel, dims, args) }?;
-        let sizes: Vec<usize> = layout.iter().map(|s| s.size as usize).collect();
-        let mut offsets = Vec::with_capacity(sizes.len());
-        let mut bytes: Vec<u64> = Vec::new(); // 8-byte aligned storage for every value
-        for (&p, &size) in args.params().iter().zip(&sizes) {
-            let start = bytes.len();
-            bytes.resize(start + size.div_ceil(8).max(1), 0);
-            // SAFETY: the caller's contract: each argument points to `size` readable bytes
-            // (the kernel's declared size, or the one given for it).
-            unsafe { core::ptr::copy_nonoverlapping(p.cast::<u8>(), bytes[start..].as_mut_ptr().cast::<u8>(), size) };
-            offsets.push(start);
-        }
-        let extents: Option<Vec<usize>> = args.extents().map(<[usize]>::to_vec);
-        let (inner, dims) = (self.inner, *dims);
-        let run = move || {
-            let mut bytes = bytes;
-            let base = bytes.as_mut_ptr();
-            // SAFETY: each offset is within `bytes`.
-            let params: Vec<*mut c_void> = offsets.iter().map(|&o| unsafe { base.add(o) }.cast::<c_void>()).collect();
-            // SAFETY: as many sizes as pointers (the kernel's); no pointer is null.
-            let args = unsafe { KernelArgs::new_unchecked(&params, &sizes) };
-            let args = match &extents {
-                // SAFETY: the submission's extents, one per argument (the kernel's count, checked).
-                Some(e) => unsafe { args.with_extents(e) }.map_err(BackendError::from_error)?,
-                None => args,
-            };
-            // SAFETY: forwarded contract; the arguments are the copies made at enqueue.
-            unsafe { inner.launch(device, queue, kernel, &dims, &args) }
+        // SAFETY: forwarded contract.
+        let Some(launch) = (unsafe { CopiedLaunch::new(kernel, dims, &layout, args) }) else {
+            // Too many argument bytes to keep: it runs now, after its queue's work.
+            drop(self.worker(queue)?.wait()?);
+            // SAFETY: forwarded contract.
+            return unsafe { self.inner.launch(device, queue, kernel, dims, args) };
         };
+        let inner = self.inner;
+        // SAFETY: forwarded contract; the arguments are the copies made at enqueue.
+        let run = move || unsafe { launch.run(inner, device, queue) };
         self.submit(queue, Box::new(run))
-    }
-
-    unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.kernel_param_count(device, kernel) }
-    }
-
-    unsafe fn host_kernel_fn(&self, device: u32, kernel: u64) -> Option<ordo_core::host::HostKernelFn> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.host_kernel_fn(device, kernel) }
-    }
-
-    unsafe fn kernel_param_layout(&self, device: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.kernel_param_layout(device, kernel, out) }
-    }
-
-    unsafe fn kernel_optimal_block_size(&self, device: u32, kernel: u64, dynamic_shared: usize) -> BackendResult<u32> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.kernel_optimal_block_size(device, kernel, dynamic_shared) }
-    }
-
-    unsafe fn program_global(&self, device: u32, program: u64, name: &str) -> BackendResult<(u64, usize)> {
-        // SAFETY: forwarded contract.
-        unsafe { self.inner.program_global(device, program, name) }
-    }
-
-    fn program_check(&self, device: u32, image: &[u8]) -> BackendResult<bool> {
-        self.inner.program_check(device, image)
-    }
-
-    fn tensor_map_encode_tiled(&self, device: u32, tensor: &TensorMapTiled<'_>) -> BackendResult<TensorMap> {
-        self.inner.tensor_map_encode_tiled(device, tensor)
     }
 
     unsafe fn queue_host_function(&self, _device: u32, queue: u64, f: HostFn, data: *mut c_void) -> BackendResult<()> {
