@@ -5,6 +5,11 @@
 //! is the built-in `vector_add_f32(a, b, c, n)` over 256 elements: three buffers and a count,
 //! the arguments each side must marshal.
 //!
+//! A fifth side is the untyped core call (`Runtime::launch`) on the same objects, and a sixth
+//! launches raw `cuLaunchKernel` on ordo's own stream, function and buffers (their
+//! native handles): the baseline with everything but ordo's code the same, so that a difference
+//! between the first side and ordo's that comes from the stream or the memory shows as such.
+//!
 //! Two measures, each side in turn within a round and the order reversed every other round
 //! (ABBA): the host time to submit a batch of 32 launches into an idle stream (the CPU cost of a
 //! launch; median of 50 batches per sample), and the throughput of 20,000 launches in a row plus
@@ -150,6 +155,25 @@ fn main() {
         })
     };
 
+    // The same launch on ordo's objects, through the driver directly.
+    let rt = ctx.runtime();
+    let ordo_stream = rt.queue_native(queue.raw()).unwrap() as usize as CUstream;
+    let ordo_f = rt.kernel_native(add.function().raw()).unwrap() as usize as CUfunction;
+    let ordo_bufs: [CUdeviceptr; 3] = [a.device_ptr().0, b.device_ptr().0, c.borrow().device_ptr().0];
+    let raw_on_ordo = || {
+        let n = N;
+        let mut params = [
+            (&ordo_bufs[0] as *const CUdeviceptr).cast_mut().cast(),
+            (&ordo_bufs[1] as *const CUdeviceptr).cast_mut().cast(),
+            (&ordo_bufs[2] as *const CUdeviceptr).cast_mut().cast(),
+            (&n as *const u32).cast_mut().cast(),
+        ];
+        // SAFETY: as `raw_launch`, on ordo's live stream, function and buffers (N elements each).
+        ok(unsafe {
+            sys::cuLaunchKernel(ordo_f, 1, 1, 1, N, 1, 1, 0, ordo_stream, params.as_mut_ptr(), std::ptr::null_mut())
+        })
+    };
+
     let sides = [
         Side {
             name: "raw cuLaunchKernel",
@@ -177,18 +201,39 @@ fn main() {
             }),
             sync: Box::new(|| queue.synchronize().unwrap()),
         },
+        Side {
+            name: "ordo Runtime::launch (the untyped core call, same objects)",
+            launch: Box::new(|| {
+                let n = N;
+                let params = [
+                    (&ordo_bufs[0] as *const CUdeviceptr).cast_mut().cast(),
+                    (&ordo_bufs[1] as *const CUdeviceptr).cast_mut().cast(),
+                    (&ordo_bufs[2] as *const CUdeviceptr).cast_mut().cast(),
+                    (&n as *const u32).cast_mut().cast(),
+                ];
+                let args = ordo::raw::KernelArgs::new(&params, &[8, 8, 8, 4]).unwrap();
+                // SAFETY: as the typed side's launch, on the same objects.
+                unsafe { rt.launch(queue.raw(), add.function().raw(), &dims, &args) }.unwrap()
+            }),
+            sync: Box::new(|| queue.synchronize().unwrap()),
+        },
+        Side {
+            name: "raw cuLaunchKernel on ordo's stream, function and buffers",
+            launch: Box::new(raw_on_ordo),
+            sync: Box::new(|| queue.synchronize().unwrap()),
+        },
     ];
 
     type Measure = fn(&dyn Fn(), &dyn Fn()) -> f64;
     let measures: [(&str, Measure); 2] =
         [("submit, batches of 32 (ns/launch)", submit), ("throughput, 20k in a row (ns/launch)", throughput)];
-    let rounds = 12;
+    let rounds = 20;
     let mut json = Vec::new();
     println!("{:<66} {:>10} {:>26}", "side", "median", "vs raw: ratio [p25, p75]");
     for (measure, run) in measures {
         let mut samples: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
         let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
-        let mut ordo_vs_cudarc = Vec::new();
+        let (mut ordo_vs_cudarc, mut ordo_vs_same) = (Vec::new(), Vec::new());
         for round in 0..rounds {
             let order: Vec<usize> =
                 if round % 2 == 0 { (0..sides.len()).collect() } else { (0..sides.len()).rev().collect() };
@@ -201,6 +246,7 @@ fn main() {
                 ratios[i].push(t[i] / t[0]);
             }
             ordo_vs_cudarc.push(t[3] / t[1]);
+            ordo_vs_same.push(t[3] / t[5]);
         }
         println!("{measure}");
         for (i, side) in sides.iter().enumerate() {
@@ -210,10 +256,15 @@ fn main() {
             json.push(serde_json::json!({"measure": measure, "side": side.name, "median_ns": m,
                 "ratio_vs_raw": r, "ratio_q1": q1, "ratio_q3": q3}));
         }
-        let (r, q1, q3) = quartiles(ordo_vs_cudarc);
-        println!("  ordo / cudarc (its default): {r:.3} [{q1:.3}, {q3:.3}]");
-        json.push(serde_json::json!({"measure": measure, "side": "ordo / cudarc default", "ratio": r,
-            "ratio_q1": q1, "ratio_q3": q3}));
+        for (label, ratios) in
+            [("ordo / cudarc (its default)", ordo_vs_cudarc), ("ordo / raw on ordo's objects", ordo_vs_same)]
+        {
+            let (r, q1, q3) = quartiles(ratios);
+            println!("  {label}: {r:.3} [{q1:.3}, {q3:.3}]");
+            json.push(
+                serde_json::json!({"measure": measure, "side": label, "ratio": r, "ratio_q1": q1, "ratio_q3": q3}),
+            );
+        }
     }
     println!("BENCH_JSON {}", serde_json::Value::Array(json));
     drop(sides);

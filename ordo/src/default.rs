@@ -1,7 +1,7 @@
 //! The process-wide default runtime: the host backend (registered first), then, with feature
 //! `cuda`, the CUDA backend and, with feature `amdgpu`, the AMDGPU backend over HSA (each absent
 //! with the reason when there is no driver or device). The C library (`ordo-ffi`) and the `ordo`
-//! command act on it. Depends on `ordo-core` and the backend crates only.
+//! command act on it.
 
 use ordo_core::host::{HostBackend, HostProgram, HostProgramRegistry, ProvidedArena, builtin};
 use ordo_core::{Backend, Runtime};

@@ -1,5 +1,5 @@
 //! The typed API's error: the runtime's errors, plus what the typed layer checks itself (launch
-//! arguments against the kernel's layout, lengths, ranges, devices). Depends on `ordo-core` only.
+//! arguments against the kernel's layout, lengths, ranges, devices).
 
 use core::fmt;
 

@@ -1,7 +1,6 @@
 //! Borrowed views of device memory: [`DeviceSlice`] and [`DeviceSliceMut`], sub-ranges of a
 //! [`DeviceBuffer`](crate::DeviceBuffer) that copy and fill by the buffer's identity (its
-//! allocation handle, checked in the same runtime call as the copy). Depends on `buffer` (the
-//! element trait) and `error`.
+//! allocation handle, checked in the same runtime call as the copy).
 
 use core::marker::PhantomData;
 use core::ops::{Bound, RangeBounds};
