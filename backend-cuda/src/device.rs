@@ -78,6 +78,11 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuMemcpyHtoD_v2",
     "cuMemcpyDtoH_v2",
     "cuMemcpyDtoD_v2",
+    "cuMemcpyPeer",
+    "cuMemcpyPeerAsync",
+    "cuDeviceCanAccessPeer",
+    "cuDeviceGetP2PAttribute",
+    "cuCtxEnablePeerAccess",
     "cuMemcpyHtoDAsync_v2",
     "cuMemcpyDtoHAsync_v2",
     "cuMemcpyDtoDAsync_v2",
@@ -166,6 +171,10 @@ pub(crate) struct Devices {
     limits: Mutex<[LaunchLimits; MAX_CUDA_DEVICES]>,
     /// Advances at every init, so a context pointer reused after a re-init is never trusted.
     epoch: AtomicU64,
+    /// Per device, bit `j`: whether its context's access to device `j`'s memory was settled
+    /// (`peer_tried`) and enabled (`peer_enabled`), since the device's context was retained.
+    peer_tried: [AtomicU64; MAX_CUDA_DEVICES],
+    peer_enabled: [AtomicU64; MAX_CUDA_DEVICES],
 }
 
 impl Devices {
@@ -177,6 +186,8 @@ impl Devices {
             contexts: [const { AtomicPtr::new(ptr::null_mut()) }; MAX_CUDA_DEVICES],
             limits: Mutex::new([LaunchLimits::CUDA; MAX_CUDA_DEVICES]),
             epoch: AtomicU64::new(0),
+            peer_tried: [const { AtomicU64::new(0) }; MAX_CUDA_DEVICES],
+            peer_enabled: [const { AtomicU64::new(0) }; MAX_CUDA_DEVICES],
         }
     }
 
@@ -274,7 +285,72 @@ impl Devices {
         // SAFETY: valid out-pointer and device.
         check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
         self.contexts[ordinal].store(ctx, Ordering::Release);
+        // A context retained anew (this init) has its peer access to be settled again.
+        self.peer_tried[ordinal].store(0, Ordering::Release);
+        self.peer_enabled[ordinal].store(0, Ordering::Release);
         Ok(())
+    }
+
+    /// Enables `ordinal`'s context's access to `peer`'s memory where the driver allows it
+    /// (`cuDeviceCanAccessPeer`), once per pair while the contexts live: a copy between them
+    /// then goes over the link (NVLink, PCIe peer-to-peer) instead of through host memory.
+    /// Returns whether access is enabled.
+    pub(crate) fn enable_peer(&self, ordinal: u32, peer: u32) -> BackendResult<bool> {
+        let (i, j) = (ordinal as usize, peer as usize);
+        if i >= MAX_CUDA_DEVICES || j >= MAX_CUDA_DEVICES {
+            return Err(BackendError::new(ErrorCode::InvalidArgument, 0, "CUDA device ordinal out of range"));
+        }
+        let bit = 1u64 << j;
+        if self.peer_tried[i].load(Ordering::Acquire) & bit != 0 {
+            return Ok(self.peer_enabled[i].load(Ordering::Acquire) & bit != 0);
+        }
+        let can = self.can_access_peer(ordinal, peer)?;
+        if can {
+            let peer_ctx = self.context(peer)?;
+            let _current = self.make_current(ordinal)?;
+            // SAFETY: a retained primary context of another device; flags must be 0.
+            let r = unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) };
+            if r != CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
+                check("cuCtxEnablePeerAccess", r)?;
+            }
+            self.peer_enabled[i].fetch_or(bit, Ordering::AcqRel);
+        }
+        self.peer_tried[i].fetch_or(bit, Ordering::AcqRel);
+        Ok(can)
+    }
+
+    /// `cuDeviceCanAccessPeer` for two ordinals.
+    fn can_access_peer(&self, ordinal: u32, peer: u32) -> BackendResult<bool> {
+        let (a, b) = (Self::device(ordinal)?, Self::device(peer)?);
+        let mut can = 0;
+        // SAFETY: valid out-pointer and devices.
+        check("cuDeviceCanAccessPeer", unsafe { sys::cuDeviceCanAccessPeer(&mut can, a, b) })?;
+        Ok(can != 0)
+    }
+
+    fn device(ordinal: u32) -> BackendResult<sys::CUdevice> {
+        let mut dev = 0;
+        // SAFETY: valid out-pointer.
+        check("cuDeviceGet", unsafe { sys::cuDeviceGet(&mut dev, ordinal as c_int) })?;
+        Ok(dev)
+    }
+
+    /// What the driver tells of the link from `ordinal` to `peer` (`cuDeviceGetP2PAttribute`).
+    pub(crate) fn peer_access(&self, ordinal: u32, peer: u32) -> BackendResult<ordo_core::PeerAccess> {
+        use sys::CUdevice_P2PAttribute_enum as Attr;
+        let (a, b) = (Self::device(ordinal)?, Self::device(peer)?);
+        let attribute = |attr: Attr| -> BackendResult<i32> {
+            let mut v = 0;
+            // SAFETY: valid out-pointer and devices.
+            check("cuDeviceGetP2PAttribute", unsafe { sys::cuDeviceGetP2PAttribute(&mut v, attr, a, b) })?;
+            Ok(v)
+        };
+        Ok(ordo_core::PeerAccess {
+            direct: self.can_access_peer(ordinal, peer)?,
+            rank: attribute(Attr::CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK)?.max(0) as u32,
+            native_atomics: attribute(Attr::CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED)? != 0,
+            same_device: false,
+        })
     }
 
     /// Releases a device's primary context (destroying it when ordo held the last reference).
@@ -356,7 +432,7 @@ impl Devices {
     }
 
     #[inline]
-    fn context(&self, ordinal: u32) -> BackendResult<CUcontext> {
+    pub(crate) fn context(&self, ordinal: u32) -> BackendResult<CUcontext> {
         let ctx = self.slot(ordinal)?.load(Ordering::Acquire);
         if ctx.is_null() {
             return Err(BackendError::new(ErrorCode::InvalidArgument, 0, "CUDA device is not initialised"));

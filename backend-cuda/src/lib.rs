@@ -175,6 +175,35 @@ impl Backend for CudaBackend {
         unsafe { memory::copy(kind, dst, src, size, queue.map(queue::stream)) }
     }
 
+    unsafe fn memcpy_peer(
+        &self,
+        dst_device: u32,
+        dst: u64,
+        src_device: u32,
+        src: u64,
+        size: usize,
+        queue: Option<(u32, u64)>,
+    ) -> BackendResult<()> {
+        // Access both ways, so that the copy (and kernels given the other's pointers) go over the
+        // link; where the driver does not allow it the copy goes through host memory (its own).
+        self.devices.enable_peer(dst_device, src_device)?;
+        self.devices.enable_peer(src_device, dst_device)?;
+        let (dst_ctx, src_ctx) = (self.devices.context(dst_device)?, self.devices.context(src_device)?);
+        if queue.is_none() {
+            // Without a queue: after the source device's earlier work (the destination's: the
+            // legacy default stream `cuMemcpyPeer` runs on, in its context, below).
+            let _source = self.devices.make_current(src_device)?;
+            memory::wait_for_earlier_work()?;
+        }
+        let _current = self.devices.make_current(queue.map_or(dst_device, |(d, _)| d))?;
+        // SAFETY: forwarded contract: both ranges in live allocations, a live queue.
+        unsafe { memory::copy_peer(dst, dst_ctx, src, src_ctx, size, queue.map(|(_, q)| queue::stream(q))) }
+    }
+
+    fn peer_access(&self, device: u32, peer: u32) -> BackendResult<ordo_core::PeerAccess> {
+        self.devices.peer_access(device, peer)
+    }
+
     unsafe fn fill(
         &self,
         device: u32,

@@ -124,6 +124,38 @@ pub(crate) unsafe fn copy(
     finish_if_synchronous(stream)
 }
 
+/// A copy between two devices' memory (`cuMemcpyPeerAsync` on `stream`; without one,
+/// `cuMemcpyPeer`, synchronous), in whatever context is current.
+///
+/// # Safety
+/// Both ranges lie in live allocations of the two contexts' devices; the stream is live.
+pub(crate) unsafe fn copy_peer(
+    dst: u64,
+    dst_ctx: sys::CUcontext,
+    src: u64,
+    src_ctx: sys::CUcontext,
+    size: usize,
+    stream: Option<CUstream>,
+) -> BackendResult<()> {
+    debug_assert!(size > 0 && dst != 0 && src != 0, "copy_peer: an empty range or a null side");
+    // SAFETY: the caller's contract.
+    unsafe {
+        match stream {
+            Some(s) => check("cuMemcpyPeerAsync", sys::cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, size, s)),
+            None => {
+                check("cuMemcpyPeer", sys::cuMemcpyPeer(dst, dst_ctx, src, src_ctx, size))?;
+                finish_if_synchronous(None)
+            }
+        }
+    }
+}
+
+/// Waits for the current context's earlier work on its blocking streams (its legacy default
+/// stream), as a copy without a stream starts after it.
+pub(crate) fn wait_for_earlier_work() -> BackendResult<()> {
+    finish_if_synchronous(None)
+}
+
 /// For a call without a stream: waits until the legacy default stream (and so the call's own
 /// work) is complete. Device-to-host copies need not: they return only when done.
 fn finish_if_synchronous(stream: Option<CUstream>) -> BackendResult<()> {

@@ -1,5 +1,6 @@
-//! `ordo info`: every platform (present or absent, with the reason) and every device's key
-//! properties, as text or JSON.
+//! `ordo info`: every platform (present or absent, with the reason), every device's key
+//! properties, and which devices reach which others' memory directly (the peer matrix), as text
+//! or JSON.
 
 use ordo_core::{DeviceInfo, InfoValue, Runtime};
 use serde_json::{Value, json};
@@ -68,7 +69,28 @@ fn collect(rt: &Runtime) -> Result<Value, ordo_core::Error> {
             "devices": devices,
         }));
     }
-    Ok(json!({ "platforms": platforms }))
+    // The peer matrix over every device of every present platform, in that order.
+    let mut all = Vec::new();
+    for i in 0..rt.platform_count()? {
+        let p = rt.platform(i)?;
+        let pi = rt.platform_info(p)?;
+        for d in 0..pi.device_count {
+            all.push((format!("{} {d}", pi.name), rt.device(p, d)?));
+        }
+    }
+    let mut peers = Vec::new();
+    for (from_name, from) in &all {
+        for (to_name, to) in &all {
+            let a = rt.peer_access(*from, *to)?;
+            peers.push(json!({
+                "from": from_name, "to": to_name, "same_device": a.same_device, "direct": a.direct,
+                "rank": a.rank, "native_atomics": a.native_atomics,
+            }));
+        }
+    }
+    Ok(
+        json!({ "platforms": platforms, "devices": all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), "peers": peers }),
+    )
 }
 
 pub fn run(as_json: bool) -> Result<(), String> {
@@ -104,6 +126,33 @@ pub fn run(as_json: bool) -> Result<(), String> {
                     println!("    {k}: {v}");
                 }
             }
+        }
+    }
+    let names: Vec<&str> = info["devices"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    if names.len() > 1 {
+        // "self", "direct" (rank r where the driver ranks links), or "-" (through host memory, or
+        // not at all between two GPU platforms).
+        println!("peer access (row: device; column: the memory it reaches):");
+        let width = names.iter().map(|n| n.len()).max().unwrap_or(0).max(8);
+        print!("  {:width$}", "");
+        for n in &names {
+            print!(" {n:>width$}");
+        }
+        println!();
+        let peers = info["peers"].as_array().map_or(&[][..], Vec::as_slice);
+        for (row, from) in names.iter().enumerate() {
+            print!("  {from:width$}");
+            for cell in &peers[row * names.len()..(row + 1) * names.len()] {
+                let text = if cell["same_device"].as_bool() == Some(true) {
+                    "self".to_string()
+                } else if cell["direct"].as_bool() == Some(true) {
+                    format!("direct r{}", cell["rank"])
+                } else {
+                    "-".to_string()
+                };
+                print!(" {text:>width$}");
+            }
+            println!();
         }
     }
     Ok(())

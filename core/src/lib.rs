@@ -42,8 +42,8 @@ mod table;
 
 pub use backend::{
     Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FastLaunch, FillValue, HostFn,
-    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, TensorMap,
-    TensorMapTiled, c_layout, text_prefix,
+    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, PeerAccess,
+    TensorMap, TensorMapTiled, c_layout, text_prefix,
 };
 pub use error::{BackendError, Error, ErrorCode, ErrorDetail, Result};
 pub use guard::InitGuard;

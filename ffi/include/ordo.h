@@ -545,9 +545,11 @@ ordo_status_t ordo_mem_free(void *ptr);
 
 // Copies `size` bytes (`kind`: `ORDO_COPY_*`). It starts after all work submitted earlier to the
 // device's queues and returns when the copy is complete. Device addresses may point inside an
-// allocation; the range must stay within it. Both ends must be memory of one device: a copy
-// between platforms is `ORDO_ERROR_INVALID_ARGUMENT`, one between two devices of a platform
-// `ORDO_ERROR_UNSUPPORTED`. A zero-byte copy succeeds and does nothing, whatever its pointers.
+// allocation; the range must stay within it. A device-to-device copy may join two devices: of
+// one platform, a peer copy (CUDA: over the link, peer access enabled where the driver allows);
+// a GPU and the host device, the GPU's copy from or to host memory; two GPU platforms (CUDA and
+// AMDGPU), `ORDO_ERROR_UNSUPPORTED`. A zero-byte copy succeeds and does nothing, whatever its
+// pointers.
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
@@ -770,7 +772,9 @@ ordo_status_t ordo_queue_synchronize(struct ordo_queue_t queue);
 // documents, as C requires of its callers.
 ordo_status_t ordo_queue_query(struct ordo_queue_t queue, int32_t *done);
 
-// Makes later work on `queue` wait for `event`.
+// Makes later work on `queue` wait for `event`, an event of any device: of the queue's
+// platform, the device waits (CUDA: across devices too); of another platform, this call waits
+// on the host until the event has completed.
 ordo_status_t ordo_queue_wait_event(struct ordo_queue_t queue, struct ordo_event_t event);
 
 // Creates an event on a device.

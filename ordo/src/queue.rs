@@ -147,8 +147,10 @@ impl<'r> Queue<'r> {
         Ok(self.device.rt().event_record(event.raw, self.raw)?)
     }
 
-    /// Makes the queue's later work wait until `event` has completed (work of another queue,
-    /// possibly; both on one device). [`Error::DeviceMismatch`] for an event of another device.
+    /// Makes the queue's later work wait until `event` has completed: work of another queue,
+    /// of this device or of any other. An event of another device of the platform is waited for
+    /// by the device (CUDA: across contexts); one of another platform, on the host before this
+    /// returns (see `Runtime::queue_wait_event`).
     ///
     /// ```
     /// let ctx = ordo::Context::new()?;
@@ -157,12 +159,12 @@ impl<'r> Queue<'r> {
     /// first.record(&event)?;
     /// second.wait(&event)?; // second's later work runs after first's earlier work
     /// second.synchronize()?;
+    /// let host_event = ctx.device(0)?.event()?;
+    /// ctx.device(0)?.queue()?.record(&host_event)?;
+    /// second.wait(&host_event)?; // of another device (the host CPU's, where there is a GPU)
     /// # Ok::<(), ordo::Error>(())
     /// ```
     pub fn wait(&self, event: &Event<'_>) -> Result<()> {
-        if event.device != self.device {
-            return Err(Error::DeviceMismatch);
-        }
         Ok(self.device.rt().queue_wait_event(self.raw, event.raw)?)
     }
 
@@ -264,6 +266,43 @@ impl<'s, 'r> Scope<'s, '_, 'r> {
             return Err(Error::LengthMismatch { expected, actual });
         }
         Ok(())
+    }
+
+    /// Enqueues a copy between two devices' buffers (same length; the scope's queue is one of
+    /// the two devices' and the copy runs on it, see `Runtime::copy_device`). Both stay borrowed
+    /// until the scope has waited (one of them may be the host device's memory, which another
+    /// device's queue reads or writes). Work on the other device's queues is ordered with an
+    /// event ([`Queue::wait`] takes one of any device).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let (host, dev) = (ctx.device(0)?, ctx.default_device()?);
+    /// let a = ordo::DeviceBuffer::from_slice(&host, &[4u16, 5])?;
+    /// let mut b = ordo::DeviceBuffer::<u16>::zeroed(&dev, 2)?;
+    /// let (from, mut to) = (a.as_slice(), b.as_mut_slice());
+    /// dev.queue()?.scope(|s| s.copy_between(&from, &mut to))?;
+    /// assert_eq!(b.to_vec()?, [4, 5]);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn copy_between<T: DeviceCopy>(
+        &self,
+        src: &'s DeviceSlice<'_, T>,
+        dst: &'s mut DeviceSliceMut<'_, T>,
+    ) -> Result<()> {
+        let d = &dst.inner;
+        if d.len() != src.len() {
+            return Err(Error::LengthMismatch { expected: d.len(), actual: src.len() });
+        }
+        let bytes = d.len() * core::mem::size_of::<T>();
+        let (to, from) = (ordo_core::DevicePtr(d.addr), ordo_core::DevicePtr(src.addr));
+        Ok(self.queue.device.rt().copy_device_owned(
+            d.allocation,
+            to,
+            src.allocation,
+            from,
+            bytes,
+            Some(self.queue.raw),
+        )?)
     }
 
     /// Enqueues a copy of `src` into `dst` (same length, `dst` on the queue's device).

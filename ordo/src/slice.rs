@@ -241,15 +241,17 @@ impl<'b, T: DeviceCopy> DeviceSliceMut<'b, T> {
         }?)
     }
 
-    /// Copies `src` (same length, on the same device) into the view; returns when the copy is
-    /// complete. Both sides are checked by identity: a buffer from before a re-init is
-    /// `InvalidHandle`. [`Error::DeviceMismatch`] for a view of another device (copies between
-    /// devices are not there yet).
+    /// Copies `src` (same length, of any device) into the view; returns when the copy is
+    /// complete. Between two devices of a platform it is a peer copy (over NVLink or PCIe where
+    /// the driver allows access), between a GPU and the host device a copy to or from host
+    /// memory (`Runtime::copy_device` says which pairs, and `Unsupported` for two GPU
+    /// platforms). Both sides are checked by identity: a buffer from before a re-init is
+    /// `InvalidHandle`.
     ///
     /// ```
     /// let ctx = ordo::Context::new()?;
-    /// let dev = ctx.default_device()?;
-    /// let a = ordo::DeviceBuffer::from_slice(&dev, &[1u32, 2, 3])?;
+    /// let (host, dev) = (ctx.device(0)?, ctx.default_device()?); // the same device without a GPU
+    /// let a = ordo::DeviceBuffer::from_slice(&host, &[1u32, 2, 3])?;
     /// let mut b = ordo::DeviceBuffer::<u32>::zeroed(&dev, 2)?;
     /// b.as_mut_slice().copy_from_device(&a.slice(1..)?)?;
     /// assert_eq!(b.to_vec()?, [2, 3]);
@@ -259,9 +261,6 @@ impl<'b, T: DeviceCopy> DeviceSliceMut<'b, T> {
         let s = &self.inner;
         if src.len != s.len {
             return Err(Error::LengthMismatch { expected: s.len, actual: src.len });
-        }
-        if src.device != s.device {
-            return Err(Error::DeviceMismatch);
         }
         let bytes = s.len * core::mem::size_of::<T>();
         let (dst, from) = (DevicePtr(s.addr), DevicePtr(src.addr));

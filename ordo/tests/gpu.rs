@@ -233,3 +233,88 @@ fn owned_cuda_objects_move_to_another_thread() {
     .join()
     .unwrap();
 }
+
+/// The CUDA devices of the default runtime; with fewer than two, says so (a failure under
+/// `ORDO_REQUIRE_GPUS=2`, which the two-GPU pass sets).
+fn two_cuda(ctx: &Context<'static>) -> Option<(Device<'static>, Device<'static>)> {
+    let cuda: Vec<_> = ctx.devices().expect("devices").into_iter().filter(|d| d.kind() == BackendKind::Cuda).collect();
+    if cuda.len() < 2 {
+        assert!(
+            std::env::var("ORDO_REQUIRE_GPUS").as_deref() != Ok("2"),
+            "ORDO_REQUIRE_GPUS=2 but {} CUDA device(s)",
+            cuda.len()
+        );
+        println!("skipped: {} CUDA device(s), two needed", cuda.len());
+        return None;
+    }
+    Some((cuda[0].clone(), cuda[1].clone()))
+}
+
+/// 1 GiB between two GPUs, each way, checked element by element; both ways at once on two
+/// queues; and to and from the host device.
+#[test]
+fn gigabytes_between_two_gpus_and_the_host() {
+    let ctx = Context::new().unwrap();
+    let Some((g0, g1)) = two_cuda(&ctx) else { return };
+    let access = ctx.runtime().peer_access(g0.raw(), g1.raw()).unwrap();
+    println!("peer access 0 -> 1: {access:?}");
+    let n = 1 << 28; // 1 GiB of u32
+    let data: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    for (from, to) in [(&g0, &g1), (&g1, &g0)] {
+        let src = DeviceBuffer::from_slice(from, &data).unwrap();
+        let mut dst = DeviceBuffer::<u32>::zeroed(to, n).unwrap();
+        dst.copy_from_device(&src).unwrap();
+        assert!(dst.to_vec().unwrap() == data, "1 GiB from {:?} to {:?}", from, to);
+    }
+    // Both directions at once, each on its destination's queue.
+    let (a, b) = (DeviceBuffer::from_slice(&g0, &data).unwrap(), DeviceBuffer::from_slice(&g1, &data).unwrap());
+    let (mut a2, mut b2) = (DeviceBuffer::<u32>::zeroed(&g1, n).unwrap(), DeviceBuffer::<u32>::zeroed(&g0, n).unwrap());
+    let (q1, q0) = (g1.queue().unwrap(), g0.queue().unwrap());
+    let (sa, mut da, sb, mut db) = (a.as_slice(), a2.as_mut_slice(), b.as_slice(), b2.as_mut_slice());
+    q1.scope(|s1| {
+        q0.scope(|s0| {
+            s1.copy_between(&sa, &mut da)?;
+            s0.copy_between(&sb, &mut db)
+        })
+    })
+    .unwrap();
+    assert!(a2.to_vec().unwrap() == data && b2.to_vec().unwrap() == data, "both ways at once");
+    // The host device and a GPU, both ways.
+    let host = ctx.device(0).unwrap();
+    let on_host = DeviceBuffer::from_slice(&host, &data[..1 << 20]).unwrap();
+    let mut on_gpu = DeviceBuffer::<u32>::zeroed(&g1, 1 << 20).unwrap();
+    on_gpu.copy_from_device(&on_host).unwrap();
+    let mut back = DeviceBuffer::<u32>::zeroed(&host, 1 << 20).unwrap();
+    back.copy_from_device(&on_gpu).unwrap();
+    assert_eq!(back.to_vec().unwrap(), &data[..1 << 20]);
+}
+
+/// An event recorded on one GPU's queue gates the other GPU's queue (`cuStreamWaitEvent`
+/// across contexts): the gated copy reads what the first GPU's kernel wrote, though the kernel
+/// runs long.
+#[test]
+fn an_event_of_one_gpu_gates_work_on_the_other() {
+    let ctx = Context::new().unwrap();
+    let Some((g0, g1)) = two_cuda(&ctx) else { return };
+    let n = 1 << 24;
+    let ones = DeviceBuffer::from_slice(&g0, &vec![1.0f32; n]).unwrap();
+    let mut twos = DeviceBuffer::<f32>::zeroed(&g0, n).unwrap();
+    let mut on_g1 = DeviceBuffer::<f32>::zeroed(&g1, n).unwrap();
+    let (q0, q1, done) = (g0.queue().unwrap(), g1.queue().unwrap(), g0.event().unwrap());
+    let module = Module::load_builtin(&g0).unwrap();
+    type Add = (ordo::In<'static, f32>, ordo::In<'static, f32>, ordo::Out<'static, f32>, u32);
+    let add = module.typed_function::<Add>("vector_add_f32").unwrap();
+    let spin = module.function("spin_cycles").unwrap();
+    // A kernel that holds queue 0 for a while, then the add, then the event.
+    let cycles = 200_000_000u64;
+    // SAFETY: spin_cycles(cycles) only spins; vector_add reads n of ones and writes n of twos.
+    unsafe {
+        q0.launch_builder(&spin).arg(&cycles).launch(ordo::LaunchDims::linear(1, 1)).unwrap();
+        q0.launch(&add, add.dims_for(n as u32).unwrap(), (&ones, &ones, &mut twos, n as u32)).unwrap();
+    }
+    q0.record(&done).unwrap();
+    q1.wait(&done).unwrap();
+    let (from, mut to) = (twos.as_slice(), on_g1.as_mut_slice());
+    q1.scope(|s| s.copy_between(&from, &mut to)).unwrap();
+    assert!(on_g1.to_vec().unwrap().iter().all(|&v| v == 2.0), "the copy waited for the other GPU's kernel");
+}

@@ -393,6 +393,26 @@ impl Backend for ScriptedBackend {
         }
     }
 
+    unsafe fn memcpy_peer(
+        &self,
+        _: u32,
+        _: u64,
+        _: u32,
+        _: u64,
+        _: usize,
+        queue: Option<(u32, u64)>,
+    ) -> BackendResult<()> {
+        match queue {
+            Some((_, q)) => self.use_object(BackendOp::Memcpy, &[(ScriptedObject::Queue, q)]),
+            None => self.use_object(BackendOp::Memcpy, &[]),
+        }
+    }
+
+    fn peer_access(&self, _: u32, _: u32) -> BackendResult<ordo_core::PeerAccess> {
+        // Scripted devices reach each other's memory directly, as GPUs over a link do.
+        Ok(ordo_core::PeerAccess { direct: true, rank: 0, native_atomics: false, same_device: false })
+    }
+
     unsafe fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, queue: Option<u64>) -> BackendResult<()> {
         match queue {
             Some(q) => self.use_object(BackendOp::Fill, &[(ScriptedObject::Queue, q)]),

@@ -30,14 +30,14 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="hostile" and m.get("executable"): print(m["executable"])')
 rm -rf gpu-bin && mkdir gpu-bin
 cp target/release/ordo target/release/examples/atexit_teardown target/release/examples/cuda_bench \
-  target/release/examples/vs_cudarc gpu-bin/
+  target/release/examples/vs_cudarc target/release/examples/peer_bench gpu-bin/
 cp target/release/examples/atexit_hook gpu-bin/atexit_hook_rust
 cp "$test_bin" gpu-bin/gpu_tests
 cp "$ordo_test_bin" gpu-bin/ordo_gpu_tests
 cp "$queue_test_bin" gpu-bin/default_queue_tests
 cp "$hostile_test_bin" gpu-bin/hostile_tests
 mkdir gpu-bin/ordo-examples
-for example in 01_vector_add 02_queues_and_events 03_load_module 04_host_kernel 05_property_test 06_firmware 07_one_kernel_everywhere; do
+for example in 01_vector_add 02_queues_and_events 03_load_module 04_host_kernel 05_property_test 06_firmware 07_one_kernel_everywhere 08_all_devices; do
   cp "target/release/examples/$example" gpu-bin/ordo-examples/
 done
 strip gpu-bin/ordo-examples/*

@@ -8,15 +8,17 @@
 #           exit paths                                        (about 3 minutes on an H100)
 #   rust    the typed API (crate ordo): its GPU tests, its examples, and its launch against
 #           cudarc's and the raw driver's (cli/examples/vs_cudarc.rs)   (about 2 minutes)
+#   multi   two GPUs: copies between them and with the host device, events across devices,
+#           example 08 over every device, and the peer bandwidth (peer_bench); needs two GPUs
 #   abi     the MLIR programs, liboffload's conformance suite and upstream's OffloadAPI tests
 #   bench   the benchmarks: cuda_bench, ordo bench, and the launch rows in several processes
 # No PART runs all four in order (more than one 10-minute device call: run them a call each).
 set -uo pipefail
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(tests rust abi bench)
+[ ${#parts[@]} -eq 0 ] && parts=(tests rust abi bench)  # multi: on a two-GPU machine, asked for
 wants() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
 for p in "${parts[@]}"; do
-  case $p in tests|rust|abi|bench) ;; *) echo "unknown part: $p (tests, rust, abi or bench)"; exit 2 ;; esac
+  case $p in tests|rust|multi|abi|bench) ;; *) echo "unknown part: $p (tests, rust, multi, abi or bench)"; exit 2 ;; esac
 done
 out=${OUT:-gpu-out}
 mkdir -p "$out"
@@ -112,6 +114,16 @@ done
 step ordo_example_07_on_the_cpu env ORDO_DEVICE=host gpu-bin/ordo-examples/07_one_kernel_everywhere
 echo "== the typed launch against cudarc's launch builder and the raw driver (one process, ABBA)"
 step vs_cudarc gpu-bin/vs_cudarc
+fi
+
+if wants multi; then
+echo "== two GPUs: copies and events between devices (typed API), every device at once, peer bandwidth"
+nvidia-smi topo -m 2>/dev/null | head -5
+step ordo_gpu_tests_two_gpus env ORDO_REQUIRE_GPUS=2 gpu-bin/ordo_gpu_tests --test-threads=1 --nocapture \
+  gigabytes_between_two_gpus_and_the_host an_event_of_one_gpu_gates_work_on_the_other
+step ordo_example_08_all_devices gpu-bin/ordo-examples/08_all_devices
+step info_peers gpu-bin/ordo info
+step peer_bench gpu-bin/peer_bench
 fi
 
 if wants abi; then

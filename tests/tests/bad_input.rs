@@ -345,19 +345,22 @@ fn copies_stay_within_one_device_of_one_platform() {
     let calls = || (a.calls(), b.calls());
     let before = calls();
     let code = |r: Result<()>| r.unwrap_err().code;
-    // Between platforms: the source was checked against the destination's backend before.
-    assert_eq!(code(rt.copy_device(ma0, mb0, 64, None)), ErrorCode::InvalidArgument);
-    assert_eq!(code(rt.copy_device(mb0, ma0, 64, Some(qb0))), ErrorCode::InvalidArgument);
+    // Between two GPU platforms (neither's memory is host memory): not joined.
+    assert_eq!(code(rt.copy_device(ma0, mb0, 64, None)), ErrorCode::Unsupported);
+    assert_eq!(code(rt.copy_device(mb0, ma0, 64, Some(qb0))), ErrorCode::Unsupported);
     // A queue of another platform than the memory.
     assert_eq!(code(rt.copy_device(ma0, ma0, 64, Some(qb0))), ErrorCode::InvalidArgument);
     assert_eq!(code(rt.fill(mb0, FillValue::U8(0), 4, Some(qa0))), ErrorCode::InvalidArgument);
     // SAFETY: rejected before any copy (the host buffer is valid anyway).
     let host_to_other = unsafe { rt.copy_to_device_async(qa0, mb0, [0u8; 4].as_ptr(), 4) };
     assert_eq!(code(host_to_other), ErrorCode::InvalidArgument);
-    // Between two devices of one platform: not supported (copy through host memory).
-    assert_eq!(code(rt.copy_device(ma1, ma0, 64, None)), ErrorCode::Unsupported);
-    assert_eq!(code(rt.copy_device(ma0, ma1, 64, Some(qa0))), ErrorCode::Unsupported);
+    // A queue of neither device of a copy between two devices.
+    assert_eq!(code(rt.copy_device(ma1, ma0.offset(0), 64, Some(qb0))), ErrorCode::InvalidArgument);
     assert_eq!(calls(), before, "no backend was called");
+    // Between two devices of one platform: the backend's peer copy, one call each.
+    rt.copy_device(ma1, ma0, 64, None).unwrap();
+    rt.copy_device(ma0, ma1, 64, Some(qa0)).unwrap();
+    assert_eq!(calls(), (before.0 + 2, before.1));
     rt.copy_device(ma0, ma0.offset(32), 32, Some(qa0)).unwrap();
     rt.shutdown().unwrap();
     assert_eq!((a.live_total(), b.live_total()), (0, 0));

@@ -207,6 +207,34 @@ pub trait Backend: Sync {
         let _ = (device, addr, size);
         Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot register host memory"))
     }
+    /// Copies `size` bytes from `src` on device `src_device` to `dst` on device `dst_device`,
+    /// two devices of this backend (a peer copy: CUDA `cuMemcpyPeerAsync`, with peer access
+    /// enabled where the driver allows it). With a queue (`(device, queue)`, a queue of one of
+    /// the two devices), asynchronously on it; without one, it returns when the copy is complete
+    /// and starts after all work submitted earlier to both devices' queues. Default:
+    /// `Unsupported`.
+    ///
+    /// # Safety
+    /// See the trait docs: both ranges lie in live allocations of their devices, the queue is a
+    /// live queue of its device.
+    unsafe fn memcpy_peer(
+        &self,
+        dst_device: u32,
+        dst: u64,
+        src_device: u32,
+        src: u64,
+        size: usize,
+        queue: Option<(u32, u64)>,
+    ) -> BackendResult<()> {
+        let _ = (dst_device, dst, src_device, src, size, queue);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot copy between its devices"))
+    }
+    /// How `device` reaches `peer`'s memory (two devices of this backend): directly or not, and
+    /// what the driver says of the link. Default: no direct access.
+    fn peer_access(&self, device: u32, peer: u32) -> BackendResult<PeerAccess> {
+        let _ = (device, peer);
+        Ok(PeerAccess::NONE)
+    }
     /// Copies `size` bytes; with a queue, asynchronously on it. Without a queue, returns when the
     /// copy is complete, and starts after all work submitted earlier to the device's queues.
     ///

@@ -281,3 +281,23 @@ bitflags::bitflags! {
         const HOST_ACCESSIBLE_MEMORY = 1 << 4;
     }
 }
+
+/// How one device reaches another's memory (`Runtime::peer_access`): what the driver tells.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PeerAccess {
+    /// The device can read and write the peer's memory directly (CUDA:
+    /// `cuDeviceCanAccessPeer`); copies between them then go over the link without host memory.
+    pub direct: bool,
+    /// The driver's relative performance rank of the link (CUDA:
+    /// `CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK`; 0 where it tells none, lower is faster).
+    pub rank: u32,
+    /// Atomic operations on the peer's memory are native over the link.
+    pub native_atomics: bool,
+    /// The two devices are one (a device reaches its own memory).
+    pub same_device: bool,
+}
+
+impl PeerAccess {
+    /// No direct access, nothing known of a link.
+    pub const NONE: Self = Self { direct: false, rank: 0, native_atomics: false, same_device: false };
+}

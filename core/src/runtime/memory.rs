@@ -221,11 +221,11 @@ impl Runtime {
     /// (the C ABI's `ordo_memcpy`); with a queue, asynchronously on it, else it returns when the
     /// copy is complete and starts after all work submitted earlier to the device's queues.
     ///
-    /// The device side (both sides for device-to-device) must lie in one live allocation; both
-    /// ends and the queue must belong to one device: a copy between platforms is
-    /// `InvalidArgument`, one between two devices of a platform is `Unsupported` (copy through
-    /// host memory), either before any backend call. A zero-byte copy succeeds and does nothing
-    /// (its addresses are not looked at; a queue, when given, is still checked).
+    /// The device side (both sides for device-to-device) must lie in one live allocation, and the
+    /// queue must belong to the device of the memory (`InvalidArgument` otherwise). A
+    /// device-to-device copy may join any two devices (see [`Runtime::copy_device`] for how,
+    /// and which queue it takes). A zero-byte copy succeeds and does nothing (its
+    /// addresses are not looked at; a queue, when given, is still checked).
     ///
     /// # Safety
     /// Host pointers must be valid for `size` bytes; with a queue, until the copy completes.
@@ -263,11 +263,9 @@ impl Runtime {
             CopyKind::DeviceToDevice => {
                 let from = self.range_device(t, src, size)?;
                 let to = self.range_device(t, dst, size)?;
-                if !core::ptr::addr_eq(from.backend, to.backend) {
-                    return fail(ErrorCode::InvalidArgument, "copy between memory of two platforms");
-                }
                 if from.slot != to.slot {
-                    return fail(ErrorCode::Unsupported, "copy between two devices (copy through host memory)");
+                    // SAFETY: forwarded contract; both ranges lie in live allocations.
+                    return unsafe { Self::copy_between(to, dst, from, src, size, q) };
                 }
                 to
             }
@@ -276,6 +274,55 @@ impl Runtime {
         // SAFETY: the device ranges lie in live allocations of this device, the queue is a live
         // queue of it; host ranges are the caller's contract.
         Ok(unsafe { d.backend.memcpy(d.ordinal, kind, dst, src, size, q) }?)
+    }
+
+    /// A copy between two devices' memory (`memcpy` device to device, `copy_device`, the typed
+    /// buffers' `copy_from_device`, `ordo_memcpy`, `olMemcpy` with two devices); see
+    /// [`Runtime::copy_device`]. Both ranges lie in live allocations of `to` and `from`.
+    ///
+    /// # Safety
+    /// As `memcpy`.
+    unsafe fn copy_between(to: Dev, dst: u64, from: Dev, src: u64, size: usize, q: Option<(Dev, u64)>) -> Result<()> {
+        if let Some((qd, _)) = q
+            && qd.slot != to.slot
+            && qd.slot != from.slot
+        {
+            return fail(ErrorCode::InvalidArgument, "the queue belongs to neither device of the copy");
+        }
+        if core::ptr::addr_eq(from.backend, to.backend) {
+            let queue = q.map(|(qd, raw)| (qd.ordinal, raw));
+            // SAFETY: two live ranges of two devices of this backend; a live queue of one of them.
+            return Ok(unsafe { to.backend.memcpy_peer(to.ordinal, dst, from.ordinal, src, size, queue) }?);
+        }
+        // Two platforms: one side's memory must be host memory (the host device's), which the
+        // other side's backend copies to or from as it copies any host memory.
+        let host = |d: Dev| d.backend.capabilities().contains(crate::backend::Capabilities::HOST_ACCESSIBLE_MEMORY);
+        let by_source = match q {
+            Some((qd, _)) => qd.slot == from.slot,
+            // Without a queue: the side whose memory is not host memory does it.
+            None => host(to),
+        };
+        let (runner, kind, other) =
+            if by_source { (from, CopyKind::DeviceToHost, to) } else { (to, CopyKind::HostToDevice, from) };
+        if !host(other) {
+            return fail(
+                ErrorCode::Unsupported,
+                if host(runner) {
+                    "a copy between platforms runs on a queue of the device whose memory is not host memory"
+                } else {
+                    "a copy between two GPU platforms (copy through host memory)"
+                },
+            );
+        }
+        if q.is_none() {
+            // Synchronous: after the other device's earlier work too (the runner's own is its
+            // backend's to wait for, as for any copy without a queue).
+            other.backend.settle();
+        }
+        // SAFETY: the runner's range lies in its live allocation; the other side is host memory
+        // of a live allocation of the host device (valid until the copy completes: freeing it
+        // is the caller's to order after the queue, as for any asynchronous copy).
+        Ok(unsafe { runner.backend.memcpy(runner.ordinal, kind, dst, src, size, q.map(|(_, raw)| raw)) }?)
     }
 
     /// Copies `size` bytes between memory named with its device (liboffload's `olMemcpy`):
@@ -353,7 +400,41 @@ impl Runtime {
         unsafe { self.memcpy(CopyKind::DeviceToHost, dst.as_mut_ptr() as u64, src.0, dst.len(), None) }
     }
 
-    /// Copies `size` bytes between device allocations; with a queue, asynchronously.
+    /// Copies `size` bytes between device allocations; with a queue, asynchronously. The two may
+    /// be on any two devices (every copy API reaches the same path):
+    /// - two devices of one platform: the backend's peer copy (CUDA: `cuMemcpyPeerAsync` on the
+    ///   given queue, which may be either device's, with peer access enabled the first time a
+    ///   pair copies where `cuDeviceCanAccessPeer` allows; without a queue, `cuMemcpyPeer` after
+    ///   both devices' earlier work);
+    /// - two platforms, one of them the host device (whose memory is host memory): the other
+    ///   device's backend copies from or to it as from or to any host memory, on that device's
+    ///   queue when one is given (a queue of the host device: `Unsupported`), else synchronously,
+    ///   after both devices' earlier work;
+    /// - two GPU platforms (CUDA and AMDGPU): `Unsupported` (copy through host memory).
+    ///
+    /// Work of the other device's queues is ordered with an event (`queue_wait_event` takes an
+    /// event of any device). Errors as every copy: `InvalidSize`, `NullPointer`, a range outside
+    /// its allocation, a queue of neither device (`InvalidArgument`).
+    ///
+    /// ```
+    /// # use ordo_core::{OwnedRuntime, MemKind};
+    /// # use ordo_core::host::{HostArena, HostBackend, builtin};
+    /// static A: HostArena<4096> = HostArena::new();
+    /// static B: HostArena<4096> = HostArena::new();
+    /// static HOST_A: HostBackend = HostBackend::new(&A, builtin::PROGRAMS, None);
+    /// static HOST_B: HostBackend = HostBackend::new(&B, builtin::PROGRAMS, None);
+    /// let rt = OwnedRuntime::new(&[&HOST_A, &HOST_B]); // two platforms, a device each
+    /// rt.init()?;
+    /// let (a, b) = (rt.device(rt.platform(0)?, 0)?, rt.device(rt.platform(1)?, 0)?);
+    /// let (x, y) = (rt.mem_alloc(a, MemKind::Device, 64)?, rt.mem_alloc(b, MemKind::Device, 64)?);
+    /// rt.copy_to_device(x, &[7; 64])?;
+    /// rt.copy_device(y, x, 64, None)?; // between the two devices
+    /// let mut back = [0u8; 64];
+    /// rt.copy_from_device(&mut back, y)?;
+    /// assert_eq!(back, [7; 64]);
+    /// # rt.shutdown()?;
+    /// # Ok::<(), ordo_core::Error>(())
+    /// ```
     pub fn copy_device(&self, dst: DevicePtr, src: DevicePtr, size: usize, queue: Option<Queue>) -> Result<()> {
         // SAFETY: both sides are device ranges that the runtime validates.
         unsafe { self.memcpy(CopyKind::DeviceToDevice, dst.0, src.0, size, queue) }

@@ -165,13 +165,18 @@ impl Runtime {
         })
     }
 
-    /// Makes later work on `queue` wait until `event` has completed.
+    /// Makes later work on `queue` wait until `event` has completed. The event may be of any
+    /// device: of the queue's platform, the device waits (CUDA: `cuStreamWaitEvent`, across
+    /// contexts too); of another platform, this call waits on the host until the event has
+    /// completed (no device can wait for another platform's event), so the queue's later work,
+    /// submitted after it returns, runs after the event's work.
     pub fn queue_wait_event(&self, queue: Queue, event: Event) -> Result<()> {
         self.with_shared(|t| {
             let (d, q) = self.queue(t, queue)?;
             let (ed, e) = self.event(t, event)?;
             if t.devices.at(ed.slot).backend != t.devices.at(d.slot).backend {
-                return fail(ErrorCode::InvalidArgument, "event and queue belong to different platforms");
+                // SAFETY: a live event of its device.
+                return Ok(unsafe { ed.backend.event_synchronize(ed.ordinal, e) }?);
             }
             // SAFETY: a live queue of this device and a live event of the same backend.
             Ok(unsafe { d.backend.queue_wait_event(d.ordinal, q, e) }?)

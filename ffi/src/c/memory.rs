@@ -144,9 +144,11 @@ fn copy(
 
 /// Copies `size` bytes (`kind`: `ORDO_COPY_*`). It starts after all work submitted earlier to the
 /// device's queues and returns when the copy is complete. Device addresses may point inside an
-/// allocation; the range must stay within it. Both ends must be memory of one device: a copy
-/// between platforms is `ORDO_ERROR_INVALID_ARGUMENT`, one between two devices of a platform
-/// `ORDO_ERROR_UNSUPPORTED`. A zero-byte copy succeeds and does nothing, whatever its pointers.
+/// allocation; the range must stay within it. A device-to-device copy may join two devices: of
+/// one platform, a peer copy (CUDA: over the link, peer access enabled where the driver allows);
+/// a GPU and the host device, the GPU's copy from or to host memory; two GPU platforms (CUDA and
+/// AMDGPU), `ORDO_ERROR_UNSUPPORTED`. A zero-byte copy succeeds and does nothing, whatever its
+/// pointers.
 ///
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function

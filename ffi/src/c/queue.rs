@@ -48,7 +48,9 @@ pub unsafe extern "C" fn ordo_queue_query(queue: ordo_queue_t, done: *mut i32) -
     produce(done, "done is NULL", || runtime().queue_query(q(queue)).map(i32::from))
 }
 
-/// Makes later work on `queue` wait for `event`.
+/// Makes later work on `queue` wait for `event`, an event of any device: of the queue's
+/// platform, the device waits (CUDA: across devices too); of another platform, this call waits
+/// on the host until the event has completed.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_queue_wait_event(queue: ordo_queue_t, event: ordo_event_t) -> ordo_status_t {
     guard(|| status(runtime().queue_wait_event(q(queue), e(event))))

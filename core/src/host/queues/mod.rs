@@ -18,7 +18,7 @@
 use core::ffi::c_void;
 
 use crate::backend::{KernelArgs, LaunchDims, ParamLayout};
-use crate::error::{BackendError, ErrorCode};
+use crate::error::BackendError;
 
 use super::HostBackend;
 
@@ -39,7 +39,7 @@ pub const DEFERRED_PARAMS: usize = 16;
 /// for it): the threaded queues' (the deferred ones run such work on the waiting thread).
 #[cfg(feature = "std")]
 pub(crate) fn busy() -> BackendError {
-    BackendError::new(ErrorCode::Busy, 0, "a host function or kernel may not wait for host queues")
+    BackendError::new(crate::error::ErrorCode::Busy, 0, "a host function or kernel may not wait for host queues")
 }
 
 /// Argument bytes, aligned for any parameter type.
