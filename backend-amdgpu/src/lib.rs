@@ -179,6 +179,23 @@ impl Backend for AmdgpuBackend {
         self.with_gpu(device, |s, gpu| unsafe { memory::memcpy(s, gpu, kind, dst, src, size, queue) })
     }
 
+    unsafe fn memcpy_peer(
+        &self,
+        dst_device: u32,
+        dst: u64,
+        src_device: u32,
+        src: u64,
+        size: usize,
+        queue: Option<(u32, u64)>,
+    ) -> BackendResult<()> {
+        self.with(|s| {
+            let (to, from) = (s.gpu(dst_device)?, s.gpu(src_device)?);
+            // SAFETY: forwarded contract (the queue is live, of one of the two devices; its
+            // ordering is the same whichever device's it is).
+            unsafe { memory::memcpy_peer(s, (to, dst), (from, src), size, queue.map(|(_, q)| q)) }
+        })
+    }
+
     unsafe fn fill(
         &self,
         device: u32,

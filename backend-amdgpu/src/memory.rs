@@ -137,6 +137,30 @@ pub(crate) unsafe fn memcpy(
     }
 }
 
+/// A copy between two GPUs of this backend (`hsa_amd_memory_async_copy` between their agents),
+/// after the queue's earlier work (a queue of either device), or without one after both
+/// devices' earlier work; returns when the copy is complete.
+///
+/// # Safety
+/// As `Backend::memcpy_peer`.
+pub(crate) unsafe fn memcpy_peer(
+    state: &State,
+    (dst_gpu, dst): (&Gpu, u64),
+    (src_gpu, src): (&Gpu, u64),
+    size: usize,
+    queue: Option<u64>,
+) -> BackendResult<()> {
+    debug_assert!(size > 0 && dst != 0 && src != 0, "memcpy_peer: an empty range or a null side");
+    match queue {
+        Some(_) => order_before(state, dst_gpu, queue)?,
+        None => {
+            order_before(state, src_gpu, None)?;
+            order_before(state, dst_gpu, None)?;
+        }
+    }
+    copy(state, dst as usize as *mut c_void, dst_gpu.agent, src as usize as *const c_void, src_gpu.agent, size)
+}
+
 /// # Safety
 /// As `Backend::fill`.
 pub(crate) unsafe fn fill(

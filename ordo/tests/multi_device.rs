@@ -165,3 +165,22 @@ fn two_gpu_platforms_are_unsupported() {
     assert!(!rt.peer_access(d0, d1).unwrap().direct);
     rt.shutdown().unwrap();
 }
+
+/// The final shutdown with copies between devices still queued on both devices' queues: it
+/// waits for them and releases everything in the documented order, with nothing left.
+#[test]
+fn teardown_with_copies_between_devices_in_flight() {
+    let rt = OwnedRuntime::new(&[host_platform(), host_platform()]);
+    rt.init().unwrap();
+    let (d0, d1) = (rt.device(rt.platform(0).unwrap(), 0).unwrap(), rt.device(rt.platform(1).unwrap(), 0).unwrap());
+    let size = 4 << 20;
+    let (x, y) = (rt.mem_alloc(d0, MemKind::Device, size).unwrap(), rt.mem_alloc(d1, MemKind::Device, size).unwrap());
+    let (q0, q1) = (rt.queue_create(d0).unwrap(), rt.queue_create(d1).unwrap());
+    for _ in 0..16 {
+        rt.copy_device(y, x, size, Some(q0)).unwrap();
+        rt.copy_device(x, y, size, Some(q1)).unwrap();
+    }
+    let ordo::raw::Shutdown::TornDown(summary) = rt.shutdown().unwrap() else { panic!("not the last reference") };
+    assert!(summary.is_clean(), "{summary:?}");
+    assert_eq!(rt.state(), ordo::State::Uninit);
+}

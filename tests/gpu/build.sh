@@ -23,6 +23,11 @@ queue_test_bin=$(cargo test --release -p ordo-ffi --features mlir,offload --test
 for l in sys.stdin:
     m=json.loads(l)
     if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="default_queue" and m.get("executable"): print(m["executable"])')
+two_devices_test_bin=$(cargo test --release -p ordo-ffi --features mlir,offload --test two_devices --no-run \
+  --message-format=json 2>/dev/null | python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="two_devices" and m.get("executable"): print(m["executable"])')
 hostile_test_bin=$(cargo test --release -p ordo-ffi --features mlir,offload --test hostile --no-run \
   --message-format=json 2>/dev/null | python3 -c 'import json,sys
 for l in sys.stdin:
@@ -36,6 +41,7 @@ cp "$test_bin" gpu-bin/gpu_tests
 cp "$ordo_test_bin" gpu-bin/ordo_gpu_tests
 cp "$queue_test_bin" gpu-bin/default_queue_tests
 cp "$hostile_test_bin" gpu-bin/hostile_tests
+cp "$two_devices_test_bin" gpu-bin/two_devices_tests
 mkdir gpu-bin/ordo-examples
 for example in 01_vector_add 02_queues_and_events 03_load_module 04_host_kernel 05_property_test 06_firmware 07_one_kernel_everywhere 08_all_devices; do
   cp "target/release/examples/$example" gpu-bin/ordo-examples/

@@ -87,6 +87,14 @@ fn work(rt: &Runtime, host: &mut [u8]) -> Result<()> {
     let ev2 = rt.event_create(d0)?;
     rt.event_record(ev2, q)?;
     rt.queue_wait_event(q1, ev)?;
+    // Across devices: a peer copy on a queue of one of them and one without a queue, and a queue
+    // of another platform waiting for the event (on the host).
+    rt.copy_device(b, a, 128, Some(q1))?;
+    rt.copy_device(a, b, 64, None)?;
+    rt.queue_wait_event(qi, ev)?;
+    // A retained reference to the program, given back (the program stays for the teardown).
+    rt.program_retain(p)?;
+    rt.program_unload(p)?;
     rt.queue_synchronize(q)?;
     rt.queue_query(q1)?;
     rt.event_synchronize(ev2)?;

@@ -319,10 +319,19 @@ impl Runtime {
             // backend's to wait for, as for any copy without a queue).
             other.backend.settle();
         }
+        let queue = q.map(|(_, raw)| raw);
         // SAFETY: the runner's range lies in its live allocation; the other side is host memory
-        // of a live allocation of the host device (valid until the copy completes: freeing it
-        // is the caller's to order after the queue, as for any asynchronous copy).
-        Ok(unsafe { runner.backend.memcpy(runner.ordinal, kind, dst, src, size, q.map(|(_, raw)| raw)) }?)
+        // of a live allocation of the host device, valid until the copy completes (waited for
+        // below when it runs on a queue).
+        unsafe { runner.backend.memcpy(runner.ordinal, kind, dst, src, size, queue) }?;
+        if let Some(queue) = queue {
+            // On a queue, after its earlier work; done before this returns. Nothing of the host
+            // device's would wait for another platform's queue before freeing its memory, so the
+            // copy may not outlive the call (a safe caller could free that memory next).
+            // SAFETY: a live queue of the runner's device.
+            unsafe { runner.backend.queue_synchronize(runner.ordinal, queue) }?;
+        }
+        Ok(())
     }
 
     /// Copies `size` bytes between memory named with its device (liboffload's `olMemcpy`):
@@ -408,8 +417,9 @@ impl Runtime {
     ///   both devices' earlier work);
     /// - two platforms, one of them the host device (whose memory is host memory): the other
     ///   device's backend copies from or to it as from or to any host memory, on that device's
-    ///   queue when one is given (a queue of the host device: `Unsupported`), else synchronously,
-    ///   after both devices' earlier work;
+    ///   queue when one is given (after its earlier work; the call returns when the copy is
+    ///   done, so the host device's memory is never freed under it; a queue of the host device:
+    ///   `Unsupported`), else synchronously, after both devices' earlier work;
     /// - two GPU platforms (CUDA and AMDGPU): `Unsupported` (copy through host memory).
     ///
     /// Work of the other device's queues is ordered with an event (`queue_wait_event` takes an
