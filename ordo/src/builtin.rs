@@ -71,8 +71,9 @@ fn run(queue: &Queue<'_>, which: usize, buffers: &[&dyn KernelArg], n: u32) -> R
     let kernel = builtin_kernel(queue, which)?;
     let rt = queue.device().rt();
     let block = match rt.kernel_optimal_block_size(kernel, 0) {
-        Ok(b) => b.clamp(1, n),
-        Err(e) if e.code == ErrorCode::Unsupported => 256.min(n),
+        // Never panics: `min` then `max`, whatever `n` (`clamp` would for `n == 0`).
+        Ok(b) => b.min(n).max(1),
+        Err(e) if e.code == ErrorCode::Unsupported => 256.min(n).max(1),
         Err(e) => return Err(e.into()),
     };
     let mut params = [core::ptr::null_mut(); 4];

@@ -455,11 +455,8 @@ impl Backend for DeferredHost {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
-        // Checked now, as the backend and the kernel would when it ran.
         // SAFETY: forwarded contract.
-        let layout = unsafe { self.inner.check_launch(device, kernel, dims, args) }?;
-        // SAFETY: forwarded contract.
-        match unsafe { CopiedLaunch::new(kernel, dims, &layout, args) } {
+        match unsafe { CopiedLaunch::check_and_copy(self.inner, device, kernel, dims, args) }? {
             Some(launch) => self.submit(device, queue, Work::Launch(launch)),
             // Too many argument bytes to keep: it runs now, after its queue's waiting work.
             // SAFETY: forwarded contract.

@@ -66,17 +66,33 @@ pub(crate) struct CopiedLaunch {
 unsafe impl Send for CopiedLaunch {}
 
 impl CopiedLaunch {
+    /// Checks a launch as the wrapped backend and the kernel would when it ran (local memory,
+    /// argument count and sizes: such errors are the launch's, not the next synchronise's), then
+    /// copies `args`, laid out as the kernel's parameters; `Ok(None)` when they exceed
+    /// `DEFERRED_ARG_BYTES` or `DEFERRED_PARAMS` (the launch then runs at submission).
+    ///
+    /// # Safety
+    /// As `Backend::launch`: a live kernel and queue of `inner`'s `device`, each argument
+    /// pointing to a value of its parameter's size.
+    pub(crate) unsafe fn check_and_copy(
+        inner: &HostBackend,
+        device: u32,
+        kernel: u64,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> Result<Option<Self>, BackendError> {
+        // SAFETY: forwarded contract.
+        let layout = unsafe { inner.check_launch(device, kernel, dims, args) }?;
+        // SAFETY: forwarded contract.
+        Ok(unsafe { Self::new(kernel, dims, &layout, args) })
+    }
+
     /// Copies `args`, laid out as `layout` (the kernel's checked parameters); `None` when they
-    /// exceed `DEFERRED_ARG_BYTES` or `DEFERRED_PARAMS` (the launch then runs at submission).
+    /// exceed `DEFERRED_ARG_BYTES` or `DEFERRED_PARAMS`.
     ///
     /// # Safety
     /// As `Backend::launch`: each argument points to a value of its parameter's size.
-    pub(crate) unsafe fn new(
-        kernel: u64,
-        dims: &LaunchDims,
-        layout: &ParamLayout,
-        args: &KernelArgs<'_>,
-    ) -> Option<Self> {
+    unsafe fn new(kernel: u64, dims: &LaunchDims, layout: &ParamLayout, args: &KernelArgs<'_>) -> Option<Self> {
         let fits = layout.len() <= DEFERRED_PARAMS
             && layout.iter().all(|s| (s.offset as usize).saturating_add(s.size as usize) <= DEFERRED_ARG_BYTES);
         if !fits {

@@ -500,14 +500,9 @@ impl Backend for QueuedHost {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
-        // The argument values are copied now (the caller's storage may go once this returns),
-        // by the kernel's declared parameter sizes. Checked here, as the backend and the kernel
-        // would when it ran: too much local memory, a wrong count or size fails the launch now
-        // rather than at the next synchronise.
+        // The argument values are copied now (the caller's storage may go once this returns).
         // SAFETY: forwarded contract.
-        let layout = unsafe { self.inner.check_launch(device, kernel, dims, args) }?;
-        // SAFETY: forwarded contract.
-        let Some(launch) = (unsafe { CopiedLaunch::new(kernel, dims, &layout, args) }) else {
+        let Some(launch) = unsafe { CopiedLaunch::check_and_copy(self.inner, device, kernel, dims, args) }? else {
             // Too many argument bytes to keep: it runs now, after its queue's work.
             drop(self.worker(queue)?.wait()?);
             // SAFETY: forwarded contract.
