@@ -20,7 +20,8 @@ use ordo_core::{Device as RawDevice, ErrorCode, Kernel as RawKernel, KernelArgs,
 
 use crate::buffer::DeviceBuffer;
 use crate::error::{Error, Result};
-use crate::module::{KernelArg, Module};
+use crate::launch_builder::KernelArg;
+use crate::module::Module;
 use crate::queue::Queue;
 
 /// Devices whose built-in program is kept loaded (oldest first). Past it the oldest entry is

@@ -49,6 +49,7 @@ mod error;
 #[cfg(feature = "std")]
 mod host_buffer;
 mod host_kernel;
+mod launch_builder;
 mod module;
 mod queue;
 mod slice;
@@ -61,7 +62,8 @@ pub use error::{Error, Result};
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use host_buffer::HostBuffer;
 pub use host_kernel::{In, Out, TypedFunction, TypedHostKernel};
-pub use module::{Function, KernelArg, LaunchBuilder, MAX_LAUNCH_ARGS, Module, ProgramImages};
+pub use launch_builder::{KernelArg, LaunchBuilder, MAX_LAUNCH_ARGS};
+pub use module::{Function, Module, ProgramImages};
 pub use queue::{Event, Queue, Scope};
 
 /// bytemuck, whose `Pod` makes a type [`DeviceCopy`] (derive it with `ordo::bytemuck::Pod`).
