@@ -134,35 +134,3 @@ impl Runtime {
         })
     }
 }
-
-impl Runtime {
-    /// How `device` reaches `peer`'s memory: directly (a peer copy over the link) or not, with
-    /// what the driver tells of the link (CUDA: `cuDeviceCanAccessPeer` and
-    /// `cuDeviceGetP2PAttribute`). Devices of two platforms have no direct access; a device and
-    /// itself, `same_device`. The devices' handle errors otherwise.
-    ///
-    /// ```
-    /// # use ordo_core::OwnedRuntime;
-    /// # use ordo_core::host::{HostArena, HostBackend, builtin};
-    /// # static ARENA: HostArena<4096> = HostArena::new();
-    /// # static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
-    /// let rt = OwnedRuntime::new(&[&HOST]);
-    /// rt.init()?;
-    /// let d = rt.device(rt.platform(0)?, 0)?;
-    /// assert!(rt.peer_access(d, d)?.same_device);
-    /// # rt.shutdown()?;
-    /// # Ok::<(), ordo_core::Error>(())
-    /// ```
-    pub fn peer_access(&self, device: Device, peer: Device) -> Result<crate::backend::PeerAccess> {
-        self.with_shared(|t| {
-            let (d, p) = (self.dev(t, device)?, self.dev(t, peer)?);
-            if d.slot == p.slot {
-                return Ok(crate::backend::PeerAccess { same_device: true, ..crate::backend::PeerAccess::NONE });
-            }
-            if !core::ptr::addr_eq(d.backend, p.backend) {
-                return Ok(crate::backend::PeerAccess::NONE);
-            }
-            Ok(d.backend.peer_access(d.ordinal, p.ordinal)?)
-        })
-    }
-}

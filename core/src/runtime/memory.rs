@@ -276,64 +276,6 @@ impl Runtime {
         Ok(unsafe { d.backend.memcpy(d.ordinal, kind, dst, src, size, q) }?)
     }
 
-    /// A copy between two devices' memory (`memcpy` device to device, `copy_device`, the typed
-    /// buffers' `copy_from_device`, `ordo_memcpy`, `olMemcpy` with two devices); see
-    /// [`Runtime::copy_device`]. Both ranges lie in live allocations of `to` and `from`.
-    ///
-    /// # Safety
-    /// As `memcpy`.
-    unsafe fn copy_between(to: Dev, dst: u64, from: Dev, src: u64, size: usize, q: Option<(Dev, u64)>) -> Result<()> {
-        if let Some((qd, _)) = q
-            && qd.slot != to.slot
-            && qd.slot != from.slot
-        {
-            return fail(ErrorCode::InvalidArgument, "the queue belongs to neither device of the copy");
-        }
-        if core::ptr::addr_eq(from.backend, to.backend) {
-            let queue = q.map(|(qd, raw)| (qd.ordinal, raw));
-            // SAFETY: two live ranges of two devices of this backend; a live queue of one of them.
-            return Ok(unsafe { to.backend.memcpy_peer(to.ordinal, dst, from.ordinal, src, size, queue) }?);
-        }
-        // Two platforms: one side's memory must be host memory (the host device's), which the
-        // other side's backend copies to or from as it copies any host memory.
-        let host = |d: Dev| d.backend.capabilities().contains(crate::backend::Capabilities::HOST_ACCESSIBLE_MEMORY);
-        let by_source = match q {
-            Some((qd, _)) => qd.slot == from.slot,
-            // Without a queue: the side whose memory is not host memory does it.
-            None => host(to),
-        };
-        let (runner, kind, other) =
-            if by_source { (from, CopyKind::DeviceToHost, to) } else { (to, CopyKind::HostToDevice, from) };
-        if !host(other) {
-            return fail(
-                ErrorCode::Unsupported,
-                if host(runner) {
-                    "a copy between platforms runs on a queue of the device whose memory is not host memory"
-                } else {
-                    "a copy between two GPU platforms (copy through host memory)"
-                },
-            );
-        }
-        if q.is_none() {
-            // Synchronous: after the other device's earlier work too (the runner's own is its
-            // backend's to wait for, as for any copy without a queue).
-            other.backend.settle();
-        }
-        let queue = q.map(|(_, raw)| raw);
-        // SAFETY: the runner's range lies in its live allocation; the other side is host memory
-        // of a live allocation of the host device, valid until the copy completes (waited for
-        // below when it runs on a queue).
-        unsafe { runner.backend.memcpy(runner.ordinal, kind, dst, src, size, queue) }?;
-        if let Some(queue) = queue {
-            // On a queue, after its earlier work; done before this returns. Nothing of the host
-            // device's would wait for another platform's queue before freeing its memory, so the
-            // copy may not outlive the call (a safe caller could free that memory next).
-            // SAFETY: a live queue of the runner's device.
-            unsafe { runner.backend.queue_synchronize(runner.ordinal, queue) }?;
-        }
-        Ok(())
-    }
-
     /// Copies `size` bytes between memory named with its device (liboffload's `olMemcpy`):
     /// `None` names plain host memory, which must not lie in device memory ordo knows
     /// (`InvalidArgument`); a device side must start in an allocation of that very device
@@ -427,13 +369,15 @@ impl Runtime {
     /// its allocation, a queue of neither device (`InvalidArgument`).
     ///
     /// ```
-    /// # use ordo_core::{OwnedRuntime, MemKind};
+    /// # use ordo_core::{Backend, MemKind};
     /// # use ordo_core::host::{HostArena, HostBackend, builtin};
     /// static A: HostArena<4096> = HostArena::new();
     /// static B: HostArena<4096> = HostArena::new();
     /// static HOST_A: HostBackend = HostBackend::new(&A, builtin::PROGRAMS, None);
     /// static HOST_B: HostBackend = HostBackend::new(&B, builtin::PROGRAMS, None);
-    /// let rt = OwnedRuntime::new(&[&HOST_A, &HOST_B]); // two platforms, a device each
+    /// static BACKENDS: [&dyn Backend; 2] = [&HOST_A, &HOST_B]; // two platforms, a device each
+    /// ordo_core::static_runtime!(static RT = &BACKENDS);
+    /// let rt = &RT;
     /// rt.init()?;
     /// let (a, b) = (rt.device(rt.platform(0)?, 0)?, rt.device(rt.platform(1)?, 0)?);
     /// let (x, y) = (rt.mem_alloc(a, MemKind::Device, 64)?, rt.mem_alloc(b, MemKind::Device, 64)?);

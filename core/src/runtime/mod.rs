@@ -11,6 +11,7 @@
 mod info;
 mod init;
 mod memory;
+mod peer;
 mod program;
 mod queue;
 mod teardown;
