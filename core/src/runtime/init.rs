@@ -27,11 +27,13 @@ impl Runtime {
     /// runtime was shut down under it does not bring the runtime up again.
     ///
     /// ```
-    /// # use ordo_core::{OwnedRuntime, ErrorCode, State};
+    /// # use ordo_core::{Backend, ErrorCode, State};
     /// # use ordo_core::host::{HostArena, HostBackend, builtin};
     /// # static ARENA: HostArena<4096> = HostArena::new();
     /// # static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
-    /// let rt = OwnedRuntime::new(&[&HOST]);
+    /// # static BACKENDS: [&dyn Backend; 1] = [&HOST];
+    /// ordo_core::static_runtime!(static RT = &BACKENDS);
+    /// let rt = &RT;
     /// assert_eq!(rt.retain().unwrap_err().code, ErrorCode::Uninitialized);
     /// rt.init()?;
     /// rt.retain()?;
@@ -68,11 +70,13 @@ impl Runtime {
     /// holder's reference.
     ///
     /// ```
-    /// # use ordo_core::OwnedRuntime;
+    /// # use ordo_core::Backend;
     /// # use ordo_core::host::{HostArena, HostBackend, builtin};
     /// # static ARENA: HostArena<4096> = HostArena::new();
     /// # static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
-    /// let rt = OwnedRuntime::new(&[&HOST]);
+    /// # static BACKENDS: [&dyn Backend; 1] = [&HOST];
+    /// ordo_core::static_runtime!(static RT = &BACKENDS);
+    /// let rt = &RT;
     /// rt.init()?;
     /// let epoch = rt.epoch();
     /// rt.init()?;

@@ -72,11 +72,13 @@ impl Runtime {
     /// `OutOfResources` past `u32::MAX` references.
     ///
     /// ```
-    /// # use ordo_core::{OwnedRuntime, ErrorCode};
+    /// # use ordo_core::{Backend, ErrorCode};
     /// # use ordo_core::host::{HostArena, HostBackend, builtin};
     /// # static ARENA: HostArena<4096> = HostArena::new();
     /// # static HOST: HostBackend = HostBackend::new(&ARENA, builtin::PROGRAMS, None);
-    /// # let rt = OwnedRuntime::new(&[&HOST]);
+    /// # static BACKENDS: [&dyn Backend; 1] = [&HOST];
+    /// # ordo_core::static_runtime!(static RT = &BACKENDS);
+    /// # let rt = &RT;
     /// # rt.init()?;
     /// # let device = rt.device(rt.platform(0)?, 0)?;
     /// let program = rt.program_load(device, builtin::PROGRAM_NAME.as_bytes())?;
