@@ -10,6 +10,7 @@
 
 mod info;
 mod init;
+mod launch;
 mod memory;
 mod peer;
 mod program;
