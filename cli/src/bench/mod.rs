@@ -22,111 +22,10 @@ use ordo_core::{
 };
 use serde_json::json;
 
-/// A backend whose every call succeeds at once: what is left of a call's cost is ordo's.
-struct NoopBackend {
-    next: AtomicU64,
-    next_address: AtomicU64,
-}
+mod noop;
+mod typed;
 
-impl NoopBackend {
-    const fn new() -> Self {
-        Self { next: AtomicU64::new(1), next_address: AtomicU64::new(1 << 40) }
-    }
-}
-
-impl Backend for NoopBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Scripted
-    }
-    fn name(&self) -> &'static str {
-        "noop"
-    }
-    fn capabilities(&self) -> Capabilities {
-        Capabilities::empty()
-    }
-    fn init(&self) -> BackendResult<u32> {
-        Ok(1)
-    }
-    unsafe fn deinit(&self) -> BackendResult<()> {
-        Ok(())
-    }
-    unsafe fn device_release(&self, _: u32) -> BackendResult<()> {
-        Ok(())
-    }
-    unsafe fn forget_after_fork(&self) {}
-    fn device_info(&self, _: u32, _: DeviceInfo) -> BackendResult<InfoValue> {
-        Ok(InfoValue::Int(0))
-    }
-    fn launch_limits(&self, _: u32) -> LaunchLimits {
-        LaunchLimits::CUDA
-    }
-    fn mem_alloc(&self, _: u32, _: MemKind, size: usize) -> BackendResult<u64> {
-        Ok(self.next_address.fetch_add((size as u64).next_multiple_of(256), Ordering::Relaxed))
-    }
-    unsafe fn mem_free(&self, _: u32, _: MemKind, _: u64, _: usize) -> BackendResult<()> {
-        Ok(())
-    }
-    unsafe fn memcpy(&self, _: u32, _: CopyKind, _: u64, _: u64, _: usize, _: Option<u64>) -> BackendResult<()> {
-        Ok(())
-    }
-    unsafe fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, _: Option<u64>) -> BackendResult<()> {
-        Ok(())
-    }
-    fn queue_create(&self, _: u32) -> BackendResult<u64> {
-        Ok(self.next.fetch_add(1, Ordering::Relaxed))
-    }
-    unsafe fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
-        Ok(())
-    }
-    unsafe fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
-        Ok(())
-    }
-    unsafe fn queue_query(&self, _: u32, q: u64) -> BackendResult<bool> {
-        Ok(black_box(q) != 0)
-    }
-    unsafe fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
-        Ok(())
-    }
-    fn event_create(&self, _: u32) -> BackendResult<u64> {
-        Ok(self.next.fetch_add(1, Ordering::Relaxed))
-    }
-    unsafe fn event_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
-        Ok(())
-    }
-    unsafe fn event_record(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
-        Ok(())
-    }
-    unsafe fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
-        Ok(())
-    }
-    unsafe fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
-        Ok(true)
-    }
-    unsafe fn event_elapsed_ms(&self, _: u32, _: u64, _: u64) -> BackendResult<f32> {
-        Ok(0.0)
-    }
-    fn program_load(&self, _: u32, _: &[u8]) -> BackendResult<u64> {
-        Ok(self.next.fetch_add(1, Ordering::Relaxed))
-    }
-    unsafe fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
-        Ok(())
-    }
-    unsafe fn kernel_get(&self, _: u32, program: u64, _: &str) -> BackendResult<u64> {
-        Ok(program)
-    }
-    unsafe fn launch(&self, _: u32, q: u64, k: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
-        black_box((q, k));
-        Ok(())
-    }
-    unsafe fn kernel_param_layout(&self, _: u32, _: u64, out: &mut ordo_core::ParamLayout) -> BackendResult<()> {
-        // Every kernel is `(f32*, f32*, f32*, u32)`, the shape of a vector add: the typed launch
-        // checks four arguments against it.
-        *out = ordo_core::c_layout(&NOOP_KERNEL_PARAMS).ok_or(BackendError::new(ErrorCode::Internal, 0, "layout"))?;
-        Ok(())
-    }
-}
-
-const NOOP_KERNEL_PARAMS: [usize; 4] = [size_of::<u64>(), size_of::<u64>(), size_of::<u64>(), size_of::<u32>()];
+use noop::{NOOP_KERNEL_PARAMS, NoopBackend};
 
 static NOOP: NoopBackend = NoopBackend::new();
 static NOOP_BACKENDS: [&dyn Backend; 1] = [&NOOP];
@@ -236,95 +135,6 @@ fn call_overhead(rows: &mut Vec<Row>) {
         target: "<= 10 ns over the direct call",
     });
     rt.shutdown().unwrap();
-}
-
-/// The typed launch (`LaunchBuilder`: four arguments checked against the kernel's layout, then
-/// `Runtime::launch`) against `Runtime::launch` with the same four arguments built by hand, on
-/// the no-op backend. ABBA-interleaved rounds; the row is the median per-round difference.
-fn typed_launch_overhead(rows: &mut Vec<Row>) {
-    let ctx = ordo::Context::with_runtime(&NOOP_RUNTIME).expect("noop init");
-    let rt = ctx.runtime();
-    let dev = ctx.device(0).expect("noop devices");
-    let queue = dev.queue().unwrap();
-    let module = ordo::Module::load(&dev, b"noop").unwrap();
-    let function = module.function("k").unwrap();
-    let (a, b) =
-        (ordo::DeviceBuffer::<f32>::zeroed(&dev, 64).unwrap(), ordo::DeviceBuffer::<f32>::zeroed(&dev, 64).unwrap());
-    let mut c = ordo::DeviceBuffer::<f32>::zeroed(&dev, 64).unwrap();
-    let n = 64u32;
-    let dims = LaunchDims::linear(1, 64);
-    let (pa, pb, pc) = (a.device_ptr().0, b.device_ptr().0, c.device_ptr().0);
-    let (raw_queue, raw_kernel) = (queue.raw(), function.raw());
-    const N: u64 = 1_000_000;
-    let raw = || {
-        ns_per(3, N, || {
-            let params = [
-                (&pa as *const u64).cast_mut().cast(),
-                (&pb as *const u64).cast_mut().cast(),
-                (&pc as *const u64).cast_mut().cast(),
-                (&n as *const u32).cast_mut().cast(),
-            ];
-            let args = KernelArgs::new(&params, &NOOP_KERNEL_PARAMS).unwrap();
-            // SAFETY: the no-op backend reads no argument.
-            unsafe { rt.launch(black_box(raw_queue), black_box(raw_kernel), &dims, &args) }.unwrap();
-        })
-    };
-    let builder = |c: &mut ordo::DeviceBuffer<'_, f32>| {
-        ns_per(3, N, || {
-            // SAFETY: the no-op backend reads no argument.
-            unsafe {
-                black_box(&queue)
-                    .launch_builder(black_box(&function))
-                    .arg(&a)
-                    .arg(&b)
-                    .arg(&c.as_mut_slice())
-                    .arg(&n)
-                    .launch(dims)
-            }
-            .unwrap();
-        })
-    };
-    type VectorAdd = (ordo::In<'static, f32>, ordo::In<'static, f32>, ordo::Out<'static, f32>, u32);
-    let typed_function = module.typed_function::<VectorAdd>("k").unwrap();
-    let typed = |c: &mut ordo::DeviceBuffer<'_, f32>| {
-        ns_per(3, N, || {
-            // SAFETY: the no-op backend reads no argument.
-            unsafe { black_box(&queue).launch(black_box(&typed_function), dims, (&a, &b, &mut *c, n)) }.unwrap();
-        })
-    };
-    type Side<'a> = &'a dyn Fn(&mut ordo::DeviceBuffer<'_, f32>) -> f64;
-    let rows_of: [(&'static str, Side<'_>); 2] = [
-        ("typed launch overhead (4 arguments checked) over Runtime::launch", &builder),
-        ("typed launch overhead (Queue::launch of a TypedFunction, 4 arguments) over Runtime::launch", &typed),
-    ];
-    for (name, typed) in rows_of {
-        let (mut base, mut diff, mut ratio) = (vec![], vec![], vec![]);
-        for round in 0..12 {
-            // ABBA: raw first in even rounds, typed first in odd ones.
-            let (r, t) = if round % 2 == 0 {
-                let r = raw();
-                (r, typed(&mut c))
-            } else {
-                let t = typed(&mut c);
-                (raw(), t)
-            };
-            base.push(r);
-            diff.push(t - r);
-            ratio.push((t - r) / r);
-        }
-        let (base_median, _, _) = quartiles(base);
-        let (median, _, _) = quartiles(diff);
-        let (_, q1, q3) = quartiles(ratio);
-        rows.push(Row {
-            name,
-            unit: "ns/call",
-            ordo: median,
-            baseline: Some(("Runtime::launch with the same arguments (ns/call)", base_median)),
-            quartiles: Some((q1, q3)),
-            target: "<= 3 ns over Runtime::launch",
-        });
-    }
-    // Everything is freed on drop, the context last (the runtime's final shutdown).
 }
 
 fn c_abi_overhead(rows: &mut Vec<Row>) {
@@ -680,7 +490,7 @@ fn memory(rows: &mut Vec<Row>) {
 pub fn run(as_json: bool) -> Result<(), String> {
     let mut rows = Vec::new();
     call_overhead(&mut rows);
-    typed_launch_overhead(&mut rows);
+    typed::typed_launch_overhead(&mut rows);
     c_abi_overhead(&mut rows);
     nested_init(&mut rows);
     concurrent(&mut rows);

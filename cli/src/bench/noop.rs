@@ -1,0 +1,111 @@
+//! The no-op backend `ordo bench` measures the runtime against: every call succeeds at once, so
+//! what is left of a call's cost is ordo's.
+
+use super::*;
+
+/// A backend whose every call succeeds at once: what is left of a call's cost is ordo's.
+pub(super) struct NoopBackend {
+    next: AtomicU64,
+    next_address: AtomicU64,
+}
+
+impl NoopBackend {
+    pub(super) const fn new() -> Self {
+        Self { next: AtomicU64::new(1), next_address: AtomicU64::new(1 << 40) }
+    }
+}
+
+impl Backend for NoopBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Scripted
+    }
+    fn name(&self) -> &'static str {
+        "noop"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::empty()
+    }
+    fn init(&self) -> BackendResult<u32> {
+        Ok(1)
+    }
+    unsafe fn deinit(&self) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn device_release(&self, _: u32) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn forget_after_fork(&self) {}
+    fn device_info(&self, _: u32, _: DeviceInfo) -> BackendResult<InfoValue> {
+        Ok(InfoValue::Int(0))
+    }
+    fn launch_limits(&self, _: u32) -> LaunchLimits {
+        LaunchLimits::CUDA
+    }
+    fn mem_alloc(&self, _: u32, _: MemKind, size: usize) -> BackendResult<u64> {
+        Ok(self.next_address.fetch_add((size as u64).next_multiple_of(256), Ordering::Relaxed))
+    }
+    unsafe fn mem_free(&self, _: u32, _: MemKind, _: u64, _: usize) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn memcpy(&self, _: u32, _: CopyKind, _: u64, _: u64, _: usize, _: Option<u64>) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, _: Option<u64>) -> BackendResult<()> {
+        Ok(())
+    }
+    fn queue_create(&self, _: u32) -> BackendResult<u64> {
+        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+    unsafe fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn queue_query(&self, _: u32, q: u64) -> BackendResult<bool> {
+        Ok(black_box(q) != 0)
+    }
+    unsafe fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    fn event_create(&self, _: u32) -> BackendResult<u64> {
+        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+    unsafe fn event_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn event_record(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+        Ok(true)
+    }
+    unsafe fn event_elapsed_ms(&self, _: u32, _: u64, _: u64) -> BackendResult<f32> {
+        Ok(0.0)
+    }
+    fn program_load(&self, _: u32, _: &[u8]) -> BackendResult<u64> {
+        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+    unsafe fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn kernel_get(&self, _: u32, program: u64, _: &str) -> BackendResult<u64> {
+        Ok(program)
+    }
+    unsafe fn launch(&self, _: u32, q: u64, k: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
+        black_box((q, k));
+        Ok(())
+    }
+    unsafe fn kernel_param_layout(&self, _: u32, _: u64, out: &mut ordo_core::ParamLayout) -> BackendResult<()> {
+        // Every kernel is `(f32*, f32*, f32*, u32)`, the shape of a vector add: the typed launch
+        // checks four arguments against it.
+        *out = ordo_core::c_layout(&NOOP_KERNEL_PARAMS).ok_or(BackendError::new(ErrorCode::Internal, 0, "layout"))?;
+        Ok(())
+    }
+}
+
+pub(super) const NOOP_KERNEL_PARAMS: [usize; 4] =
+    [size_of::<u64>(), size_of::<u64>(), size_of::<u64>(), size_of::<u32>()];
