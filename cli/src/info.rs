@@ -130,8 +130,7 @@ pub fn run(as_json: bool) -> Result<(), String> {
     }
     let names: Vec<&str> = info["devices"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     if names.len() > 1 {
-        // "self", "direct" (rank r where the driver ranks links), or "-" (through host memory, or
-        // not at all between two GPU platforms).
+        // "self", "direct" (rank r where the driver ranks links), or "-" (through host memory).
         println!("peer access (row: device; column: the memory it reaches):");
         let width = names.iter().map(|n| n.len()).max().unwrap_or(0).max(8);
         print!("  {:width$}", "");

@@ -56,7 +56,7 @@ pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, Te
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use runtime::OwnedRuntime;
-pub use runtime::{LiveObjects, PlatformInfo, Runtime, RuntimeState, Shutdown};
+pub use runtime::{LiveObjects, PIN_MIN_BYTES, PlatformInfo, Runtime, RuntimeState, STAGE_CHUNK_BYTES, Shutdown};
 #[doc(hidden)]
 pub use sync::cold_path;
 #[cfg(not(loom))]

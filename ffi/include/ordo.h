@@ -547,14 +547,18 @@ ordo_status_t ordo_mem_free(void *ptr);
 // device's queues and returns when the copy is complete. Device addresses may point inside an
 // allocation; the range must stay within it. A device-to-device copy may join two devices: of
 // one platform, a peer copy (CUDA: over the link, peer access enabled where the driver allows);
-// a GPU and the host device, the GPU's copy from or to host memory; two GPU platforms (CUDA and
-// AMDGPU), `ORDO_ERROR_UNSUPPORTED`. A zero-byte copy succeeds and does nothing, whatever its
+// a GPU and the host device, the GPU's copy from or to host memory (from 256 KiB on, the host
+// device's allocation is page-locked for the GPU until it is freed); two GPU platforms (CUDA and
+// AMDGPU), staged through page-locked host memory in 8 MiB chunks. A zero-byte copy succeeds and does nothing, whatever its
 // pointers.
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
 // documents, as C requires of its callers.
-ordo_status_t ordo_memcpy(void *dst, const void *src, size_t size, ordo_copy_kind_t kind);
+ordo_status_t ordo_memcpy(void *dst,
+                          const void *src,
+                          size_t size,
+                          ordo_copy_kind_t kind);
 
 // Enqueues a copy on `queue` (a queue of the memory's device); host memory must stay valid
 // until the queue has passed it. A zero-byte copy succeeds and does nothing (the queue is still

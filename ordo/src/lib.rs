@@ -107,8 +107,9 @@ pub use ordo_core::{BackendKind, DeviceInfo, ErrorCode, InfoValue, LaunchDims, S
 pub mod raw {
     pub use ordo_core::{
         Allocation, Backend, BackendError, BackendOp, CopyKind, Device, DevicePtr, Error, Event, FillValue, Global,
-        Kernel, KernelArgs, MemKind, ObjectKind, ParamLayout, ParamSlot, Platform, Program, Queue, RawHandle, Runtime,
-        RuntimeId, Shutdown, StepOutcome, TeardownEvent, TeardownReport, TeardownStep, TeardownSummary, capacity,
+        Kernel, KernelArgs, MemKind, ObjectKind, PIN_MIN_BYTES, ParamLayout, ParamSlot, Platform, Program, Queue,
+        RawHandle, Runtime, RuntimeId, STAGE_CHUNK_BYTES, Shutdown, StepOutcome, TeardownEvent, TeardownReport,
+        TeardownStep, TeardownSummary, capacity,
     };
 }
 #[cfg(feature = "std")]

@@ -270,7 +270,8 @@ impl<'s, 'r> Scope<'s, '_, 'r> {
 
     /// Enqueues a copy between two devices' buffers (same length; the scope's queue is one of
     /// the two devices' and the copy runs on it, see `Runtime::copy_device`: between a GPU and
-    /// the host device it is finished when this returns). Both stay borrowed
+    /// the host device it is asynchronous from 256 KiB on, the host memory page-locked for it).
+    /// Both stay borrowed
     /// until the scope has waited (one of them may be the host device's memory, which another
     /// device's queue reads or writes). Work on the other device's queues is ordered with an
     /// event ([`Queue::wait`] takes one of any device).

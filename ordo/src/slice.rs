@@ -244,8 +244,8 @@ impl<'b, T: DeviceCopy> DeviceSliceMut<'b, T> {
     /// Copies `src` (same length, of any device) into the view; returns when the copy is
     /// complete. Between two devices of a platform it is a peer copy (over NVLink or PCIe where
     /// the driver allows access), between a GPU and the host device a copy to or from host
-    /// memory (`Runtime::copy_device` says which pairs, and `Unsupported` for two GPU
-    /// platforms). Both sides are checked by identity: a buffer from before a re-init is
+    /// memory, between two GPU platforms a copy staged through page-locked host memory
+    /// (`Runtime::copy_device` says how). Both sides are checked by identity: a buffer from before a re-init is
     /// `InvalidHandle`.
     ///
     /// ```

@@ -289,6 +289,53 @@ fn gigabytes_between_two_gpus_and_the_host() {
     assert_eq!(back.to_vec().unwrap(), &data[..1 << 20]);
 }
 
+/// Large copies between a GPU and the host device page-lock the host device's allocation and
+/// run asynchronously on the GPU's queue, both ways, checked byte for byte; freeing the host
+/// allocation while such a copy is queued waits for it first; what is still page-locked at the
+/// teardown is unregistered by it (the report is clean).
+#[test]
+fn large_copies_with_the_host_device_are_page_locked_and_asynchronous() {
+    use ordo::raw::{CopyKind, MemKind};
+    let ctx = Context::new().unwrap();
+    let Some(gpu) = cuda(&ctx) else { return };
+    let host = ctx.device(0).unwrap();
+    let n = 16 << 20; // 64 MiB of u32
+    let data: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
+    let on_host = DeviceBuffer::from_slice(&host, &data).unwrap();
+    let mut on_gpu = DeviceBuffer::<u32>::zeroed(&gpu, n).unwrap();
+    let mut back = DeviceBuffer::<u32>::zeroed(&host, n).unwrap();
+    let q = gpu.queue().unwrap();
+    let (from, mut to) = (on_host.as_slice(), on_gpu.as_mut_slice());
+    q.scope(|s| s.copy_between(&from, &mut to)).unwrap();
+    let (from, mut to) = (on_gpu.as_slice(), back.as_mut_slice());
+    q.scope(|s| s.copy_between(&from, &mut to)).unwrap();
+    assert!(back.to_vec().unwrap() == data, "64 MiB there and back on the GPU's queue");
+    // The raw API: a host allocation freed right after its copy was queued.
+    let rt = ctx.runtime();
+    let bytes = n * 4;
+    let (h, g) = (
+        rt.mem_alloc(host.raw(), MemKind::Device, bytes).unwrap(),
+        rt.mem_alloc(gpu.raw(), MemKind::Device, bytes).unwrap(),
+    );
+    rt.copy_to_device(h, bytemuck_bytes(&data)).unwrap();
+    let raw_q = rt.queue_create(gpu.raw()).unwrap();
+    for _ in 0..4 {
+        rt.copy_device(g, h, bytes, Some(raw_q)).unwrap();
+    }
+    rt.mem_free(h).unwrap(); // waits for the queued copies, then unregisters and frees
+    let mut out = vec![0u32; n];
+    // SAFETY: `out` is `bytes` long and outlives the synchronous copy.
+    unsafe { rt.memcpy(CopyKind::DeviceToHost, out.as_mut_ptr() as u64, g.0, bytes, None) }.unwrap();
+    assert!(out == data, "the copies queued before the free read the data");
+    rt.queue_destroy(raw_q).unwrap();
+    rt.mem_free(g).unwrap();
+}
+
+fn bytemuck_bytes(v: &[u32]) -> &[u8] {
+    // SAFETY: u32 has no padding; the byte view covers the same memory for its whole length.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
+}
+
 /// An event recorded on one GPU's queue gates the other GPU's queue (`cuStreamWaitEvent`
 /// across contexts): the gated copy reads what the first GPU's kernel wrote, though the kernel
 /// runs long.

@@ -2,7 +2,8 @@
 //! (a device each, queues on worker threads) moves real data between them in every direction and
 //! size, concurrently both ways, and orders one device's queue after the other's event; the
 //! scripted backend with two devices takes the peer path (two devices of one platform), and two
-//! scripted platforms the two-GPU-platform path (`Unsupported`). Bad input gets the errors of
+//! scripted platforms the two-GPU-platform path (staged through page-locked memory), and a host
+//! platform with a scripted GPU page-locks large host-device allocations. Bad input gets the errors of
 //! every other copy.
 
 use ordo::host::{HostBackend, ProvidedArena, QueuedHost, STD_HOST_HEAP, builtin};
@@ -147,10 +148,11 @@ fn two_devices_of_one_platform_take_the_peer_path() {
     rt.shutdown().unwrap();
 }
 
-/// Two GPU platforms (neither's memory is host memory) are not joined yet: `Unsupported`, and
-/// nothing is called.
+/// Two GPU platforms (neither's memory is host memory): the copy is staged through page-locked
+/// memory of the source's platform, chunk by chunk (allocated, and per chunk copied to it and on
+/// from it, then freed), done before the call returns; a queue of either device orders it.
 #[test]
-fn two_gpu_platforms_are_unsupported() {
+fn two_gpu_platforms_stage_through_page_locked_host_memory() {
     let (s1, s2): (&'static ScriptedBackend, &'static ScriptedBackend) = (
         Box::leak(Box::new(ScriptedBackend::new(1))),
         Box::leak(Box::new(ScriptedBackend::with_address_base(1, 1 << 44))),
@@ -158,12 +160,59 @@ fn two_gpu_platforms_are_unsupported() {
     let rt = OwnedRuntime::new(&[s1, s2]);
     rt.init().unwrap();
     let (d0, d1) = (rt.device(rt.platform(0).unwrap(), 0).unwrap(), rt.device(rt.platform(1).unwrap(), 0).unwrap());
-    let (x, y) = (rt.mem_alloc(d0, MemKind::Device, 64).unwrap(), rt.mem_alloc(d1, MemKind::Device, 64).unwrap());
-    let calls = (s1.calls(), s2.calls());
-    assert_eq!(rt.copy_device(y, x, 64, None).unwrap_err().code, ErrorCode::Unsupported);
-    assert_eq!((s1.calls(), s2.calls()), calls);
+    let size = 2 * ordo::raw::STAGE_CHUNK_BYTES + 1;
+    let (x, y) = (rt.mem_alloc(d0, MemKind::Device, size).unwrap(), rt.mem_alloc(d1, MemKind::Device, size).unwrap());
+    let q1 = rt.queue_create(d1).unwrap();
+    let calls = || (s1.calls(), s2.calls());
+    let live = (s1.live_total(), s2.live_total());
+    let before = calls();
+    rt.copy_device(y, x, size, None).unwrap();
+    assert_eq!(calls(), (before.0 + 5, before.1 + 3), "three chunks: alloc, 3 copies out, free; 3 copies in");
+    let before = calls();
+    rt.copy_device(x, y, 64, Some(q1)).unwrap();
+    assert_eq!(calls(), (before.0 + 1, before.1 + 4), "the queue synchronised, one chunk staged by platform 1");
+    assert_eq!((s1.live_total(), s2.live_total()), live, "the staging memory is gone");
     assert!(!rt.peer_access(d0, d1).unwrap().direct);
     rt.shutdown().unwrap();
+    assert_eq!((s1.live_total(), s2.live_total()), (0, 0));
+}
+
+/// A GPU and the host device: a large copy page-locks the host device's allocation for the GPU's
+/// platform once (later copies reuse it; small copies never page-lock) and runs on the GPU's
+/// queue without waiting for it; freeing the host allocation first waits for that platform's
+/// queues and unregisters it; the teardown unregisters what is still page-locked, before any
+/// memory or device is released.
+#[test]
+fn large_copies_with_the_host_device_page_lock_its_memory_until_it_is_freed() {
+    let gpu: &'static ScriptedBackend = Box::leak(Box::new(ScriptedBackend::with_address_base(1, 1 << 44)));
+    let rt = OwnedRuntime::new(&[host_platform(), gpu]);
+    rt.init().unwrap();
+    let (h, g) = (rt.device(rt.platform(0).unwrap(), 0).unwrap(), rt.device(rt.platform(1).unwrap(), 0).unwrap());
+    let big = ordo::raw::PIN_MIN_BYTES;
+    let (x, y) = (rt.mem_alloc(h, MemKind::Device, big).unwrap(), rt.mem_alloc(g, MemKind::Device, big).unwrap());
+    let q = rt.queue_create(g).unwrap();
+    let live = || gpu.live_total();
+    let (allocations, calls) = (live(), gpu.calls());
+    // Small: no registration; on the queue, the copy and then the queue's synchronisation.
+    rt.copy_device(y, x, big - 1, Some(q)).unwrap();
+    assert_eq!((live(), gpu.calls()), (allocations, calls + 2));
+    // Large: registered once (a live object of the GPU's backend), the copy alone on the queue.
+    rt.copy_device(y, x, big, Some(q)).unwrap();
+    assert_eq!((live(), gpu.calls()), (allocations + 1, calls + 4));
+    rt.copy_device(x, y, big, Some(q)).unwrap();
+    rt.copy_device(x, y, big, None).unwrap();
+    assert_eq!((live(), gpu.calls()), (allocations + 1, calls + 6), "registered once");
+    // Freeing the host allocation: the GPU's queue synchronised, the range unregistered.
+    rt.mem_free(x).unwrap();
+    assert_eq!((live(), gpu.calls()), (allocations, calls + 8));
+    assert_eq!(gpu.release_log().last().unwrap().1, x.0, "the host range was unregistered");
+    // Page-locked again by a new allocation, and left for the teardown.
+    let x = rt.mem_alloc(h, MemKind::Device, big).unwrap();
+    rt.copy_device(y, x, big, Some(q)).unwrap();
+    assert_eq!(live(), allocations + 1);
+    let ordo::raw::Shutdown::TornDown(summary) = rt.shutdown().unwrap() else { panic!("not the last reference") };
+    assert!(summary.is_clean(), "{summary:?}");
+    assert_eq!((gpu.live_total(), gpu.double_releases()), (0, 0));
 }
 
 /// The final shutdown with copies between devices still queued on both devices' queues: it

@@ -9,7 +9,8 @@
 #   rust    the typed API (crate ordo): its GPU tests, its examples, and its launch against
 #           cudarc's and the raw driver's (cli/examples/vs_cudarc.rs)   (about 2 minutes)
 #   multi   two GPUs: copies between them and with the host device, events across devices,
-#           example 08 over every device, and the peer bandwidth (peer_bench); needs two GPUs
+#           example 08 over every device, the peer bandwidth (peer_bench) and the bandwidth
+#           between a GPU and the host device (host_device_bench); needs two GPUs
 #   abi     the MLIR programs, liboffload's conformance suite and upstream's OffloadAPI tests
 #   bench   the benchmarks: cuda_bench, ordo bench, and the launch rows in several processes
 # No PART runs all four in order (more than one 10-minute device call: run them a call each).
@@ -120,11 +121,13 @@ if wants multi; then
 echo "== two GPUs: copies and events between devices (typed API), every device at once, peer bandwidth"
 nvidia-smi topo -m 2>/dev/null | head -5
 step ordo_gpu_tests_two_gpus env ORDO_REQUIRE_GPUS=2 gpu-bin/ordo_gpu_tests --test-threads=1 --nocapture \
-  gigabytes_between_two_gpus_and_the_host an_event_of_one_gpu_gates_work_on_the_other
+  gigabytes_between_two_gpus_and_the_host an_event_of_one_gpu_gates_work_on_the_other \
+  large_copies_with_the_host_device_are_page_locked_and_asynchronous
 step ol_memcpy_two_devices env ORDO_REQUIRE_GPUS=2 gpu-bin/two_devices_tests --nocapture
 step ordo_example_08_all_devices gpu-bin/ordo-examples/08_all_devices
 step info_peers gpu-bin/ordo info
 step peer_bench gpu-bin/peer_bench
+step host_device_bench gpu-bin/host_device_bench
 fi
 
 if wants abi; then

@@ -328,7 +328,7 @@ fn launch_rejects_bad_dimensions_and_arguments() {
 }
 
 #[test]
-fn copies_stay_within_one_device_of_one_platform() {
+fn copies_between_platforms_and_devices_check_their_input_and_their_queue() {
     // Two platforms (two scripted backends) with two devices each.
     let a = ordo_tests::scripted(2);
     let b: &'static ScriptedBackend = Box::leak(Box::new(ScriptedBackend::with_address_base(2, 0x5000_0000_0000)));
@@ -342,12 +342,14 @@ fn copies_stay_within_one_device_of_one_platform() {
         rt.mem_alloc(b0, MemKind::Device, 64).unwrap(),
     );
     let (qa0, qb0) = (rt.queue_create(a0).unwrap(), rt.queue_create(b0).unwrap());
+    let qa1 = rt.queue_create(a1).unwrap();
     let calls = || (a.calls(), b.calls());
     let before = calls();
     let code = |r: Result<()>| r.unwrap_err().code;
-    // Between two GPU platforms (neither's memory is host memory): not joined.
-    assert_eq!(code(rt.copy_device(ma0, mb0, 64, None)), ErrorCode::Unsupported);
-    assert_eq!(code(rt.copy_device(mb0, ma0, 64, Some(qb0))), ErrorCode::Unsupported);
+    // Between two GPU platforms (neither's memory is host memory), bad input is refused before
+    // anything is staged: a range past its allocation, a queue of neither device.
+    assert_eq!(code(rt.copy_device(ma0, mb0, 65, None)), ErrorCode::InvalidSize);
+    assert_eq!(code(rt.copy_device(ma0, mb0, 64, Some(qa1))), ErrorCode::InvalidArgument);
     // A queue of another platform than the memory.
     assert_eq!(code(rt.copy_device(ma0, ma0, 64, Some(qb0))), ErrorCode::InvalidArgument);
     assert_eq!(code(rt.fill(mb0, FillValue::U8(0), 4, Some(qa0))), ErrorCode::InvalidArgument);
@@ -362,6 +364,14 @@ fn copies_stay_within_one_device_of_one_platform() {
     rt.copy_device(ma0, ma1, 64, Some(qa0)).unwrap();
     assert_eq!(calls(), (before.0 + 2, before.1));
     rt.copy_device(ma0, ma0.offset(32), 32, Some(qa0)).unwrap();
+    // Between the two platforms: staged through page-locked memory of the source's platform
+    // (allocated, copied to, freed: three calls) and copied on by the destination's (one); on a
+    // queue, after the queue's earlier work (one more call to its platform).
+    let before = calls();
+    rt.copy_device(ma0, mb0, 64, None).unwrap();
+    assert_eq!(calls(), (before.0 + 1, before.1 + 3));
+    rt.copy_device(mb0, ma0, 64, Some(qb0)).unwrap();
+    assert_eq!(calls(), (before.0 + 4, before.1 + 5));
     rt.shutdown().unwrap();
     assert_eq!((a.live_total(), b.live_total()), (0, 0));
 }

@@ -92,6 +92,9 @@ fn work(rt: &Runtime, host: &mut [u8]) -> Result<()> {
     rt.copy_device(b, a, 128, Some(q1))?;
     rt.copy_device(a, b, 64, None)?;
     rt.queue_wait_event(qi, ev)?;
+    // Between the two platforms: staged through page-locked memory of the source's, after the
+    // queue's earlier work.
+    rt.copy_device(c, a, 256, Some(q))?;
     // A retained reference to the program, given back (the program stays for the teardown).
     rt.program_retain(p)?;
     rt.program_unload(p)?;

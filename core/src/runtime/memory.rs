@@ -78,6 +78,7 @@ impl Runtime {
                 return fail(ErrorCode::InvalidHandle, "handle names a program's global variable, not an allocation");
             }
             let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+            Self::unpin(t, slot);
             let m = t.allocations.remove_at(slot);
             // SAFETY: a live allocation of this device (found by its handle), removed from the
             // table first so it is never passed again.
@@ -160,6 +161,7 @@ impl Runtime {
                 _ => {}
             }
             let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+            Self::unpin(t, slot);
             let m = t.allocations.remove_at(slot);
             // SAFETY: a live allocation of this device (found by its base), removed from the
             // table first so it is never passed again.
@@ -265,7 +267,7 @@ impl Runtime {
                 let to = self.range_device(t, dst, size)?;
                 if from.slot != to.slot {
                     // SAFETY: forwarded contract; both ranges lie in live allocations.
-                    return unsafe { Self::copy_between(to, dst, from, src, size, q) };
+                    return unsafe { Self::copy_between(t, to, dst, from, src, size, q) };
                 }
                 to
             }
@@ -359,10 +361,16 @@ impl Runtime {
     ///   both devices' earlier work);
     /// - two platforms, one of them the host device (whose memory is host memory): the other
     ///   device's backend copies from or to it as from or to any host memory, on that device's
-    ///   queue when one is given (after its earlier work; the call returns when the copy is
-    ///   done, so the host device's memory is never freed under it; a queue of the host device:
-    ///   `Unsupported`), else synchronously, after both devices' earlier work;
-    /// - two GPU platforms (CUDA and AMDGPU): `Unsupported` (copy through host memory).
+    ///   queue when one is given (after its earlier work; a queue of the host device:
+    ///   `Unsupported`), else synchronously, after both devices' earlier work. A copy of at
+    ///   least [`PIN_MIN_BYTES`](crate::PIN_MIN_BYTES) page-locks the host device's allocation
+    ///   for the GPU's platform the first time (it stays so until freed: its free waits for that
+    ///   platform's queues and unregisters it) and runs asynchronously on the queue; a smaller
+    ///   one (or one the driver does not page-lock) is finished before the call returns, so
+    ///   that the host device's memory is never freed under it;
+    /// - two GPU platforms (CUDA and AMDGPU): staged through page-locked memory of the source's
+    ///   platform, [`STAGE_CHUNK_BYTES`](crate::STAGE_CHUNK_BYTES) at a time, after the given
+    ///   queue's earlier work (either device's), finished before the call returns.
     ///
     /// Work of the other device's queues is ordered with an event (`queue_wait_event` takes an
     /// event of any device). Errors as every copy: `InvalidSize`, `NullPointer`, a range outside

@@ -39,6 +39,7 @@ use crate::report::{TeardownEvent, TeardownReport, TeardownSummary};
 use crate::table::{Align32, Align64, Table};
 
 pub use info::PlatformInfo;
+pub use peer::{PIN_MIN_BYTES, STAGE_CHUNK_BYTES};
 
 pub(crate) const NO_SLOT: u32 = u32::MAX;
 
@@ -182,6 +183,9 @@ pub(crate) struct Tables {
     pub programs: Table<ProgramEntry, MAX_PROGRAMS, { ObjectKind::Program as u8 }>,
     pub kernels: Table<KernelEntry, MAX_KERNELS, { ObjectKind::Kernel as u8 }, Align32>,
     pub allocations: AllocTable<MAX_ALLOCATIONS>,
+    /// Host-device allocations the runtime page-locked for a GPU's copies between platforms
+    /// (`peer.rs`); changed under its lock in shared calls, emptied by exclusive ones.
+    pub pinned: spin::Mutex<heapless::Vec<peer::Pinned, { peer::MAX_PINNED }>>,
 }
 
 /// The identities handed to runtimes so far (each runtime takes one at its first init).
@@ -215,6 +219,7 @@ impl Tables {
             programs: Table::new(),
             kernels: Table::new(),
             allocations: AllocTable::new(),
+            pinned: spin::Mutex::new(heapless::Vec::new()),
         }
     }
 }

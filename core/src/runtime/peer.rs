@@ -1,14 +1,42 @@
-//! Work between devices: copies between two devices' memory (a peer copy within a platform, the
-//! GPU's own copy to or from the host device's memory between platforms) and what one device
+//! Work between devices: copies between two devices' memory (a peer copy within a platform; the
+//! GPU's own copy to or from the host device's memory, page-locked for it when large; a copy
+//! staged through page-locked host memory between two GPU platforms) and what one device
 //! reaches of another's (`peer_access`). Part of the runtime's memory operations
 //! (`memory.rs` routes device-to-device copies of two devices here).
 
-use crate::backend::{Capabilities, CopyKind, PeerAccess};
+use crate::backend::{Capabilities, CopyKind, MemKind, PeerAccess};
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::Device;
 
-use super::Runtime;
 use super::info::Dev;
+use super::{Runtime, Tables};
+
+/// The most host-device allocations page-locked at once for copies between platforms; a copy
+/// that finds no room copies from pageable memory.
+pub(crate) const MAX_PINNED: usize = 32;
+
+/// A copy between a GPU and the host device of at least this many bytes page-locks the host
+/// device's allocation for the GPU's platform (once: it stays page-locked until it is freed or
+/// the runtime is torn down), so that it is a page-locked copy, asynchronous on its queue.
+/// Smaller copies copy from pageable memory and are finished before the call returns.
+pub const PIN_MIN_BYTES: usize = 256 << 10;
+
+/// The chunk of a copy between two GPU platforms, staged through page-locked host memory.
+pub const STAGE_CHUNK_BYTES: usize = 8 << 20;
+
+/// A host-device allocation page-locked by a GPU backend for its copies (or that it refused to
+/// page-lock, so as not to ask again).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pinned {
+    /// The allocation's slot in the allocation table.
+    pub alloc: u32,
+    pub base: u64,
+    pub size: usize,
+    /// The slot of the GPU device whose backend registered it.
+    pub device: u32,
+    /// Whether the backend registered it (`false`: it refused).
+    pub registered: bool,
+}
 
 impl Runtime {
     /// A copy between two devices' memory (`memcpy` device to device, `copy_device`, the typed
@@ -18,6 +46,7 @@ impl Runtime {
     /// # Safety
     /// As `memcpy`.
     pub(super) unsafe fn copy_between(
+        t: &Tables,
         to: Dev,
         dst: u64,
         from: Dev,
@@ -36,9 +65,13 @@ impl Runtime {
             // SAFETY: two live ranges of two devices of this backend; a live queue of one of them.
             return Ok(unsafe { to.backend.memcpy_peer(to.ordinal, dst, from.ordinal, src, size, queue) }?);
         }
-        // Two platforms: one side's memory must be host memory (the host device's), which the
-        // other side's backend copies to or from as it copies any host memory.
+        // Two platforms: where one side's memory is host memory (the host device's), the other
+        // side's backend copies to or from it as it copies any host memory.
         let host = |d: Dev| d.backend.capabilities().contains(Capabilities::HOST_ACCESSIBLE_MEMORY);
+        if !host(to) && !host(from) {
+            // SAFETY: forwarded contract.
+            return unsafe { Self::copy_staged(to, dst, from, src, size, q) };
+        }
         let by_source = match q {
             Some((qd, _)) => qd.slot == from.slot,
             // Without a queue: the side whose memory is not host memory does it.
@@ -49,13 +82,10 @@ impl Runtime {
         if !host(other) {
             return fail(
                 ErrorCode::Unsupported,
-                if host(runner) {
-                    "a copy between platforms runs on a queue of the device whose memory is not host memory"
-                } else {
-                    "a copy between two GPU platforms (copy through host memory)"
-                },
+                "a copy between platforms runs on a queue of the device whose memory is not host memory",
             );
         }
+        let pinned = size >= PIN_MIN_BYTES && Self::pin(t, runner, if by_source { dst } else { src });
         if q.is_none() {
             // Synchronous: after the other device's earlier work too (the runner's own is its
             // backend's to wait for, as for any copy without a queue).
@@ -63,17 +93,114 @@ impl Runtime {
         }
         let queue = q.map(|(_, raw)| raw);
         // SAFETY: the runner's range lies in its live allocation; the other side is host memory
-        // of a live allocation of the host device, valid until the copy completes (waited for
-        // below when it runs on a queue).
+        // of a live allocation of the host device, valid until the copy completes: waited for
+        // below when it is not page-locked, and by the allocation's free (`unpin`) when it is.
         unsafe { runner.backend.memcpy(runner.ordinal, kind, dst, src, size, queue) }?;
-        if let Some(queue) = queue {
-            // On a queue, after its earlier work; done before this returns. Nothing of the host
-            // device's would wait for another platform's queue before freeing its memory, so the
-            // copy may not outlive the call (a safe caller could free that memory next).
+        if let Some(queue) = queue
+            && !pinned
+        {
+            // Pageable memory: on the queue after its earlier work, and done before this returns
+            // (nothing of the host device's would wait for another platform's queue before
+            // freeing that memory, which a safe caller may do next).
             // SAFETY: a live queue of the runner's device.
             unsafe { runner.backend.queue_synchronize(runner.ordinal, queue) }?;
         }
         Ok(())
+    }
+
+    /// Page-locks, for `runner`'s backend, the host-device allocation holding `addr` (once;
+    /// `Pinned` remembers it). Whether it is page-locked for that backend.
+    fn pin(t: &Tables, runner: Dev, addr: u64) -> bool {
+        let Ok(slot) = t.allocations.find_range(addr, 1) else { return false };
+        let m = *t.allocations.slots.at(slot);
+        if !matches!(m.kind, MemKind::Device | MemKind::Host | MemKind::Managed) {
+            // Registered memory and globals end without `mem_free`; they are never page-locked.
+            return false;
+        }
+        let mut pins = t.pinned.lock();
+        let same_backend = |p: &Pinned| core::ptr::addr_eq(t.devices.at(p.device).driver, runner.backend);
+        if let Some(p) = pins.iter().find(|p| p.alloc == slot && same_backend(p)) {
+            return p.registered;
+        }
+        if pins.is_full() {
+            return false;
+        }
+        // SAFETY: a live allocation of the host device, valid until it is freed; its free (and
+        // the teardown) unregisters it first (`unpin`, `tear_down`). A range the driver has
+        // registered already (another backend's, or sharing pages with one) is refused by it.
+        let registered = unsafe { runner.backend.host_register(runner.ordinal, m.base, m.size) }.is_ok();
+        let pin = Pinned { alloc: slot, base: m.base, size: m.size, device: runner.slot, registered };
+        // Not full: checked above, under the same lock.
+        let _ = pins.push(pin);
+        registered
+    }
+
+    /// Before the allocation in `slot` is freed (exclusively): the GPU backends that page-locked
+    /// it finish their work (every queue of their devices) and unregister it.
+    pub(super) fn unpin(t: &Tables, slot: u32) {
+        let mut pins = t.pinned.lock();
+        if pins.is_empty() {
+            return;
+        }
+        pins.retain(|p| {
+            if p.alloc != slot {
+                return true;
+            }
+            if p.registered {
+                let d = t.devices.at(p.device);
+                let backend = d.driver;
+                for q in t.queues.iter_oldest_first() {
+                    let queue = t.queues.at(q);
+                    let qd = t.devices.at(queue.device);
+                    if core::ptr::addr_eq(qd.driver, backend) {
+                        // SAFETY: a live queue of a live device of that backend. Its errors stay
+                        // with the queue; the range is unregistered regardless.
+                        let _ = unsafe { backend.queue_synchronize(qd.ordinal, queue.raw) };
+                    }
+                }
+                // SAFETY: registered by this backend in `pin`, unregistered once (it leaves the list).
+                if let Err(e) = unsafe { backend.mem_free(d.ordinal, MemKind::Registered, p.base, p.size) } {
+                    log::warn!("ordo: unregistering page-locked host-device memory failed: {e}");
+                }
+            }
+            false
+        });
+    }
+
+    /// A copy between two GPU platforms (CUDA and AMDGPU): staged through page-locked host
+    /// memory of the source's platform, `STAGE_CHUNK_BYTES` at a time, each chunk copied to it
+    /// and on from it before the next. With a queue (either device's), after its earlier work;
+    /// done before this returns either way.
+    ///
+    /// # Safety
+    /// As `memcpy`: both ranges lie in live allocations of their devices.
+    unsafe fn copy_staged(to: Dev, dst: u64, from: Dev, src: u64, size: usize, q: Option<(Dev, u64)>) -> Result<()> {
+        if let Some((qd, raw)) = q {
+            // SAFETY: a live queue of its device.
+            unsafe { qd.backend.queue_synchronize(qd.ordinal, raw) }?;
+        }
+        let chunk = size.min(STAGE_CHUNK_BYTES);
+        let stage = from.backend.mem_alloc(from.ordinal, MemKind::Host, chunk)?;
+        let mut copied = Ok(());
+        let mut offset = 0;
+        while offset < size && copied.is_ok() {
+            let n = chunk.min(size - offset);
+            let at = offset as u64;
+            // SAFETY: `stage` is `chunk >= n` bytes of host memory of the source's backend, live
+            // until freed below; both device ranges lie in their live allocations. Without a
+            // queue each copy is complete when it returns (and starts after its device's
+            // earlier work).
+            copied = unsafe {
+                from.backend
+                    .memcpy(from.ordinal, CopyKind::DeviceToHost, stage, src + at, n, None)
+                    .and_then(|()| to.backend.memcpy(to.ordinal, CopyKind::HostToDevice, dst + at, stage, n, None))
+            };
+            offset += n;
+        }
+        // SAFETY: allocated above with this kind and size; no copy uses it any more.
+        let freed = unsafe { from.backend.mem_free(from.ordinal, MemKind::Host, stage, chunk) };
+        copied?;
+        Ok(freed?)
     }
 }
 

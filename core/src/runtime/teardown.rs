@@ -3,6 +3,8 @@
 //! 1. synchronise every queue of every device of every platform (work may cross devices: a copy
 //!    or an event wait on one device may use another's memory, so nothing is released until all
 //!    is idle);
+//!    then the host-device memory the runtime page-locked for copies between platforms is
+//!    unregistered;
 //! 2. then for each platform in reverse registration order, for each of its devices in reverse
 //!    order: destroy events, queues, programs (their kernels die with them) and memory, each
 //!    newest first; release the device;
@@ -85,6 +87,18 @@ pub(super) fn tear_down(
         // SAFETY: a live queue of a live device of an initialised backend, as the runtime recorded it.
         walk.step(TeardownStep::SynchronizeQueue, t.queues.handle_at(q), 0, || unsafe {
             backend.queue_synchronize(ordinal, raw)
+        });
+    }
+
+    // 1b. Host-device memory page-locked for copies between platforms is unregistered by the
+    // GPU backend that registered it, before either side's memory or device is released.
+    for p in core::mem::take(t.pinned.get_mut()).iter().filter(|p| p.registered) {
+        let d = t.devices.at(p.device);
+        let (backend, ordinal) = (d.driver, d.ordinal);
+        (walk.platform, walk.device) = (u32::from(d.backend), ordinal);
+        // SAFETY: registered by this backend for this range (`Runtime::pin`), never passed again.
+        walk.step(TeardownStep::FreeMemory, RawHandle::NULL, p.base, || unsafe {
+            backend.mem_free(ordinal, crate::backend::MemKind::Registered, p.base, p.size)
         });
     }
 

@@ -146,8 +146,9 @@ fn copy(
 /// device's queues and returns when the copy is complete. Device addresses may point inside an
 /// allocation; the range must stay within it. A device-to-device copy may join two devices: of
 /// one platform, a peer copy (CUDA: over the link, peer access enabled where the driver allows);
-/// a GPU and the host device, the GPU's copy from or to host memory; two GPU platforms (CUDA and
-/// AMDGPU), `ORDO_ERROR_UNSUPPORTED`. A zero-byte copy succeeds and does nothing, whatever its
+/// a GPU and the host device, the GPU's copy from or to host memory (from 256 KiB on, the host
+/// device's allocation is page-locked for the GPU until it is freed); two GPU platforms (CUDA and
+/// AMDGPU), staged through page-locked host memory in 8 MiB chunks. A zero-byte copy succeeds and does nothing, whatever its
 /// pointers.
 ///
 /// # Safety

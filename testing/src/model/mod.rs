@@ -439,7 +439,14 @@ mod tests {
         let Outcome::Created(b) = m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(2)), size: 64 }) else { panic!() };
         let Outcome::Created(c) = m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(5)), size: 64 }) else { panic!() };
         let copy = |dst, src| Op::CopyDevice { dst: Ref::Obj(dst), src: Ref::Obj(src), len: 8 };
-        assert_eq!(m.apply(copy(a, c)), Outcome::Err(ErrorCode::Unsupported), "two GPU platforms");
+        assert_eq!(m.apply(copy(a, c)), Outcome::Ok, "two GPU platforms: staged");
+        // c's platform (2) stages: its free failing fails the copy; so does the copy into a's (0).
+        m.apply(fault(2, BackendOp::MemFree, ErrorCode::BackendFailure, false));
+        assert_eq!(m.apply(copy(a, c)), Outcome::Err(ErrorCode::BackendFailure), "the staging memory's free failed");
+        assert!(!m.fault_armed());
+        m.apply(fault(0, BackendOp::Memcpy, ErrorCode::BackendFailure, false));
+        assert_eq!(m.apply(copy(a, c)), Outcome::Err(ErrorCode::BackendFailure), "the second half failed");
+        assert!(!m.fault_armed());
         assert_eq!(m.apply(copy(a, b)), Outcome::Ok, "two devices of one platform: a peer copy");
         // A fault armed on platform 2 does not fire on platform 0's backend.
         m.apply(fault(2, BackendOp::MemAlloc, ErrorCode::OutOfResources, false));

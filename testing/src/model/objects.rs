@@ -118,10 +118,17 @@ impl<const N: usize> Model<N> {
                 }
                 let s = self.range(src, 0, len)?;
                 let d = self.range(dst, 0, len)?;
-                // Two platforms: one side's memory must be host memory, which the model's
-                // (scripted) platforms never have: two GPU platforms are not joined.
+                // Two platforms: the model's (scripted) platforms are GPU platforms (no host
+                // memory), so the copy is staged through page-locked memory of the source's
+                // platform (one chunk at the model's sizes): allocated, copied to, copied on
+                // from, freed; freed after a failed copy too, and the first error is the call's.
                 if self.platform_of(s) != self.platform_of(d) {
-                    return Err(ErrorCode::Unsupported);
+                    self.call_on(s, BackendOp::MemAlloc)?;
+                    let copied = self.call_on(s, BackendOp::Memcpy).and_then(|()| self.call_on(d, BackendOp::Memcpy));
+                    let freed = self.call_on(s, BackendOp::MemFree);
+                    copied?;
+                    freed?;
+                    return Ok(Outcome::Ok);
                 }
                 // One device, or two of a platform (the backend's peer copy): one copy call.
                 self.call_on(d, BackendOp::Memcpy)?;
