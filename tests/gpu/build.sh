@@ -33,6 +33,11 @@ hostile_test_bin=$(cargo test --release -p ordo-ffi --features mlir,offload --te
 for l in sys.stdin:
     m=json.loads(l)
     if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="hostile" and m.get("executable"): print(m["executable"])')
+mgpu_two_devices_test_bin=$(cargo test --release -p ordo-ffi --features mlir,offload --test mgpu_two_devices --no-run \
+  --message-format=json 2>/dev/null | python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m["target"]["name"]=="mgpu_two_devices" and m.get("executable"): print(m["executable"])')
 rm -rf gpu-bin && mkdir gpu-bin
 cp target/release/ordo target/release/examples/atexit_teardown target/release/examples/cuda_bench \
   target/release/examples/vs_cudarc target/release/examples/peer_bench \
@@ -43,6 +48,7 @@ cp "$ordo_test_bin" gpu-bin/ordo_gpu_tests
 cp "$queue_test_bin" gpu-bin/default_queue_tests
 cp "$hostile_test_bin" gpu-bin/hostile_tests
 cp "$two_devices_test_bin" gpu-bin/two_devices_tests
+cp "$mgpu_two_devices_test_bin" gpu-bin/mgpu_two_devices_tests
 mkdir gpu-bin/ordo-examples
 for example in 01_vector_add 02_queues_and_events 03_load_module 04_host_kernel 05_property_test 06_firmware 07_one_kernel_everywhere 08_all_devices; do
   cp "target/release/examples/$example" gpu-bin/ordo-examples/

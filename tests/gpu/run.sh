@@ -124,6 +124,7 @@ step ordo_gpu_tests_two_gpus env ORDO_REQUIRE_GPUS=2 gpu-bin/ordo_gpu_tests --te
   gigabytes_between_two_gpus_and_the_host an_event_of_one_gpu_gates_work_on_the_other \
   large_copies_with_the_host_device_are_page_locked_and_asynchronous
 step ol_memcpy_two_devices env ORDO_REQUIRE_GPUS=2 gpu-bin/two_devices_tests --nocapture
+step mgpu_two_devices env ORDO_REQUIRE_GPUS=2 gpu-bin/mgpu_two_devices_tests --nocapture
 step ordo_example_08_all_devices gpu-bin/ordo-examples/08_all_devices
 step info_peers gpu-bin/ordo info
 step peer_bench gpu-bin/peer_bench
