@@ -38,6 +38,14 @@ pub(crate) struct Gpu {
     pub(crate) lds_bytes: u64,
     pub(crate) memory_bytes: u64,
     pub(crate) limits: LaunchLimits,
+    /// For each GPU ordinal, whether this GPU's agent may access that GPU's device memory and
+    /// over how many link hops (`hsa_amd_agent_memory_pool_get_info`: access not
+    /// `NEVER_ALLOWED`); `None` for itself and for GPUs it cannot reach.
+    pub(crate) reach: Vec<Option<u32>>,
+    /// The agents of the other GPUs that may access this GPU's device memory: its allocations
+    /// are granted to them (`hsa_amd_agents_allow_access`), so that copies between GPUs and
+    /// kernels given a peer's address work.
+    pub(crate) peers: Vec<hsa_agent_t>,
     /// Live queues (`Queue` addresses), which calls without a queue wait for.
     pub(crate) queues: Mutex<Vec<usize>>,
 }
@@ -81,6 +89,22 @@ unsafe fn pool_info<T: Copy>(hsa: &Hsa, pool: hsa_amd_memory_pool_t, attribute: 
     // SAFETY: `v` is a `T`, the attribute's type.
     unsafe { (hsa.hsa_amd_memory_pool_get_info)(pool, attribute, (&raw mut v).cast()) }
         .result_in("hsa_amd_memory_pool_get_info")?;
+    Ok(v)
+}
+
+/// # Safety
+/// `T` is the type of `attribute`'s value.
+unsafe fn agent_pool_info<T: Copy>(
+    hsa: &Hsa,
+    agent: hsa_agent_t,
+    pool: hsa_amd_memory_pool_t,
+    attribute: u32,
+    init: T,
+) -> BackendResult<T> {
+    let mut v = init;
+    // SAFETY: `v` is a `T`, the attribute's type.
+    unsafe { (hsa.hsa_amd_agent_memory_pool_get_info)(agent, pool, attribute, (&raw mut v).cast()) }
+        .result_in("hsa_amd_agent_memory_pool_get_info")?;
     Ok(v)
 }
 
@@ -176,7 +200,47 @@ fn discover(hsa: &'static Hsa) -> BackendResult<State> {
     }
     let kernarg_pool = kernarg_pool.ok_or(absent("the host agent has no kernarg memory pool"))?;
     let system_pool = system_pool.ok_or(absent("the host agent has no fine-grained memory pool"))?;
-    let gpus = gpus.into_iter().map(|agent| gpu(hsa, agent)).collect::<BackendResult<Vec<_>>>()?;
+    let mut gpus = gpus.into_iter().map(|agent| gpu(hsa, agent)).collect::<BackendResult<Vec<_>>>()?;
+    // Which GPU reaches which other's device memory (asked once; a failed question is no access).
+    let reach: Vec<Vec<Option<u32>>> = gpus
+        .iter()
+        .map(|g| {
+            gpus.iter()
+                .map(|p| {
+                    if p.agent.handle == g.agent.handle {
+                        return None;
+                    }
+                    // SAFETY: ACCESS is a u32 enum and NUM_LINK_HOPS a u32, of a live agent and pool.
+                    let access = unsafe {
+                        agent_pool_info(hsa, g.agent, p.device_pool, HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS, 0u32)
+                    };
+                    match access {
+                        Ok(a) if a != HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED => Some(
+                            // SAFETY: as above.
+                            unsafe {
+                                agent_pool_info(
+                                    hsa,
+                                    g.agent,
+                                    p.device_pool,
+                                    HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS,
+                                    0u32,
+                                )
+                            }
+                            .unwrap_or(0),
+                        ),
+                        _ => None,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    for (i, g) in gpus.iter_mut().enumerate() {
+        g.reach = reach[i].clone();
+    }
+    for i in 0..gpus.len() {
+        let peers = (0..gpus.len()).filter(|&j| reach[j][i].is_some()).map(|j| gpus[j].agent).collect();
+        gpus[i].peers = peers;
+    }
     Ok(State { hsa, cpu, kernarg_pool, system_pool, gpus })
 }
 
@@ -222,6 +286,8 @@ fn gpu(hsa: &Hsa, agent: hsa_agent_t) -> BackendResult<Gpu> {
         lds_bytes,
         memory_bytes,
         limits: limits(wg_dims, wg_max, grid_dims),
+        reach: Vec::new(),
+        peers: Vec::new(),
         queues: Mutex::new(Vec::new()),
     })
 }

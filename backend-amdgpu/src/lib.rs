@@ -28,7 +28,7 @@ use spin::RwLock;
 
 use ordo_core::{
     Backend, BackendError, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, ErrorCode, FillValue,
-    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind,
+    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, PeerAccess,
 };
 
 use crate::device::{Library, State};
@@ -193,6 +193,19 @@ impl Backend for AmdgpuBackend {
             // SAFETY: forwarded contract (the queue is live, of one of the two devices; its
             // ordering is the same whichever device's it is).
             unsafe { memory::memcpy_peer(s, (to, dst), (from, src), size, queue.map(|(_, q)| q)) }
+        })
+    }
+
+    fn peer_access(&self, device: u32, peer: u32) -> BackendResult<PeerAccess> {
+        self.with(|s| {
+            s.gpu(peer)?;
+            let hops = s.gpu(device)?.reach.get(peer as usize).copied().flatten();
+            // The link's hop count as its rank (0: a direct link; HSA ranks links no other way).
+            Ok(hops.map_or(PeerAccess::NONE, |h| PeerAccess {
+                direct: true,
+                rank: h.saturating_sub(1),
+                ..PeerAccess::NONE
+            }))
         })
     }
 

@@ -1,5 +1,6 @@
-//! Memory: device memory from the GPU's coarse-grained pool, host memory from the host agent's
-//! fine-grained pool (granted to the GPU), copies with `hsa_amd_memory_async_copy` and a
+//! Memory: device memory from the GPU's coarse-grained pool (granted to the other GPUs that can
+//! reach it, for copies between GPUs), host memory from the host agent's fine-grained pool
+//! (granted to the GPU), copies with `hsa_amd_memory_async_copy` and a
 //! completion signal, fills with `hsa_amd_memory_fill`.
 //!
 //! Copies to or from arbitrary host memory go through a staging buffer in the fine-grained pool
@@ -27,6 +28,20 @@ pub(crate) fn alloc(state: &State, gpu: &Gpu, kind: MemKind, size: usize) -> Bac
     let mut ptr: *mut c_void = std::ptr::null_mut();
     // SAFETY: a pool of this runtime; valid out-pointer.
     unsafe { (hsa.hsa_amd_memory_pool_allocate)(pool, size, 0, &mut ptr) }.result_in("hsa_amd_memory_pool_allocate")?;
+    if kind == MemKind::Device && !gpu.peers.is_empty() {
+        // The other GPUs that can reach it may access it (copies between GPUs run on their
+        // agents too); without the grant the memory stays this GPU's alone.
+        // SAFETY: a pool allocation; the agents of this runtime's GPUs.
+        let granted = unsafe {
+            (hsa.hsa_amd_agents_allow_access)(gpu.peers.len() as u32, gpu.peers.as_ptr(), std::ptr::null(), ptr)
+        }
+        .result_in("hsa_amd_agents_allow_access");
+        if let Err(e) = granted {
+            // SAFETY: allocated above, not handed out.
+            let _ = unsafe { (hsa.hsa_amd_memory_pool_free)(ptr) };
+            return Err(e);
+        }
+    }
     if kind == MemKind::Host {
         if let Err(e) = grant(state, gpu, ptr) {
             // SAFETY: allocated above, not handed out.

@@ -216,6 +216,13 @@ pub const HSA_AMD_MEMORY_POOL_INFO_SIZE: u32 = 2;
 /// `HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED` (bool).
 pub const HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED: u32 = 5;
 
+/// `HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS` (`hsa_amd_memory_pool_access_t`).
+pub const HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS: u32 = 0;
+/// `HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS` (u32).
+pub const HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS: u32 = 1;
+/// `HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED`.
+pub const HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED: u32 = 0;
+
 /// `HSA_QUEUE_TYPE_MULTI`.
 pub const HSA_QUEUE_TYPE_MULTI: u32 = 0;
 /// `HSA_SIGNAL_CONDITION_LT`.
@@ -283,6 +290,7 @@ hsa_table! {
     hsa_amd_memory_pool_get_info: fn(hsa_amd_memory_pool_t, u32, *mut c_void) -> hsa_status_t;
     hsa_amd_memory_pool_allocate: fn(hsa_amd_memory_pool_t, usize, u32, *mut *mut c_void) -> hsa_status_t;
     hsa_amd_memory_pool_free: fn(*mut c_void) -> hsa_status_t;
+    hsa_amd_agent_memory_pool_get_info: fn(hsa_agent_t, hsa_amd_memory_pool_t, u32, *mut c_void) -> hsa_status_t;
     hsa_amd_agents_allow_access: fn(u32, *const hsa_agent_t, *const u32, *const c_void) -> hsa_status_t;
     hsa_amd_memory_async_copy: fn(*mut c_void, hsa_agent_t, *const c_void, hsa_agent_t, usize, u32,
         *const hsa_signal_t, hsa_signal_t) -> hsa_status_t;

@@ -211,6 +211,38 @@ fn work_with_checked_numbers_and_teardown_with_live_objects() {
     assert_eq!(calls.last().map(String::as_str), Some("hsa_shut_down"));
 }
 
+/// Two simulated GPUs: each reaches the other's device memory (HSA's agent-pool access, one hop),
+/// device allocations are granted to the peer, and copies between them (on a queue of either
+/// device, and without one) carry the data both ways. The simulation holds ROCr's rule for a
+/// copy between two GPU agents (each agent reaches both buffers): without the grants every copy
+/// would be a violation.
+#[test]
+fn copies_between_two_gpus_with_access_granted() {
+    let _l = lock();
+    let sim = sim();
+    sim.reset(2, None, 0);
+    let rt = sim.runtime();
+    rt.init().unwrap();
+    let (d0, d1) = (device(rt, 0).unwrap(), device(rt, 1).unwrap());
+    let access = rt.peer_access(d0, d1).unwrap();
+    assert!(access.direct && !access.same_device && access.rank == 0, "{access:?}");
+    assert!(rt.peer_access(d1, d0).unwrap().direct);
+    let n = 4096;
+    let data: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let (a, b) = (rt.mem_alloc(d0, MemKind::Device, n * 4).unwrap(), rt.mem_alloc(d1, MemKind::Device, n * 4).unwrap());
+    rt.copy_to_device(a, bytemuck::cast_slice::<f32, u8>(&data)).unwrap();
+    let q1 = rt.queue_create(d1).unwrap();
+    rt.copy_device(b, a, n * 4, Some(q1)).unwrap();
+    rt.queue_synchronize(q1).unwrap();
+    assert!(read(rt, b, n) == data, "0 -> 1 on device 1's queue");
+    rt.fill(a, FillValue::U32(0), n, None).unwrap();
+    rt.copy_device(a.offset(64), b, n * 4 - 64, None).unwrap();
+    assert!(read(rt, a, n)[16..] == data[..n - 16], "1 -> 0 without a queue, at an offset");
+    assert_eq!(sim.violations(), Vec::<String>::new());
+    assert!(matches!(rt.shutdown().unwrap(), Shutdown::TornDown(_)));
+    assert_clean(sim);
+}
+
 #[test]
 fn bad_input_is_refused_and_changes_nothing() {
     let _l = lock();

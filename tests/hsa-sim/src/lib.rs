@@ -238,7 +238,7 @@ impl Sim {
                 pool == POOL_KERNARG
                     || agent == CPU && pool == POOL_SYSTEM
                     || pool == POOL_DEVICE + agent
-                    || pool == POOL_SYSTEM && granted.contains(&agent)
+                    || granted.contains(&agent)
             }
             _ => false,
         };
@@ -423,6 +423,46 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_get_info(pool: Handle, attribute: u
     }
 }
 
+/// `hsa_amd_agent_memory_pool_get_info`: an agent reaches its own device pool and the host's
+/// pools by default, another GPU's device pool when granted (`DISALLOWED_BY_DEFAULT`), over one hop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsa_amd_agent_memory_pool_get_info(
+    agent: Handle,
+    pool: Handle,
+    attribute: u32,
+    out: *mut c_void,
+) -> Status {
+    let gpus = match with(|s| s.enter("hsa_amd_agent_memory_pool_get_info").map_or(Ok(s.gpus), Err)) {
+        Ok(g) => g,
+        Err(st) => return st,
+    };
+    let (a, p) = (agent.handle, pool.handle);
+    let is_gpu = |x: u64| (GPU0..GPU0 + gpus).contains(&x);
+    if !(a == CPU || is_gpu(a)) || out.is_null() {
+        return ERR_INVALID_ARGUMENT;
+    }
+    let access: u32 = match p {
+        POOL_KERNARG | POOL_SYSTEM => 1,
+        _ if p == POOL_DEVICE + a => 1,
+        _ if p >= POOL_DEVICE && is_gpu(p - POOL_DEVICE) => {
+            if is_gpu(a) {
+                2
+            } else {
+                0
+            }
+        }
+        _ => return ERR_INVALID_ARGUMENT,
+    };
+    // SAFETY: each attribute's documented type.
+    unsafe {
+        match attribute {
+            0 => write::<u32>(out, access),
+            1 => write::<u32>(out, u32::from(access != 0)),
+            _ => ERR_INVALID_ARGUMENT,
+        }
+    }
+}
+
 // ---- memory ------------------------------------------------------------------------------------
 
 #[unsafe(no_mangle)]
@@ -524,8 +564,13 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
         if dst.is_null() || src.is_null() || completion.handle == 0 {
             return Err(ERR_INVALID_ARGUMENT);
         }
-        let ok = s.check_access(dst_agent.handle, dst as u64, size, "async copy destination")
+        let mut ok = s.check_access(dst_agent.handle, dst as u64, size, "async copy destination")
             & s.check_access(src_agent.handle, src as u64, size, "async copy source");
+        if dst_agent.handle != src_agent.handle && s.is_gpu(dst_agent.handle) && s.is_gpu(src_agent.handle) {
+            // Between two GPUs, as ROCr documents: each agent must reach both buffers.
+            ok &= s.check_access(dst_agent.handle, src as u64, size, "peer copy source, from the destination's agent")
+                & s.check_access(src_agent.handle, dst as u64, size, "peer copy destination, from the source's agent");
+        }
         let done = s.signal(completion.handle, "async copy completion").ok_or(ERR_INVALID_SIGNAL)?;
         let mut waits = Vec::new();
         for i in 0..num_deps as usize {
