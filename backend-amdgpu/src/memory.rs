@@ -21,7 +21,7 @@ pub(crate) fn alloc(state: &State, gpu: &Gpu, kind: MemKind, size: usize) -> Bac
     let pool = match kind {
         MemKind::Device => gpu.device_pool,
         MemKind::Host => state.system_pool,
-        MemKind::Managed | MemKind::Registered | MemKind::Global => {
+        MemKind::Managed | MemKind::Registered | MemKind::Global | MemKind::Ordered => {
             return Err(BackendError::new(ErrorCode::Unsupported, 0, "the AMDGPU backend has no managed memory"));
         }
     };

@@ -75,6 +75,10 @@ const REQUIRED_SYMBOLS: &[&str] = &[
     "cuMemAllocHost_v2",
     "cuMemFreeHost",
     "cuMemAllocManaged",
+    "cuMemAllocAsync",
+    "cuMemFreeAsync",
+    "cuDeviceGetDefaultMemPool",
+    "cuMemPoolSetAttribute",
     "cuMemcpyHtoD_v2",
     "cuMemcpyDtoH_v2",
     "cuMemcpyDtoD_v2",
@@ -285,6 +289,7 @@ impl Devices {
         // SAFETY: valid out-pointer and device.
         check("cuDevicePrimaryCtxRetain", unsafe { sys::cuDevicePrimaryCtxRetain(&mut ctx, dev) })?;
         self.contexts[ordinal].store(ctx, Ordering::Release);
+        crate::memory::configure_pool(dev);
         // A context retained anew (this init) has its peer access to be settled again.
         self.peer_tried[ordinal].store(0, Ordering::Release);
         self.peer_enabled[ordinal].store(0, Ordering::Release);

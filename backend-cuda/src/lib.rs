@@ -155,6 +155,18 @@ impl Backend for CudaBackend {
         unsafe { memory::free(kind, addr) }
     }
 
+    unsafe fn mem_alloc_on(&self, device: u32, queue: u64, size: usize) -> BackendResult<u64> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: a live queue of the device, whose context is now current.
+        unsafe { memory::alloc_on(size, queue::stream(queue)) }
+    }
+
+    unsafe fn mem_free_on(&self, device: u32, queue: u64, addr: u64, _size: usize) -> BackendResult<()> {
+        let _program_context = self.devices.make_current_for_release(device)?;
+        // SAFETY: forwarded contract (live queue-ordered memory of this device, a live queue).
+        unsafe { memory::free_on(addr, queue::stream(queue)) }
+    }
+
     unsafe fn host_register(&self, device: u32, addr: u64, size: usize) -> BackendResult<()> {
         let _program_context = self.devices.make_current(device)?;
         // SAFETY: forwarded contract (host memory valid until unregistered; no overlap).

@@ -27,15 +27,64 @@ pub(crate) fn alloc(kind: MemKind, size: usize) -> BackendResult<u64> {
             check("cuMemAllocHost_v2", unsafe { sys::cuMemAllocHost_v2(&mut p, size) })?;
             addr = p as u64;
         }
-        MemKind::Registered | MemKind::Global => {
+        MemKind::Registered | MemKind::Global | MemKind::Ordered => {
             return Err(ordo_core::BackendError::new(
                 ordo_core::ErrorCode::InvalidArgument,
                 0,
-                "registered memory and program globals are not allocated",
+                "registered memory, program globals and queue-ordered memory are not allocated here",
             ));
         }
     }
     Ok(addr)
+}
+
+/// The release threshold of every device's default memory pool (bytes the pool keeps after a
+/// synchronisation for the next `cuMemAllocAsync`): `ORDO_POOL_RELEASE_THRESHOLD` when it is a
+/// number, else all of it (`u64::MAX`, what frameworks built on pools set; the driver's own
+/// default, 0, gives memory back at every synchronisation and makes the next allocation a
+/// driver allocation).
+fn pool_release_threshold() -> u64 {
+    std::env::var("ORDO_POOL_RELEASE_THRESHOLD").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(u64::MAX)
+}
+
+/// Sets the release threshold of `dev`'s default memory pool (at init, once per retained
+/// context). A device without pools keeps the driver's defaults; `cuMemAllocAsync` then
+/// reports it.
+pub(crate) fn configure_pool(dev: sys::CUdevice) {
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: valid out-pointer and device.
+    if unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, dev) } != sys::CUresult::CUDA_SUCCESS {
+        log::debug!("cuda: device {dev} has no default memory pool");
+        return;
+    }
+    let mut threshold = pool_release_threshold();
+    let attr = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    // SAFETY: the attribute's value is a cuuint64_t.
+    let r = unsafe { sys::cuMemPoolSetAttribute(pool, attr, (&raw mut threshold).cast()) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        log::debug!("cuda: cuMemPoolSetAttribute(RELEASE_THRESHOLD) failed: {r:?}");
+    }
+}
+
+/// `cuMemAllocAsync` on `stream` from the current device's pool.
+///
+/// # Safety
+/// A live stream of the current context.
+pub(crate) unsafe fn alloc_on(size: usize, stream: CUstream) -> BackendResult<u64> {
+    let mut addr = 0u64;
+    // SAFETY: valid out-pointer; the caller's stream.
+    check("cuMemAllocAsync", unsafe { sys::cuMemAllocAsync(&mut addr, size, stream) })?;
+    Ok(addr)
+}
+
+/// `cuMemFreeAsync` on `stream`.
+///
+/// # Safety
+/// `addr` is live memory from `alloc_on`, never passed again; a live stream of the current
+/// context.
+pub(crate) unsafe fn free_on(addr: u64, stream: CUstream) -> BackendResult<()> {
+    // SAFETY: the caller's contract.
+    check_release("cuMemFreeAsync", unsafe { sys::cuMemFreeAsync(addr, stream) })
 }
 
 /// Registers existing host memory (page-locked, mapped for every context, portable) and checks
@@ -71,8 +120,11 @@ pub(crate) unsafe fn register(addr: u64, size: usize) -> BackendResult<()> {
 pub(crate) unsafe fn free(kind: MemKind, addr: u64) -> BackendResult<()> {
     debug_assert!(addr != 0, "free: a null address");
     match kind {
-        // SAFETY: `addr` is a live allocation of this kind (validated by the runtime).
-        MemKind::Device | MemKind::Managed => check_release("cuMemFree_v2", unsafe { sys::cuMemFree_v2(addr) }),
+        // (`cuMemFree` frees queue-ordered memory too, after the device's work.)
+        MemKind::Device | MemKind::Managed | MemKind::Ordered => {
+            // SAFETY: `addr` is a live allocation of this kind (validated by the runtime).
+            check_release("cuMemFree_v2", unsafe { sys::cuMemFree_v2(addr) })
+        }
         // SAFETY: as above.
         MemKind::Host => check_release("cuMemFreeHost", unsafe { sys::cuMemFreeHost(addr as *mut c_void) }),
         MemKind::Registered => {

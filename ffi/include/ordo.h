@@ -124,8 +124,9 @@ typedef struct ordo_device_t {
   uint64_t raw;
 } ordo_device_t;
 
-// Where memory lives: `ORDO_MEM_DEVICE`, `ORDO_MEM_HOST` (pinned), `ORDO_MEM_MANAGED`, or
-// `ORDO_MEM_REGISTERED` (host memory given to `ordo_host_register`; not an allocation kind).
+// Where memory lives: `ORDO_MEM_DEVICE`, `ORDO_MEM_HOST` (pinned), `ORDO_MEM_MANAGED`,
+// `ORDO_MEM_REGISTERED` (host memory given to `ordo_host_register`), `ORDO_MEM_GLOBAL` or
+// `ORDO_MEM_ORDERED` (the last three are not kinds `ordo_mem_alloc` takes).
 typedef uint32_t ordo_mem_kind_t;
 
 // A memory allocation named by its identity (`ordo_mem_alloc_handle`), not its address: once
@@ -136,14 +137,14 @@ typedef struct ordo_allocation_t {
   uint64_t raw;
 } ordo_allocation_t;
 
-// The direction of a copy.
-typedef uint32_t ordo_copy_kind_t;
-
 // An in-order queue (a CUDA stream).
 typedef struct ordo_queue_t {
   // The handle's bits; 0 is the null handle.
   uint64_t raw;
 } ordo_queue_t;
+
+// The direction of a copy.
+typedef uint32_t ordo_copy_kind_t;
 
 // A platform (one backend: host, CUDA, ...).
 typedef struct ordo_platform_t {
@@ -313,6 +314,10 @@ typedef void (*ordo_host_fn_t)(void*);
 // allocation kind: `ordo_mem_alloc` refuses it with `ORDO_ERROR_INVALID_ENUMERATION` and
 // `ordo_mem_free` with `ORDO_ERROR_INVALID_ARGUMENT`).
 #define ORDO_MEM_GLOBAL 4
+
+// Device memory allocated in a queue's order (`ordo_mem_alloc_async`; reported by
+// `ordo_mem_info`; not a kind `ordo_mem_alloc` takes: `ORDO_ERROR_INVALID_ENUMERATION`).
+#define ORDO_MEM_ORDERED 5
 
 // Host memory to a device allocation.
 #define ORDO_COPY_HOST_TO_DEVICE 0
@@ -516,6 +521,28 @@ ordo_status_t ordo_mem_alloc_handle(struct ordo_device_t device,
 // handle, by address or by the final `ordo_shutdown`), or comes from another runtime; nothing
 // changes on error.
 ordo_status_t ordo_mem_release(struct ordo_allocation_t allocation);
+
+// Allocates `size` bytes of device memory in the order of `queue` (`ORDO_MEM_ORDERED`): work
+// submitted to `queue` after this call may use it, other queues after waiting for an event
+// recorded after it; `*out` gets its address. CUDA takes it from the device's memory pool
+// (`cuMemAllocAsync`; the pool keeps freed memory up to `ORDO_POOL_RELEASE_THRESHOLD` bytes,
+// by default all of it); the host device and AMDGPU allocate at once. It is an allocation like
+// any other (copies, fills, kernels, `ordo_mem_info`; `ordo_mem_free` frees it after the
+// device's work; the final `ordo_shutdown` frees it). `ORDO_ERROR_NULL_POINTER` for a NULL
+// `out`, `ORDO_ERROR_INVALID_SIZE` for 0, the queue's handle errors.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_mem_alloc_async(struct ordo_queue_t queue, size_t size, void **out);
+
+// Frees memory from `ordo_mem_alloc_async` (its start) in the order of `queue`, a queue of its
+// device: work submitted to `queue` before this call may still use it; from this call on the
+// address is unknown to ordo (a copy, fill or free naming it is `ORDO_ERROR_NOT_FOUND`).
+// `ORDO_ERROR_NOT_FOUND` for an address that starts no live allocation,
+// `ORDO_ERROR_INVALID_ARGUMENT` for memory that is not queue-ordered (`ordo_mem_free` frees it)
+// or a queue of another device, the queue's handle errors; nothing changes on error.
+ordo_status_t ordo_mem_free_async(struct ordo_queue_t queue, void *ptr);
 
 // Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and
 // mapped for it at the same address, and named by that address like an allocation (copies,

@@ -32,8 +32,8 @@ pub use c::lifecycle::{
     ordo_shutdown_at_exit,
 };
 pub use c::memory::{
-    ordo_fill, ordo_fill_pattern, ordo_mem_alloc, ordo_mem_alloc_handle, ordo_mem_free, ordo_mem_release, ordo_memcpy,
-    ordo_memcpy_async,
+    ordo_fill, ordo_fill_pattern, ordo_mem_alloc, ordo_mem_alloc_async, ordo_mem_alloc_handle, ordo_mem_free,
+    ordo_mem_free_async, ordo_mem_release, ordo_memcpy, ordo_memcpy_async,
 };
 pub use c::objects::{
     ordo_device_get, ordo_device_get_info, ordo_platform_count, ordo_platform_get, ordo_platform_get_info,

@@ -125,7 +125,13 @@ fuzz_target!(|data: &[u8]| {
                     let Some(size) = input.size() else { break };
                     let mut out = SENTINEL as usize as *mut c_void;
                     let d = ordo_device_t { raw: pool.pick(arg) };
-                    if check(ordo_mem_alloc(d, u32::from(arg % 4), size, &mut out)) {
+                    let made = if arg & 0x80 != 0 {
+                        // Memory in a queue's order.
+                        ordo_mem_alloc_async(ordo_queue_t { raw: pool.pick(arg.rotate_left(2)) }, size, &mut out)
+                    } else {
+                        ordo_mem_alloc(d, u32::from(arg % 4), size, &mut out)
+                    };
+                    if check(made) {
                         assert!(size <= HOST_BYTES + 1);
                         pool.memory.push((out as usize, size, true));
                     } else {
@@ -134,7 +140,12 @@ fuzz_target!(|data: &[u8]| {
                 }
                 5 => {
                     let (a, _, _) = pool.address(arg);
-                    if check(ordo_mem_free(a)) {
+                    let freed = if arg & 0x80 != 0 {
+                        ordo_mem_free_async(ordo_queue_t { raw: pool.pick(arg.rotate_left(2)) }, a)
+                    } else {
+                        ordo_mem_free(a)
+                    };
+                    if check(freed) {
                         for m in pool.memory.iter_mut().filter(|m| m.0 == a as usize) {
                             m.2 = false;
                         }

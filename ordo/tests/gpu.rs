@@ -336,6 +336,31 @@ fn bytemuck_bytes(v: &[u32]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
 }
 
+/// Buffers allocated and freed in a CUDA queue's order (`cuMemAllocAsync` / `cuMemFreeAsync`):
+/// zeroed on the queue, written and read back, freed when dropped, a hundred times over; an
+/// address of the raw call is `Ordered` to `mem_info`, and `mem_free` frees it too.
+#[test]
+fn queue_ordered_buffers_on_a_cuda_queue() {
+    use ordo::raw::MemKind;
+    let ctx = Context::new().unwrap();
+    let Some(dev) = cuda(&ctx) else { return };
+    let q = dev.queue().unwrap();
+    let n = 1 << 16;
+    for round in 0..100u32 {
+        let mut b = DeviceBuffer::<u32>::zeroed_on(&q, n).unwrap();
+        assert!(b.to_vec().unwrap().iter().all(|&v| v == 0), "zeroed in queue order");
+        b.copy_from(&vec![round; n]).unwrap();
+        assert!(b.to_vec().unwrap().iter().all(|&v| v == round));
+    }
+    let rt = ctx.runtime();
+    let (_, p) = rt.mem_alloc_on(q.raw(), 4096).unwrap();
+    assert_eq!(rt.mem_info(p).unwrap().2, MemKind::Ordered);
+    rt.mem_free_on(q.raw(), p).unwrap();
+    let (_, p) = rt.mem_alloc_on(q.raw(), 4096).unwrap();
+    rt.mem_free(p).unwrap();
+    assert_eq!(rt.mem_free(p).unwrap_err().code, ErrorCode::NotFound);
+}
+
 /// An event recorded on one GPU's queue gates the other GPU's queue (`cuStreamWaitEvent`
 /// across contexts): the gated copy reads what the first GPU's kernel wrote, though the kernel
 /// runs long.

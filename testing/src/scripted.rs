@@ -386,6 +386,14 @@ impl Backend for ScriptedBackend {
         self.release(BackendOp::MemFree, ScriptedObject::Allocation, addr)
     }
 
+    unsafe fn mem_alloc_on(&self, _device: u32, _queue: u64, size: usize) -> BackendResult<u64> {
+        self.create(BackendOp::MemAllocOn, ScriptedObject::Allocation, size)
+    }
+
+    unsafe fn mem_free_on(&self, _device: u32, _queue: u64, addr: u64, _size: usize) -> BackendResult<()> {
+        self.release(BackendOp::MemFreeOn, ScriptedObject::Allocation, addr)
+    }
+
     unsafe fn memcpy(&self, _: u32, _: CopyKind, _: u64, _: u64, _: usize, queue: Option<u64>) -> BackendResult<()> {
         match queue {
             Some(q) => self.use_object(BackendOp::Memcpy, &[(ScriptedObject::Queue, q)]),

@@ -378,7 +378,7 @@ fn copies_between_platforms_and_devices_check_their_input_and_their_queue() {
 
 #[test]
 fn unknown_enum_values_are_invalid_enumeration() {
-    assert_eq!(MemKind::try_from(5).unwrap_err().code, ErrorCode::InvalidEnumeration);
+    assert_eq!(MemKind::try_from(6).unwrap_err().code, ErrorCode::InvalidEnumeration);
     assert_eq!(DeviceInfo::try_from(21).unwrap_err().code, ErrorCode::InvalidEnumeration);
     assert_eq!(CopyKind::try_from(99).unwrap_err().code, ErrorCode::InvalidEnumeration);
     assert_eq!(DeviceInfo::try_from(u32::MAX).unwrap_err().code, ErrorCode::InvalidEnumeration);
@@ -611,4 +611,46 @@ fn tensor_maps_refuse_bad_shapes_types_and_devices() {
     assert_eq!(code(host.tensor_map_encode_tiled(hd, &map(&[64], 7))), ErrorCode::Unsupported);
     assert_eq!(host.live_objects().unwrap(), LiveObjects { platforms: 1, devices: 1, ..LiveObjects::default() });
     host.shutdown().unwrap();
+}
+
+/// Memory in queue order: bad input to `mem_alloc_on` / `mem_free_on` is an error that changes
+/// nothing (sizes, null, stale and wrong-kind handles, memory that is not queue-ordered, a queue
+/// of another device, a double free, an address inside the allocation); the good calls reach
+/// the backend once each; after its free is submitted the address is unknown to every call.
+#[test]
+fn queue_ordered_memory_refuses_bad_input_and_changes_nothing() {
+    let w = world();
+    let rt = w.rt;
+    rejects(&w, ErrorCode::InvalidSize, || rt.mem_alloc_on(w.q, 0));
+    rejects(&w, ErrorCode::InvalidSize, || rt.mem_alloc_on(w.q, usize::MAX));
+    rejects(&w, ErrorCode::NullHandle, || rt.mem_alloc_on(Queue::from_raw(0), 64));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.mem_alloc_on(w.old_q, 64));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.mem_alloc_on(w.dead_q, 64));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.mem_alloc_on(Queue::from_raw(w.e.to_raw()), 64));
+    rejects(&w, ErrorCode::InvalidEnumeration, || rt.mem_alloc(w.d, MemKind::Ordered, 64));
+    let (handle, p) = rt.mem_alloc_on(w.q, 256).unwrap();
+    assert_eq!(rt.mem_info(p).unwrap().2, MemKind::Ordered);
+    rejects(&w, ErrorCode::InvalidArgument, || rt.mem_free_on(w.q, w.m));
+    rejects(&w, ErrorCode::NullPointer, || rt.mem_free_on(w.q, DevicePtr(0)));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.mem_free_on(w.q, p.offset(8)));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.mem_free_on(w.dead_q, p));
+    let d1 = device(rt, 1).unwrap();
+    let q1 = rt.queue_create(d1).unwrap();
+    rejects(&w, ErrorCode::InvalidArgument, || rt.mem_free_on(q1, p));
+    rt.fill(p, FillValue::U8(1), 256, Some(w.q)).unwrap();
+    let calls = w.b.calls();
+    rt.mem_free_on(w.q, p).unwrap();
+    assert_eq!(w.b.calls(), calls + 1, "one backend call");
+    rejects(&w, ErrorCode::NotFound, || rt.mem_free_on(w.q, p));
+    rejects(&w, ErrorCode::NotFound, || rt.mem_free(p));
+    rejects(&w, ErrorCode::NotFound, || rt.fill(p, FillValue::U8(0), 4, Some(w.q)));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.mem_release_on(w.q, handle));
+    // Freed like any allocation, by `mem_free`; and by the teardown.
+    let (_, p2) = rt.mem_alloc_on(w.q, 64).unwrap();
+    rt.mem_free(p2).unwrap();
+    rt.mem_alloc_on(q1, 64).unwrap();
+    rt.shutdown().unwrap();
+    assert_eq!(w.b.live_total(), 0);
+    rejects(&w, ErrorCode::Uninitialized, || rt.mem_alloc_on(w.q, 64));
+    rejects(&w, ErrorCode::Uninitialized, || rt.mem_free_on(w.q, p));
 }

@@ -95,6 +95,11 @@ fn work(rt: &Runtime, host: &mut [u8]) -> Result<()> {
     // Between the two platforms: staged through page-locked memory of the source's, after the
     // queue's earlier work.
     rt.copy_device(c, a, 256, Some(q))?;
+    // Memory in queue order: one freed on its queue, one left for the teardown.
+    let (_, ordered) = rt.mem_alloc_on(q, 128)?;
+    rt.fill(ordered, FillValue::U8(3), 128, Some(q))?;
+    rt.mem_free_on(q, ordered)?;
+    rt.mem_alloc_on(q1, 64)?;
     // A retained reference to the program, given back (the program stays for the teardown).
     rt.program_retain(p)?;
     rt.program_unload(p)?;

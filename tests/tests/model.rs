@@ -159,8 +159,10 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
         (1, (platform(), 0u32..3).prop_map(|(platform, index)| Op::DeviceAt { platform, index }).boxed()),
         (1, dev().prop_map(Op::DevicePlatform).boxed()),
         (1, o().prop_map(Op::DeviceInfo).boxed()),
-        (4, (dev(), size).prop_map(|(device, size)| Op::MemAlloc { device, size }).boxed()),
+        (4, (dev(), size.clone()).prop_map(|(device, size)| Op::MemAlloc { device, size }).boxed()),
         (2, mem().prop_map(Op::MemFree).boxed()),
+        (2, (o(), size).prop_map(|(queue, size)| Op::MemAllocOn { queue, size }).boxed()),
+        (2, (o(), mem()).prop_map(|(queue, alloc)| Op::MemFreeOn { queue, alloc }).boxed()),
         (
             2,
             (mem(), 0usize..64, 0usize..128)
@@ -288,6 +290,7 @@ macro_rules! reference_machine {
                 }
                 match op {
                     Op::MemFree(a)
+                    | Op::MemFreeOn { alloc: a, .. }
                     | Op::HostUnregister(a)
                     | Op::CopyToDevice { alloc: a, .. }
                     | Op::CopyFromDevice { alloc: a, .. }
@@ -446,6 +449,12 @@ impl Sut {
                 made(rt.mem_alloc(Device::from_raw(self.raw(device)), MemKind::Device, size).map(|p| p.0))
             }
             Op::MemFree(a) => unit(rt.mem_free(DevicePtr(self.address(a)))),
+            Op::MemAllocOn { queue, size } => {
+                made(rt.mem_alloc_on(Queue::from_raw(self.raw(queue)), size).map(|(_, p)| p.0))
+            }
+            Op::MemFreeOn { queue, alloc } => {
+                unit(rt.mem_free_on(Queue::from_raw(self.raw(queue)), DevicePtr(self.address(alloc))))
+            }
             Op::HostUnregister(a) => unit(rt.host_unregister(DevicePtr(self.address(a)))),
             Op::CopyToDevice { alloc, offset, len } => {
                 let src = vec![0u8; len];

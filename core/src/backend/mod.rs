@@ -69,11 +69,13 @@ pub enum BackendOp {
     FillPattern,
     QueueHostFunction,
     TensorMapEncodeTiled,
+    MemAllocOn,
+    MemFreeOn,
 }
 
 impl BackendOp {
     /// Every op.
-    pub const ALL: [BackendOp; 34] = [
+    pub const ALL: [BackendOp; 36] = [
         Self::Init,
         Self::Deinit,
         Self::DeviceRelease,
@@ -108,6 +110,8 @@ impl BackendOp {
         Self::FillPattern,
         Self::QueueHostFunction,
         Self::TensorMapEncodeTiled,
+        Self::MemAllocOn,
+        Self::MemFreeOn,
     ];
 }
 
@@ -196,6 +200,33 @@ pub trait Backend: Sync {
     /// # Safety
     /// See the trait docs.
     unsafe fn mem_free(&self, device: u32, kind: MemKind, addr: u64, size: usize) -> BackendResult<()>;
+    /// Allocates `size > 0` bytes of device memory in the order of `queue` (a live queue of
+    /// `device`): usable by work submitted to the queue after this call, and by other queues
+    /// once they wait for an event recorded after it (CUDA: `cuMemAllocAsync` from the device's
+    /// memory pool). `mem_free` (kind `Ordered`) frees it as well as `mem_free_on` does. Default
+    /// (backends without pools, such as the host backend and AMDGPU): allocated at once as
+    /// device memory, which is usable earlier than the queue needs it.
+    ///
+    /// # Safety
+    /// See the trait docs: a live queue of the device.
+    unsafe fn mem_alloc_on(&self, device: u32, queue: u64, size: usize) -> BackendResult<u64> {
+        let _ = queue;
+        self.mem_alloc(device, MemKind::Device, size)
+    }
+    /// Frees memory from `mem_alloc_on` (its base and size) in the order of `queue` (a live
+    /// queue of `device`): after the queue's earlier work, which may still use it (CUDA:
+    /// `cuMemFreeAsync`). Default: waits for the queue, then frees it with `mem_free`.
+    ///
+    /// # Safety
+    /// See the trait docs: a live allocation from `mem_alloc_on` of this device, a live queue
+    /// of it; the runtime never passes the address again.
+    unsafe fn mem_free_on(&self, device: u32, queue: u64, addr: u64, size: usize) -> BackendResult<()> {
+        // SAFETY: forwarded contract.
+        unsafe {
+            self.queue_synchronize(device, queue)?;
+            self.mem_free(device, MemKind::Ordered, addr, size)
+        }
+    }
     /// Page-locks `size > 0` bytes of existing host memory at `addr` and maps them for the device
     /// at the same address (CUDA: `cuMemHostRegister`), until `mem_free` with kind `Registered`.
     /// Backends without it keep this default: `Unsupported`.

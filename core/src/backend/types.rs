@@ -75,6 +75,11 @@ c_enum!(
         /// (`InvalidEnumeration`) and `mem_free` refuses its address (`InvalidArgument`); copies,
         /// fills and `mem_info` accept it.
         Global = 4,
+        /// Device memory allocated in a queue's order (`Runtime::mem_alloc_on`: CUDA
+        /// `cuMemAllocAsync` from the device's pool) and freed in a queue's order
+        /// (`Runtime::mem_free_on`) or like any allocation. Not a kind `mem_alloc` takes
+        /// (`InvalidEnumeration`); `mem_info` reports it.
+        Ordered = 5,
     }
 );
 

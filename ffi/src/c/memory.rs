@@ -83,6 +83,43 @@ pub extern "C" fn ordo_mem_release(allocation: ordo_allocation_t) -> ordo_status
     guard(|| status(runtime().mem_release(Allocation::from_raw(allocation.raw))))
 }
 
+/// Allocates `size` bytes of device memory in the order of `queue` (`ORDO_MEM_ORDERED`): work
+/// submitted to `queue` after this call may use it, other queues after waiting for an event
+/// recorded after it; `*out` gets its address. CUDA takes it from the device's memory pool
+/// (`cuMemAllocAsync`; the pool keeps freed memory up to `ORDO_POOL_RELEASE_THRESHOLD` bytes,
+/// by default all of it); the host device and AMDGPU allocate at once. It is an allocation like
+/// any other (copies, fills, kernels, `ordo_mem_info`; `ordo_mem_free` frees it after the
+/// device's work; the final `ordo_shutdown` frees it). `ORDO_ERROR_NULL_POINTER` for a NULL
+/// `out`, `ORDO_ERROR_INVALID_SIZE` for 0, the queue's handle errors.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_mem_alloc_async(
+    queue: ordo_queue_t,
+    size: usize,
+    out: *mut *mut c_void,
+) -> ordo_status_t {
+    guard(|| {
+        if let Err(e) = non_null(out, "out is NULL").and_then(|()| ready()) {
+            return fail(e);
+        }
+        output(out, runtime().mem_alloc_on(Queue::from_raw(queue.raw), size).map(|(_, p)| p.as_ptr()))
+    })
+}
+
+/// Frees memory from `ordo_mem_alloc_async` (its start) in the order of `queue`, a queue of its
+/// device: work submitted to `queue` before this call may still use it; from this call on the
+/// address is unknown to ordo (a copy, fill or free naming it is `ORDO_ERROR_NOT_FOUND`).
+/// `ORDO_ERROR_NOT_FOUND` for an address that starts no live allocation,
+/// `ORDO_ERROR_INVALID_ARGUMENT` for memory that is not queue-ordered (`ordo_mem_free` frees it)
+/// or a queue of another device, the queue's handle errors; nothing changes on error.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_mem_free_async(queue: ordo_queue_t, ptr: *mut c_void) -> ordo_status_t {
+    guard(|| status(runtime().mem_free_on(Queue::from_raw(queue.raw), DevicePtr(ptr as u64))))
+}
+
 /// Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and
 /// mapped for it at the same address, and named by that address like an allocation (copies,
 /// fills and kernels may use it; `ordo_mem_info` reports `ORDO_MEM_REGISTERED`) until

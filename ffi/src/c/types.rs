@@ -136,8 +136,9 @@ pub struct ordo_kernel_t {
     pub raw: u64,
 }
 
-/// Where memory lives: `ORDO_MEM_DEVICE`, `ORDO_MEM_HOST` (pinned), `ORDO_MEM_MANAGED`, or
-/// `ORDO_MEM_REGISTERED` (host memory given to `ordo_host_register`; not an allocation kind).
+/// Where memory lives: `ORDO_MEM_DEVICE`, `ORDO_MEM_HOST` (pinned), `ORDO_MEM_MANAGED`,
+/// `ORDO_MEM_REGISTERED` (host memory given to `ordo_host_register`), `ORDO_MEM_GLOBAL` or
+/// `ORDO_MEM_ORDERED` (the last three are not kinds `ordo_mem_alloc` takes).
 pub type ordo_mem_kind_t = u32;
 /// Device memory.
 pub const ORDO_MEM_DEVICE: ordo_mem_kind_t = 0;
@@ -152,6 +153,9 @@ pub const ORDO_MEM_REGISTERED: ordo_mem_kind_t = 3;
 /// allocation kind: `ordo_mem_alloc` refuses it with `ORDO_ERROR_INVALID_ENUMERATION` and
 /// `ordo_mem_free` with `ORDO_ERROR_INVALID_ARGUMENT`).
 pub const ORDO_MEM_GLOBAL: ordo_mem_kind_t = 4;
+/// Device memory allocated in a queue's order (`ordo_mem_alloc_async`; reported by
+/// `ordo_mem_info`; not a kind `ordo_mem_alloc` takes: `ORDO_ERROR_INVALID_ENUMERATION`).
+pub const ORDO_MEM_ORDERED: ordo_mem_kind_t = 5;
 
 /// The direction of a copy.
 pub type ordo_copy_kind_t = u32;

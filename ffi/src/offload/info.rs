@@ -255,7 +255,7 @@ pub(super) fn mem_info(ptr: *const c_void, prop: u32) -> OlResult<Info> {
         _ => Info::U32(match kind {
             MemKind::Host | MemKind::Registered => OL_ALLOC_TYPE_HOST,
             MemKind::Managed => OL_ALLOC_TYPE_MANAGED,
-            MemKind::Device | MemKind::Global => OL_ALLOC_TYPE_DEVICE,
+            MemKind::Device | MemKind::Global | MemKind::Ordered => OL_ALLOC_TYPE_DEVICE,
         }),
     })
 }

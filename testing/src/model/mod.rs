@@ -71,6 +71,8 @@ pub struct ObjInfo {
     pub global: Option<u8>,
     /// For host memory registered with a device (`host_register`): true.
     pub registered: bool,
+    /// For memory allocated in a queue's order (`mem_alloc_on`): true.
+    pub ordered: bool,
     /// For a kernel: whether the runtime knows its parameter layout (asked of the backend at
     /// the kernel's first launch, and again after a failed ask).
     pub layout_known: bool,
@@ -280,6 +282,7 @@ impl<const N: usize> Model<N> {
                 size: index,
                 global: None,
                 registered: false,
+                ordered: false,
                 layout_known: false,
             };
             if self.objects.push(info).is_err() || self.platforms.push(platform).is_err() {
@@ -296,6 +299,7 @@ impl<const N: usize> Model<N> {
                     size: i as usize,
                     global: None,
                     registered: false,
+                    ordered: false,
                     layout_known: false,
                 };
                 if self.objects.push(info).is_err() {

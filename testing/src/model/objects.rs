@@ -28,6 +28,7 @@ impl<const N: usize> Model<N> {
             size: 0,
             global: None,
             registered: false,
+            ordered: false,
             layout_known: false,
         };
         Ok(match op {
@@ -83,6 +84,29 @@ impl<const N: usize> Model<N> {
                 }
                 self.kill(a);
                 self.call_on(a, BackendOp::MemFree)?;
+                Outcome::Ok
+            }
+            Op::MemAllocOn { queue, size } => {
+                if size == 0 || size > isize::MAX as usize {
+                    return Err(ErrorCode::InvalidSize);
+                }
+                let q = self.resolve(queue, K::Queue)?;
+                self.full(K::Allocation, MAX_ALLOCATIONS)?;
+                self.call_on(q, BackendOp::MemAllocOn)?;
+                if size > self.config.alloc_limit {
+                    return Err(ErrorCode::OutOfResources);
+                }
+                self.create(ObjInfo { size, ordered: true, ..obj(K::Allocation, self.info(q).device) })
+            }
+            Op::MemFreeOn { queue, alloc } => {
+                let a = self.resolve_address(alloc)?;
+                let q = self.resolve(queue, K::Queue)?;
+                if !self.info(a).ordered || self.info(a).device != self.info(q).device {
+                    // Not queue-ordered memory (`mem_free` frees it), or a queue of another device.
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                self.kill(a);
+                self.call_on(a, BackendOp::MemFreeOn)?;
                 Outcome::Ok
             }
             Op::HostUnregister(a) => {

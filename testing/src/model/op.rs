@@ -65,6 +65,20 @@ pub enum Op {
     },
     /// `mem_free(base of alloc)`.
     MemFree(Ref),
+    /// `mem_alloc_on(queue, size)`: device memory in the queue's order.
+    MemAllocOn {
+        /// The queue.
+        queue: Ref,
+        /// Bytes.
+        size: usize,
+    },
+    /// `mem_free_on(queue, base of alloc)`.
+    MemFreeOn {
+        /// The queue.
+        queue: Ref,
+        /// The allocation.
+        alloc: Ref,
+    },
     /// `copy_to_device(base + offset, [0; len])`.
     CopyToDevice {
         /// The allocation.
@@ -241,6 +255,7 @@ impl Op {
             | DeviceInfo(r)
             | MemAlloc { device: r, .. }
             | MemFree(r)
+            | MemAllocOn { queue: r, .. }
             | CopyToDevice { alloc: r, .. }
             | CopyFromDevice { alloc: r, .. }
             | Fill { alloc: r, .. }
@@ -274,6 +289,7 @@ impl Op {
             | DeviceAt { platform: r, .. } => [Some(r), None],
             CopyDevice { dst: a, src: b, .. }
             | QueueWaitEvent { queue: a, event: b }
+            | MemFreeOn { queue: a, alloc: b }
             | EventElapsed { start: a, end: b }
             | EventRecord { event: a, queue: b }
             | Launch { queue: a, kernel: b }

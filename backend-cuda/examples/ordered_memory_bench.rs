@@ -1,0 +1,115 @@
+//! Memory allocated and freed in a queue's order: ordo's `mem_alloc_on` + `mem_free_on` (1 MiB,
+//! the device's pool warm) against the raw pair they are made of, `cuMemAllocAsync` +
+//! `cuMemFreeAsync` on the same stream (ordo's queue, by its native handle), and, for scale,
+//! the synchronous pair `cuMemAlloc` + `cuMemFree`. Host nanoseconds per pair over batches of
+//! 1,000 pairs (the stream synchronised after each batch, outside the timing); ABBA rounds (raw,
+//! ordo, ordo, raw); medians with the quartiles of the per-round ratios. Prints a table and one
+//! `BENCH_JSON` line. Needs a CUDA device (exits 0 saying so otherwise).
+
+use std::time::Instant;
+
+use cudarc::driver::sys::{self, CUresult, CUstream};
+use ordo_core::Backend;
+use ordo_cuda::CudaBackend;
+
+static CUDA: CudaBackend = CudaBackend::new();
+static BACKENDS: [&dyn Backend; 1] = [&CUDA];
+ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
+
+const SIZE: usize = 1 << 20;
+const PAIRS: usize = 1000;
+
+fn ok(r: CUresult) {
+    assert_eq!(r, CUresult::CUDA_SUCCESS, "driver call failed");
+}
+
+fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+    (q(0.5), q(0.25), q(0.75))
+}
+
+fn main() {
+    let rt = &RUNTIME;
+    rt.init().unwrap();
+    let p = rt.platform(0).unwrap();
+    let info = rt.platform_info(p).unwrap();
+    if info.absent.is_some() || info.device_count < 1 {
+        println!("ordered_memory_bench: a CUDA device is needed ({:?})", info.absent);
+        return;
+    }
+    let d = rt.device(p, 0).unwrap();
+    let q = rt.queue_create(d).unwrap();
+    // The raw side runs in the device's primary context (ordo's), current on this thread.
+    let (mut dev, mut ctx) = (0, std::ptr::null_mut());
+    // SAFETY: valid out-pointers; the driver is initialised (by ordo); released at the end.
+    unsafe {
+        ok(sys::cuDeviceGet(&mut dev, 0));
+        ok(sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
+        ok(sys::cuCtxSetCurrent(ctx));
+    }
+    let stream = rt.queue_native(q).unwrap() as usize as CUstream;
+    let sync = || rt.queue_synchronize(q).unwrap();
+    let raw = || {
+        let t = Instant::now();
+        for _ in 0..PAIRS {
+            let mut a = 0u64;
+            // SAFETY: ordo's live stream of the device, whose primary context is current on this
+            // thread; the memory is freed once.
+            unsafe {
+                ok(sys::cuMemAllocAsync(&mut a, SIZE, stream));
+                ok(sys::cuMemFreeAsync(a, stream));
+            }
+        }
+        let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
+        sync();
+        ns
+    };
+    let ordo = || {
+        let t = Instant::now();
+        for _ in 0..PAIRS {
+            let (_, a) = rt.mem_alloc_on(q, SIZE).unwrap();
+            rt.mem_free_on(q, a).unwrap();
+        }
+        let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
+        sync();
+        ns
+    };
+    // The synchronous pair, for scale (100 pairs).
+    let blocking = || {
+        let t = Instant::now();
+        for _ in 0..100 {
+            let mut a = 0u64;
+            // SAFETY: the current context is the device's; the memory is freed once.
+            unsafe {
+                ok(sys::cuMemAlloc_v2(&mut a, SIZE));
+                ok(sys::cuMemFree_v2(a));
+            }
+        }
+        t.elapsed().as_nanos() as f64 / 100.0
+    };
+    // Warm-up: the pool grows to its working size.
+    ordo();
+    raw();
+    let (mut rs, mut os, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..10 {
+        let (r1, o1, o2, r2) = (raw(), ordo(), ordo(), raw());
+        rs.extend([r1, r2]);
+        os.extend([o1, o2]);
+        ratios.push((o1 + o2) / (r1 + r2));
+    }
+    let b = quartiles((0..3).map(|_| blocking()).collect()).0;
+    let ((r, _, _), (o, _, _), (m, lo, hi)) = (quartiles(rs), quartiles(os), quartiles(ratios));
+    println!(
+        "| 1 MiB allocate + free | raw cuMemAllocAsync + cuMemFreeAsync ns | ordo mem_alloc_on + mem_free_on ns | cuMemAlloc + cuMemFree ns | ordo / raw queue-ordered: median [p25, p75] | raw queue-ordered / raw synchronous |"
+    );
+    println!("|---|---|---|---|---|---|");
+    println!("| per pair | {r:.0} | {o:.0} | {b:.0} | {m:.4} [{lo:.4}, {hi:.4}] | {:.4} |", r / b);
+    println!(
+        "BENCH_JSON [{{\"name\":\"1 MiB allocate + free in queue order\",\"raw_ns\":{r:.1},\"ordo_ns\":{o:.1},\"raw_sync_ns\":{b:.1},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
+    );
+    rt.queue_destroy(q).unwrap();
+    // SAFETY: retained above, released once.
+    ok(unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) });
+    rt.shutdown().unwrap();
+}
