@@ -16,6 +16,7 @@ mod conv;
 mod ctors;
 mod device;
 mod global;
+mod graph;
 mod image;
 mod memory;
 mod program;
@@ -153,6 +154,30 @@ impl Backend for CudaBackend {
         let _program_context = self.devices.make_current_for_release(device)?;
         // SAFETY: forwarded contract (a live allocation of this device, now current).
         unsafe { memory::free(kind, addr) }
+    }
+
+    unsafe fn queue_begin_capture(&self, device: u32, queue: u64) -> BackendResult<()> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: a live queue of the device, not capturing (the runtime's guarantee).
+        unsafe { graph::begin(queue::stream(queue)) }
+    }
+
+    unsafe fn queue_end_capture(&self, device: u32, queue: u64) -> BackendResult<u64> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: a live queue of the device that is capturing.
+        unsafe { graph::end(queue::stream(queue)) }
+    }
+
+    unsafe fn graph_launch(&self, device: u32, graph: u64, queue: u64) -> BackendResult<()> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: a live graph and queue of the device.
+        unsafe { graph::launch(graph, queue::stream(queue)) }
+    }
+
+    unsafe fn graph_destroy(&self, device: u32, graph: u64) -> BackendResult<()> {
+        let _program_context = self.devices.make_current_for_release(device)?;
+        // SAFETY: a live graph of the device, never passed again.
+        unsafe { graph::destroy(graph) }
     }
 
     unsafe fn mem_alloc_on(&self, device: u32, queue: u64, size: usize) -> BackendResult<u64> {

@@ -29,12 +29,22 @@ pub enum ObjectKind {
     Kernel = 6,
     /// A memory allocation (named by its address in the API).
     Allocation = 7,
+    /// A graph: work captured from a queue, launched as one submission.
+    Graph = 8,
 }
 
 impl ObjectKind {
     /// Every kind, in tag order.
-    pub const ALL: [ObjectKind; 7] =
-        [Self::Platform, Self::Device, Self::Queue, Self::Event, Self::Program, Self::Kernel, Self::Allocation];
+    pub const ALL: [ObjectKind; 8] = [
+        Self::Platform,
+        Self::Device,
+        Self::Queue,
+        Self::Event,
+        Self::Program,
+        Self::Kernel,
+        Self::Allocation,
+        Self::Graph,
+    ];
 
     /// The kind's lower-case name.
     pub const fn name(self) -> &'static str {
@@ -46,6 +56,7 @@ impl ObjectKind {
             Self::Program => "program",
             Self::Kernel => "kernel",
             Self::Allocation => "allocation",
+            Self::Graph => "graph",
         }
     }
 
@@ -58,6 +69,7 @@ impl ObjectKind {
             5 => Some(Self::Program),
             6 => Some(Self::Kernel),
             7 => Some(Self::Allocation),
+            8 => Some(Self::Graph),
             _ => None,
         }
     }
@@ -249,6 +261,13 @@ typed_handle!(
     /// address, so a release by handle never frees another allocation.
     Allocation,
     ObjectKind::Allocation
+);
+
+typed_handle!(
+    /// Names a graph: the work captured from a queue (`Runtime::queue_end_capture`), launched on
+    /// a queue of its device as one submission.
+    Graph,
+    ObjectKind::Graph
 );
 
 typed_handle!(

@@ -20,7 +20,8 @@ extern crate std;
 
 /// Table capacities, fixed at build time. Override with environment variables when building:
 /// `ORDO_MAX_PLATFORMS`, `ORDO_MAX_DEVICES`, `ORDO_MAX_QUEUES`, `ORDO_MAX_EVENTS`,
-/// `ORDO_MAX_PROGRAMS`, `ORDO_MAX_KERNELS`, `ORDO_MAX_ALLOCATIONS`, `ORDO_MAX_REPORT_FAILURES`.
+/// `ORDO_MAX_PROGRAMS`, `ORDO_MAX_KERNELS`, `ORDO_MAX_ALLOCATIONS`, `ORDO_MAX_GRAPHS`,
+/// `ORDO_MAX_REPORT_FAILURES`.
 pub mod capacity {
     include!(concat!(env!("OUT_DIR"), "/capacity.rs"));
 }
@@ -48,7 +49,7 @@ pub use backend::{
 pub use error::{BackendError, Error, ErrorCode, ErrorDetail, Result};
 pub use guard::InitGuard;
 pub use handle::{
-    Allocation, Device, DevicePtr, Event, Global, Kernel, MAX_GENERATION, MAX_RUNTIME_ID, ObjectKind, Platform,
+    Allocation, Device, DevicePtr, Event, Global, Graph, Kernel, MAX_GENERATION, MAX_RUNTIME_ID, ObjectKind, Platform,
     Program, Queue, RawHandle, RuntimeId,
 };
 pub use lifecycle::{MAX_REFS, Phase, State};

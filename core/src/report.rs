@@ -25,6 +25,8 @@ pub enum TeardownStep {
     ReleaseDevice = 5,
     /// Then deinit the backend.
     DeinitBackend = 6,
+    /// 2b. Destroy a graph (after the device's events, before its queues).
+    DestroyGraph = 7,
 }
 
 impl TeardownStep {
@@ -37,6 +39,7 @@ impl TeardownStep {
             Self::FreeMemory => ObjectKind::Allocation,
             Self::ReleaseDevice => ObjectKind::Device,
             Self::DeinitBackend => ObjectKind::Platform,
+            Self::DestroyGraph => ObjectKind::Graph,
         }
     }
 
@@ -50,6 +53,7 @@ impl TeardownStep {
             Self::FreeMemory => "free memory",
             Self::ReleaseDevice => "release device",
             Self::DeinitBackend => "deinit backend",
+            Self::DestroyGraph => "destroy graph",
         }
     }
 }
@@ -126,7 +130,7 @@ pub struct TeardownReport {
     /// Objects released per kind (indexed by `ObjectKind as usize - 1`), including failed
     /// releases: each object is released exactly once either way. Kernels are counted when
     /// their program is unloaded. Queue synchronisations are not counted here.
-    pub released: [u32; 7],
+    pub released: [u32; 8],
     /// Steps whose object the driver had already released.
     pub released_by_driver: u32,
 }
@@ -153,7 +157,7 @@ impl TeardownSummary {
 impl TeardownReport {
     /// A report of nothing (what `Default` gives, usable in a `const`).
     pub const EMPTY: Self =
-        Self { sequence: 0, failures: heapless::Vec::new(), overflow: 0, released: [0; 7], released_by_driver: 0 };
+        Self { sequence: 0, failures: heapless::Vec::new(), overflow: 0, released: [0; 8], released_by_driver: 0 };
 
     /// The report's gist.
     pub fn summary(&self) -> TeardownSummary {

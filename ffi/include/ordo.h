@@ -110,8 +110,8 @@ typedef struct ordo_teardown_report_t {
   uint32_t failure_count;
   // Failures that did not fit.
   uint32_t overflow;
-  // Objects released per kind: platform, device, queue, event, program, kernel, allocation.
-  uint32_t released[7];
+  // Objects released per kind: platform, device, queue, event, program, kernel, allocation, graph.
+  uint32_t released[8];
   // Steps whose object the driver had already released (e.g. at process exit).
   uint32_t released_by_driver;
   // The failures, in order.
@@ -232,6 +232,13 @@ typedef struct ordo_event_t {
 
 // A function a queue runs on the host (`ordo_queue_host_function`).
 typedef void (*ordo_host_fn_t)(void*);
+
+// A graph: the work captured from a queue (`ordo_queue_end_capture`), launched as one
+// submission (`ordo_graph_launch`).
+typedef struct ordo_graph_t {
+  // The handle's bits; 0 is the null handle.
+  uint64_t raw;
+} ordo_graph_t;
 
 // The call succeeded.
 #define ORDO_SUCCESS 0
@@ -855,6 +862,33 @@ ordo_status_t ordo_queue_host_function(struct ordo_queue_t queue, ordo_host_fn_t
 // Each pointer argument must be NULL or valid for the reads and writes this function
 // documents, as C requires of its callers.
 ordo_status_t ordo_queue_native(struct ordo_queue_t queue, void **out);
+
+// Starts capturing the queue's work into a graph: launches, copies, fills, host functions,
+// event records and waits submitted to it from now on are recorded, not run, until
+// `ordo_queue_end_capture`. Meanwhile the queue cannot be synchronised, queried or destroyed,
+// and calls without a queue on its device (synchronous copies and fills, frees) are refused,
+// each with `ORDO_ERROR_INVALID_ARGUMENT`. `ORDO_ERROR_INVALID_ARGUMENT` when the queue is
+// capturing already (captures do not nest); `ORDO_ERROR_UNSUPPORTED` on platforms without
+// graphs (the host device and AMDGPU in this version).
+ordo_status_t ordo_queue_begin_capture(struct ordo_queue_t queue);
+
+// Ends the queue's capture; `*out` gets the captured work as a graph of the queue's device
+// (nothing of it has run). The queue stops capturing whatever this returns.
+// `ORDO_ERROR_INVALID_ARGUMENT` when the queue is not capturing; the driver's error for a
+// capture it invalidated; `ORDO_ERROR_OUT_OF_RESOURCES` when the graph table is full.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_queue_end_capture(struct ordo_queue_t queue, struct ordo_graph_t *out);
+
+// Launches a graph on a queue of its device, asynchronously: its work runs in the captured
+// order after the queue's earlier work. The kernels and memory the captured work used must
+// still be live. `ORDO_ERROR_INVALID_ARGUMENT` for a queue of another device.
+ordo_status_t ordo_graph_launch(struct ordo_graph_t graph, struct ordo_queue_t queue);
+
+// Destroys a graph (launches already submitted still run); the handle is stale afterwards.
+ordo_status_t ordo_graph_destroy(struct ordo_graph_t graph);
 
 #ifdef __cplusplus
 }  // extern "C"

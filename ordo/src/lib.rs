@@ -46,6 +46,7 @@ pub mod builtin;
 mod context;
 mod default;
 mod error;
+mod graph;
 #[cfg(feature = "std")]
 mod host_buffer;
 mod host_kernel;
@@ -58,6 +59,7 @@ pub use buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
 pub use context::{Context, Device};
 pub use default::{builtin_program_image, host_program_registry, provide_host_arena, register_host_program, runtime};
 pub use error::{Error, Result};
+pub use graph::Graph;
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use host_buffer::HostBuffer;
@@ -107,8 +109,8 @@ pub use ordo_core::{BackendKind, DeviceInfo, ErrorCode, InfoValue, LaunchDims, S
 pub mod raw {
     pub use ordo_core::{
         Allocation, Backend, BackendError, BackendOp, CopyKind, Device, DevicePtr, Error, Event, FillValue, Global,
-        Kernel, KernelArgs, MemKind, ObjectKind, PIN_MIN_BYTES, ParamLayout, ParamSlot, Platform, Program, Queue,
-        RawHandle, Runtime, RuntimeId, STAGE_CHUNK_BYTES, Shutdown, StepOutcome, TeardownEvent, TeardownReport,
+        Graph, Kernel, KernelArgs, MemKind, ObjectKind, PIN_MIN_BYTES, ParamLayout, ParamSlot, Platform, Program,
+        Queue, RawHandle, Runtime, RuntimeId, STAGE_CHUNK_BYTES, Shutdown, StepOutcome, TeardownEvent, TeardownReport,
         TeardownStep, TeardownSummary, capacity,
     };
 }

@@ -32,6 +32,8 @@ pub enum ScriptedObject {
     Program,
     /// An allocation.
     Allocation,
+    /// A graph (`queue_end_capture`).
+    Graph,
 }
 
 const LIVE_CAPACITY: usize = 8192;
@@ -384,6 +386,22 @@ impl Backend for ScriptedBackend {
 
     unsafe fn mem_free(&self, _device: u32, _kind: MemKind, addr: u64, _size: usize) -> BackendResult<()> {
         self.release(BackendOp::MemFree, ScriptedObject::Allocation, addr)
+    }
+
+    unsafe fn queue_begin_capture(&self, _device: u32, queue: u64) -> BackendResult<()> {
+        self.use_object(BackendOp::QueueBeginCapture, &[(ScriptedObject::Queue, queue)])
+    }
+
+    unsafe fn queue_end_capture(&self, _device: u32, _queue: u64) -> BackendResult<u64> {
+        self.create(BackendOp::QueueEndCapture, ScriptedObject::Graph, 0)
+    }
+
+    unsafe fn graph_launch(&self, _device: u32, graph: u64, queue: u64) -> BackendResult<()> {
+        self.use_object(BackendOp::GraphLaunch, &[(ScriptedObject::Graph, graph), (ScriptedObject::Queue, queue)])
+    }
+
+    unsafe fn graph_destroy(&self, _device: u32, graph: u64) -> BackendResult<()> {
+        self.release(BackendOp::GraphDestroy, ScriptedObject::Graph, graph)
     }
 
     unsafe fn mem_alloc_on(&self, _device: u32, _queue: u64, size: usize) -> BackendResult<u64> {

@@ -4,8 +4,8 @@
 use std::ffi::c_void;
 
 use ordo_core::{
-    CopyKind, Device, DeviceInfo, DevicePtr, ErrorCode, Event, FillValue, Kernel, KernelArgs, LaunchDims, LiveObjects,
-    MemKind, Platform, Program, Queue, RawHandle, Result, Runtime,
+    CopyKind, Device, DeviceInfo, DevicePtr, ErrorCode, Event, FillValue, Graph, Kernel, KernelArgs, LaunchDims,
+    LiveObjects, MemKind, ObjectKind, Platform, Program, Queue, RawHandle, Result, Runtime, Shutdown,
 };
 use ordo_testing::scripted::{ScriptedBackend, ScriptedObject};
 use ordo_tests::{device, host_runtime, scripted_runtime};
@@ -653,4 +653,70 @@ fn queue_ordered_memory_refuses_bad_input_and_changes_nothing() {
     assert_eq!(w.b.live_total(), 0);
     rejects(&w, ErrorCode::Uninitialized, || rt.mem_alloc_on(w.q, 64));
     rejects(&w, ErrorCode::Uninitialized, || rt.mem_free_on(w.q, p));
+}
+
+/// Graphs: capture, launch and destroy on the scripted backend; every misuse is an error that
+/// changes nothing: nested capture, ending a capture that is not open, synchronising, querying
+/// or destroying a capturing queue, calls without a queue on its device (copies, fills, frees),
+/// queue-ordered memory on it, launching on another device's queue, stale, null and wrong-kind
+/// handles, a second destroy. The teardown ends a capture left open and destroys the graphs.
+#[test]
+fn graphs_refuse_misuse_and_change_nothing() {
+    let w = world();
+    let rt = w.rt;
+    let d1 = device(rt, 1).unwrap();
+    let q1 = rt.queue_create(d1).unwrap();
+    rejects(&w, ErrorCode::InvalidArgument, || rt.queue_end_capture(w.q));
+    rejects(&w, ErrorCode::NullHandle, || rt.queue_begin_capture(Queue::from_raw(0)));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.queue_begin_capture(w.dead_q));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.queue_begin_capture(w.old_q));
+    rt.queue_begin_capture(w.q).unwrap();
+    assert!(rt.queue_is_capturing(w.q).unwrap());
+    rejects(&w, ErrorCode::InvalidArgument, || rt.queue_begin_capture(w.q));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.queue_synchronize(w.q));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.queue_query(w.q));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.queue_destroy(w.q));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.copy_to_device(w.m, &[0u8; 16]));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.fill(w.m, FillValue::U8(0), 16, None));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.mem_free(w.m));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.mem_alloc_on(w.q, 64));
+    // Work on the capturing queue is recorded; other devices are not affected.
+    rt.fill(w.m, FillValue::U8(7), 16, Some(w.q)).unwrap();
+    let m1 = rt.mem_alloc(d1, MemKind::Device, 64).unwrap();
+    rt.fill(m1, FillValue::U8(1), 64, None).unwrap();
+    let graph = rt.queue_end_capture(w.q).unwrap();
+    assert!(!rt.queue_is_capturing(w.q).unwrap());
+    assert_eq!(rt.graph_device(graph).unwrap(), w.d);
+    rt.graph_launch(graph, w.q).unwrap();
+    rt.graph_launch(graph, w.q).unwrap();
+    rejects(&w, ErrorCode::InvalidArgument, || rt.graph_launch(graph, q1));
+    rejects(&w, ErrorCode::NullHandle, || rt.graph_launch(Graph::from_raw(0), w.q));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.graph_launch(Graph::from_raw(w.q.to_raw()), w.q));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.graph_launch(graph, w.dead_q));
+    rt.queue_synchronize(w.q).unwrap();
+    rt.graph_destroy(graph).unwrap();
+    rejects(&w, ErrorCode::InvalidHandle, || rt.graph_destroy(graph));
+    rejects(&w, ErrorCode::InvalidHandle, || rt.graph_launch(graph, w.q));
+    // Left for the teardown: a graph, and a capture still open.
+    rt.queue_begin_capture(w.q).unwrap();
+    rt.queue_end_capture(w.q).unwrap();
+    rt.queue_begin_capture(q1).unwrap();
+    assert_eq!(rt.live_objects().unwrap().graphs, 1);
+    let Shutdown::TornDown(summary) = rt.shutdown().unwrap() else { panic!("not the last reference") };
+    assert!(summary.is_clean(), "{summary:?}");
+    assert_eq!(rt.last_teardown_report().unwrap().released_of(ObjectKind::Graph), 1);
+    assert_eq!(w.b.live_total(), 0, "the open capture's graph and the live one were destroyed");
+    rejects(&w, ErrorCode::Uninitialized, || rt.queue_begin_capture(w.q));
+}
+
+/// The host backend has no graphs in this version: `Unsupported`, and nothing changes.
+#[test]
+fn the_host_device_has_no_graphs() {
+    let (_, rt) = host_runtime();
+    rt.init().unwrap();
+    let q = rt.queue_create(device(rt, 0).unwrap()).unwrap();
+    assert_eq!(rt.queue_begin_capture(q).unwrap_err().code, ErrorCode::Unsupported);
+    assert!(!rt.queue_is_capturing(q).unwrap());
+    rt.queue_synchronize(q).unwrap();
+    rt.shutdown().unwrap();
 }

@@ -121,6 +121,17 @@ fn work(rt: &Runtime, host: &mut [u8]) -> Result<()> {
     rt.program_unload(p2)?;
     let p3 = rt.program_load(e0, b"image3")?;
     rt.kernel_get(p3, "kernel")?;
+    // A graph captured, launched and destroyed; another left for the teardown, and a capture
+    // left open for it.
+    rt.queue_begin_capture(q1)?;
+    rt.fill(b, FillValue::U32(1), 64, Some(q1))?;
+    let graph = rt.queue_end_capture(q1)?;
+    rt.graph_launch(graph, q1)?;
+    rt.graph_destroy(graph)?;
+    rt.queue_begin_capture(q1)?;
+    rt.fill(b, FillValue::U32(2), 64, Some(q1))?;
+    rt.queue_end_capture(q1)?;
+    rt.queue_begin_capture(q1)?;
     Ok(())
 }
 

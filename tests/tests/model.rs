@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 
 use ordo_core::host::{HostArena, HostBackend, HostKernel, HostProgram, HostThread};
 use ordo_core::{
-    BackendError, BackendOp, Device, DevicePtr, ErrorCode, Event, FillValue, KernelArgs, LaunchDims, MemKind,
+    BackendError, BackendOp, Device, DevicePtr, ErrorCode, Event, FillValue, Graph, KernelArgs, LaunchDims, MemKind,
     ObjectKind, OwnedRuntime, Platform, Program, Queue, Shutdown, State,
 };
 use ordo_testing::model::{Model, ModelConfig, ObjId, Op, Outcome, PlatformModel, Ref};
@@ -84,7 +84,12 @@ fn reference(machine: Machine) -> RefState {
         Machine::Scripted => (SCRIPTED_PLATFORMS, usize::MAX),
         Machine::Amdgpu => (AMDGPU_PLATFORMS, usize::MAX),
     };
-    let config = ModelConfig { platforms, alloc_limit, event_timing: machine == Machine::Scripted };
+    let config = ModelConfig {
+        platforms,
+        alloc_limit,
+        event_timing: machine == Machine::Scripted,
+        graphs: machine == Machine::Scripted,
+    };
     RefState { model: Model::new(config), machine, last: Outcome::Ok }
 }
 
@@ -199,6 +204,10 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
         (1, o().prop_map(Op::ProgramUnload).boxed()),
         (3, (program(), 0u8..3).prop_map(|(program, name)| Op::KernelGet { program, name }).boxed()),
         (3, (queue(), kernel()).prop_map(|(queue, kernel)| Op::Launch { queue, kernel }).boxed()),
+        (2, queue().prop_map(Op::QueueBeginCapture).boxed()),
+        (2, queue().prop_map(Op::QueueEndCapture).boxed()),
+        (2, (o(), queue()).prop_map(|(graph, queue)| Op::GraphLaunch { graph, queue }).boxed()),
+        (1, o().prop_map(Op::GraphDestroy).boxed()),
     ];
     if state.machine == Machine::Scripted {
         let op = prop::sample::select(BackendOp::ALL.to_vec());
@@ -489,6 +498,12 @@ impl Sut {
             }
             Op::QueueDestroy(q) => unit(rt.queue_destroy(Queue::from_raw(self.raw(q)))),
             Op::QueueSynchronize(q) => unit(rt.queue_synchronize(Queue::from_raw(self.raw(q)))),
+            Op::QueueBeginCapture(q) => unit(rt.queue_begin_capture(Queue::from_raw(self.raw(q)))),
+            Op::QueueEndCapture(q) => made(rt.queue_end_capture(Queue::from_raw(self.raw(q))).map(Graph::to_raw)),
+            Op::GraphLaunch { graph, queue } => {
+                unit(rt.graph_launch(Graph::from_raw(self.raw(graph)), Queue::from_raw(self.raw(queue))))
+            }
+            Op::GraphDestroy(g) => unit(rt.graph_destroy(Graph::from_raw(self.raw(g)))),
             Op::QueueReissue(q) => made(rt.queue_reissue(Queue::from_raw(self.raw(q))).map(Queue::to_raw)),
             Op::EventReissue(e) => made(rt.event_reissue(Event::from_raw(self.raw(e))).map(Event::to_raw)),
             Op::EventCreate(d) => made(rt.event_create(Device::from_raw(self.raw(d))).map(Event::to_raw)),
@@ -640,6 +655,7 @@ fn check_counts(sut: &Sut, model: &Model<512>) {
         (live.events, ObjectKind::Event, ScriptedObject::Event),
         (live.programs, ObjectKind::Program, ScriptedObject::Program),
         (live.allocations, ObjectKind::Allocation, ScriptedObject::Allocation),
+        (live.graphs, ObjectKind::Graph, ScriptedObject::Graph),
     ];
     // Globals are the driver's (they leave with their program): the runtime counts them among
     // its allocations, the scripted backend does not.

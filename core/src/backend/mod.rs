@@ -71,11 +71,15 @@ pub enum BackendOp {
     TensorMapEncodeTiled,
     MemAllocOn,
     MemFreeOn,
+    QueueBeginCapture,
+    QueueEndCapture,
+    GraphLaunch,
+    GraphDestroy,
 }
 
 impl BackendOp {
     /// Every op.
-    pub const ALL: [BackendOp; 36] = [
+    pub const ALL: [BackendOp; 40] = [
         Self::Init,
         Self::Deinit,
         Self::DeviceRelease,
@@ -112,6 +116,10 @@ impl BackendOp {
         Self::TensorMapEncodeTiled,
         Self::MemAllocOn,
         Self::MemFreeOn,
+        Self::QueueBeginCapture,
+        Self::QueueEndCapture,
+        Self::GraphLaunch,
+        Self::GraphDestroy,
     ];
 }
 
@@ -226,6 +234,44 @@ pub trait Backend: Sync {
             self.queue_synchronize(device, queue)?;
             self.mem_free(device, MemKind::Ordered, addr, size)
         }
+    }
+    /// Starts capturing `queue`'s work into a graph: what is submitted to the queue from now on
+    /// (launches, copies, fills, host functions, event records and waits) is recorded instead
+    /// of run, until `queue_end_capture` (CUDA: `cuStreamBeginCapture` in relaxed mode).
+    /// Default: `Unsupported`.
+    ///
+    /// # Safety
+    /// See the trait docs: a live queue of the device that is not capturing.
+    unsafe fn queue_begin_capture(&self, device: u32, queue: u64) -> BackendResult<()> {
+        let _ = (device, queue);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend has no graphs"))
+    }
+    /// Ends `queue`'s capture and returns the captured work as an executable graph of the
+    /// device (CUDA: `cuStreamEndCapture`, then `cuGraphInstantiate`). The queue is no longer
+    /// capturing afterwards, also when this fails (a capture the driver invalidated, say).
+    ///
+    /// # Safety
+    /// See the trait docs: a live queue of the device that is capturing.
+    unsafe fn queue_end_capture(&self, device: u32, queue: u64) -> BackendResult<u64> {
+        let _ = (device, queue);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend has no graphs"))
+    }
+    /// Launches `graph` on `queue` (both of the device), asynchronously (CUDA: `cuGraphLaunch`).
+    ///
+    /// # Safety
+    /// See the trait docs: a live graph from `queue_end_capture` and a live queue, both of the
+    /// device; the memory and kernels the graph uses are live.
+    unsafe fn graph_launch(&self, device: u32, graph: u64, queue: u64) -> BackendResult<()> {
+        let _ = (device, graph, queue);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend has no graphs"))
+    }
+    /// Destroys a graph (launches of it already submitted still run to completion).
+    ///
+    /// # Safety
+    /// See the trait docs: a live graph of the device, never passed again.
+    unsafe fn graph_destroy(&self, device: u32, graph: u64) -> BackendResult<()> {
+        let _ = (device, graph);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend has no graphs"))
     }
     /// Page-locks `size > 0` bytes of existing host memory at `addr` and maps them for the device
     /// at the same address (CUDA: `cuMemHostRegister`), until `mem_free` with kind `Registered`.

@@ -273,6 +273,7 @@ impl Runtime {
         t.kernels.forget_all();
         t.programs.forget_all();
         t.allocations.slots.forget_all();
+        t.graphs.forget_all();
         t.pinned.get_mut().clear();
         t.devices.forget_all();
         t.platforms.forget_all();

@@ -82,6 +82,7 @@ impl Runtime {
         self.with_exclusive(|t| {
             check_size(size)?;
             let (d, raw) = self.queue(t, queue)?;
+            Self::not_capturing(t, queue)?;
             if t.allocations.slots.is_full() {
                 return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
             }
@@ -135,6 +136,7 @@ impl Runtime {
         if m.device != d {
             return fail(ErrorCode::InvalidArgument, "the queue belongs to another device than the memory");
         }
+        Self::not_capturing(t, queue)?;
         let dev = t.devices.at(d);
         let (backend, ordinal) = (dev.driver, dev.ordinal);
         t.allocations.remove_at(slot);
@@ -154,6 +156,7 @@ impl Runtime {
                 return fail(ErrorCode::InvalidHandle, "handle names a program's global variable, not an allocation");
             }
             let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+            Self::no_capture_on(t, d.slot)?;
             Self::unpin(t, slot);
             let m = t.allocations.remove_at(slot);
             // SAFETY: a live allocation of this device (found by its handle), removed from the
@@ -237,6 +240,7 @@ impl Runtime {
                 _ => {}
             }
             let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+            Self::no_capture_on(t, d.slot)?;
             Self::unpin(t, slot);
             let m = t.allocations.remove_at(slot);
             // SAFETY: a live allocation of this device (found by its base), removed from the
@@ -341,6 +345,10 @@ impl Runtime {
             CopyKind::DeviceToDevice => {
                 let from = self.range_device(t, src, size)?;
                 let to = self.range_device(t, dst, size)?;
+                if q.is_none() {
+                    Self::no_capture_on(t, from.slot)?;
+                    Self::no_capture_on(t, to.slot)?;
+                }
                 if from.slot != to.slot {
                     // SAFETY: forwarded contract; both ranges lie in live allocations.
                     return unsafe { Self::copy_between(t, to, dst, from, src, size, q) };
@@ -349,6 +357,9 @@ impl Runtime {
             }
         };
         let q = Self::queue_for(d, q)?;
+        if q.is_none() {
+            Self::no_capture_on(t, d.slot)?;
+        }
         // SAFETY: the device ranges lie in live allocations of this device, the queue is a live
         // queue of it; host ranges are the caller's contract.
         Ok(unsafe { d.backend.memcpy(d.ordinal, kind, dst, src, size, q) }?)
@@ -613,6 +624,9 @@ impl Runtime {
         }
         let d = self.range_device(t, dst.0, size)?;
         let q = Self::queue_for(d, q)?;
+        if q.is_none() {
+            Self::no_capture_on(t, d.slot)?;
+        }
         // SAFETY: `count` aligned elements from `dst` lie in a live allocation of this device;
         // the queue is a live queue of it.
         Ok(unsafe { d.backend.fill(d.ordinal, dst.0, value, count, q) }?)
@@ -652,6 +666,9 @@ impl Runtime {
         }
         let d = self.range_device(t, dst.0, size)?;
         let q = Self::queue_for(d, q)?;
+        if q.is_none() {
+            Self::no_capture_on(t, d.slot)?;
+        }
         // SAFETY: `size` bytes from `dst` lie in a live allocation of this device, `size` is a
         // non-zero multiple of the non-empty pattern; the queue is a live queue of it.
         Ok(unsafe { d.backend.fill_pattern(d.ordinal, dst.0, pattern, size / pattern.len(), q) }?)

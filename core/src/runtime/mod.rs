@@ -18,6 +18,7 @@ mod queue;
 mod teardown;
 
 mod fork;
+mod graph;
 #[cfg(feature = "std")]
 mod owned;
 
@@ -30,7 +31,7 @@ use core::cell::UnsafeCell;
 use crate::alloc_table::AllocTable;
 use crate::backend::{Backend, LaunchLimits};
 use crate::capacity::MAX_ALLOCATIONS;
-use crate::capacity::{MAX_DEVICES, MAX_EVENTS, MAX_KERNELS, MAX_PLATFORMS, MAX_PROGRAMS, MAX_QUEUES};
+use crate::capacity::{MAX_DEVICES, MAX_EVENTS, MAX_GRAPHS, MAX_KERNELS, MAX_PLATFORMS, MAX_PROGRAMS, MAX_QUEUES};
 use crate::error::{BackendError, ErrorCode, Result, fail};
 use crate::handle::{ObjectKind, RuntimeId};
 use crate::lifecycle::{Gate, InitStep, ShutdownStep, State};
@@ -52,6 +53,7 @@ const _: () = assert!(
         && MAX_EVENTS < crate::handle::MAX_SLOTS
         && MAX_QUEUES < crate::handle::MAX_SLOTS
         && MAX_DEVICES < crate::handle::MAX_SLOTS
+        && MAX_GRAPHS < crate::handle::MAX_SLOTS
 );
 
 pub(crate) struct PlatformEntry {
@@ -88,6 +90,9 @@ pub(crate) struct DeviceEntry {
     /// The device's default queue (`Runtime::default_queue`), once made; it may have been
     /// destroyed since (then the next call makes another).
     pub default_queue: Option<crate::handle::Queue>,
+    /// How many of the device's queues are capturing (`Runtime::queue_begin_capture`): calls
+    /// without a queue on the device are refused meanwhile (they would join the capture).
+    pub capturing: u32,
 }
 
 impl DeviceEntry {
@@ -104,6 +109,7 @@ impl DeviceEntry {
             platform,
             backend,
             default_queue: None,
+            capturing: 0,
         }
     }
 
@@ -128,6 +134,15 @@ impl DeviceEntry {
 /// A queue (or an event): a launch reads both fields, right after the slot's generation and tag.
 #[repr(C)]
 pub(crate) struct QueueEntry {
+    pub raw: u64,
+    pub device: u32,
+    /// A queue: whether its work is being captured into a graph (`queue_begin_capture`), which
+    /// only exclusive calls change. An event: always false.
+    pub capturing: bool,
+}
+
+/// A graph: the backend's executable graph and its device's slot.
+pub(crate) struct GraphEntry {
     pub raw: u64,
     pub device: u32,
 }
@@ -183,6 +198,7 @@ pub(crate) struct Tables {
     pub programs: Table<ProgramEntry, MAX_PROGRAMS, { ObjectKind::Program as u8 }>,
     pub kernels: Table<KernelEntry, MAX_KERNELS, { ObjectKind::Kernel as u8 }, Align32>,
     pub allocations: AllocTable<MAX_ALLOCATIONS>,
+    pub graphs: Table<GraphEntry, MAX_GRAPHS, { ObjectKind::Graph as u8 }>,
     /// Host-device allocations the runtime page-locked for a GPU's copies between platforms
     /// (`peer.rs`); changed under its lock in shared calls, emptied by exclusive ones.
     pub pinned: spin::Mutex<heapless::Vec<peer::Pinned, { peer::MAX_PINNED }>>,
@@ -208,6 +224,7 @@ impl Tables {
         self.programs.set_owner(id);
         self.kernels.set_owner(id);
         self.allocations.slots.set_owner(id);
+        self.graphs.set_owner(id);
     }
 
     const fn new() -> Self {
@@ -219,6 +236,7 @@ impl Tables {
             programs: Table::new(),
             kernels: Table::new(),
             allocations: AllocTable::new(),
+            graphs: Table::new(),
             pinned: spin::Mutex::new(heapless::Vec::new()),
         }
     }
@@ -241,6 +259,8 @@ pub struct LiveObjects {
     pub kernels: usize,
     /// Allocations.
     pub allocations: usize,
+    /// Graphs.
+    pub graphs: usize,
 }
 
 /// What `shutdown` did. Small and `Copy`, so the ordinary `?` path moves a few words; the full
@@ -438,6 +458,7 @@ impl Runtime {
                 ObjectKind::Program => t.programs.age_free_slots(generation),
                 ObjectKind::Kernel => t.kernels.age_free_slots(generation),
                 ObjectKind::Allocation => t.allocations.slots.age_free_slots(generation),
+                ObjectKind::Graph => t.graphs.age_free_slots(generation),
             }
             Ok(())
         })
@@ -461,6 +482,7 @@ impl Runtime {
                 programs: t.programs.len(),
                 kernels: t.kernels.len(),
                 allocations: t.allocations.slots.len(),
+                graphs: t.graphs.len(),
             })
         })
     }

@@ -96,7 +96,7 @@ impl Runtime {
             } else {
                 d.backend.queue_create(d.ordinal)?
             };
-            match t.queues.insert(QueueEntry { device: d.slot, raw }) {
+            match t.queues.insert(QueueEntry { device: d.slot, raw, capturing: false }) {
                 Ok(h) => Ok(Queue(h)),
                 Err(_) => {
                     // SAFETY: the queue the backend just returned; never passed again.
@@ -107,10 +107,12 @@ impl Runtime {
         }
     }
 
-    /// Destroys a queue (without waiting for its work).
+    /// Destroys a queue (without waiting for its work). `InvalidArgument` for a queue that is
+    /// capturing (end the capture first).
     pub fn queue_destroy(&self, queue: Queue) -> Result<()> {
         self.with_exclusive(|t| {
             let (d, raw) = self.queue(t, queue)?;
+            Self::not_capturing(t, queue)?;
             t.queues.remove(queue.0)?;
             // SAFETY: a live queue of this device, removed from the table so never passed again.
             Ok(unsafe { d.backend.queue_destroy(d.ordinal, raw) }?)
@@ -131,22 +133,33 @@ impl Runtime {
         self.with_shared(|t| Ok(Queue(t.queues.reissue(queue.0)?)))
     }
 
-    /// Waits until all work on a queue has finished.
+    /// Waits until all work on a queue has finished. `InvalidArgument` for a queue that is
+    /// capturing (its work runs only when its graph is launched).
     pub fn queue_synchronize(&self, queue: Queue) -> Result<()> {
         self.with_shared(|t| {
             let (d, raw) = self.queue(t, queue)?;
+            Self::not_capturing(t, queue)?;
             // SAFETY: a live queue of this device.
             Ok(unsafe { d.backend.queue_synchronize(d.ordinal, raw) }?)
         })
     }
 
-    /// Whether all work on a queue has finished.
+    /// Whether all work on a queue has finished. `InvalidArgument` for a queue that is capturing.
     pub fn queue_query(&self, queue: Queue) -> Result<bool> {
         self.with_shared(|t| {
             let (d, raw) = self.queue(t, queue)?;
+            Self::not_capturing(t, queue)?;
             // SAFETY: a live queue of this device.
             Ok(unsafe { d.backend.queue_query(d.ordinal, raw) }?)
         })
+    }
+
+    /// `InvalidArgument` when the (live) queue is capturing into a graph.
+    pub(super) fn not_capturing(t: &Tables, queue: Queue) -> Result<()> {
+        if t.queues.get(queue.0)?.capturing {
+            return fail(ErrorCode::InvalidArgument, "the queue is capturing into a graph: end the capture first");
+        }
+        Ok(())
     }
 
     /// The device an event belongs to.
@@ -193,7 +206,7 @@ impl Runtime {
                 return fail(ErrorCode::OutOfResources, "event table is full (ORDO_MAX_EVENTS)");
             }
             let raw = d.backend.event_create(d.ordinal)?;
-            match t.events.insert(EventEntry { device: d.slot, raw }) {
+            match t.events.insert(EventEntry { device: d.slot, raw, capturing: false }) {
                 Ok(h) => Ok(Event(h)),
                 Err(_) => {
                     // SAFETY: the event the backend just returned; never passed again.

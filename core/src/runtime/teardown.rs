@@ -2,12 +2,12 @@
 //!
 //! 1. synchronise every queue of every device of every platform (work may cross devices: a copy
 //!    or an event wait on one device may use another's memory, so nothing is released until all
-//!    is idle);
+//!    is idle; a capture still open is ended first and its graph destroyed);
 //!    then the host-device memory the runtime page-locked for copies between platforms is
 //!    unregistered;
 //! 2. then for each platform in reverse registration order, for each of its devices in reverse
-//!    order: destroy events, queues, programs (their kernels die with them) and memory, each
-//!    newest first; release the device;
+//!    order: destroy events, graphs, queues, programs (their kernels die with them) and memory
+//!    (queue-ordered memory too), each newest first; release the device;
 //! 3. then deinit each present backend, in reverse registration order.
 //!
 //! Every step runs even when an earlier one failed; every object leaves its table (so its slot's
@@ -80,13 +80,22 @@ pub(super) fn tear_down(
     let mut cur = t.queues.oldest();
     while let Some(q) = cur {
         cur = t.queues.newer(q);
-        let (device, raw) = (t.queues.at(q).device, t.queues.at(q).raw);
+        let (device, raw, capturing) = (t.queues.at(q).device, t.queues.at(q).raw, t.queues.at(q).capturing);
         let d = t.devices.at(device);
         let (backend, ordinal) = (d.driver, d.ordinal);
         (walk.platform, walk.device) = (u32::from(d.backend), ordinal);
-        // SAFETY: a live queue of a live device of an initialised backend, as the runtime recorded it.
+        // SAFETY: a live queue of a live device of an initialised backend, as the runtime
+        // recorded it; a capture still open is ended first and its graph destroyed at once
+        // (nothing of it ran), so that the queue can be synchronised and destroyed.
+        // The step's outcome is the first error of the three calls.
         walk.step(TeardownStep::SynchronizeQueue, t.queues.handle_at(q), 0, || unsafe {
-            backend.queue_synchronize(ordinal, raw)
+            let ended = if capturing {
+                backend.queue_end_capture(ordinal, raw).and_then(|graph| backend.graph_destroy(ordinal, graph))
+            } else {
+                Ok(())
+            };
+            let synced = backend.queue_synchronize(ordinal, raw);
+            ended.and(synced)
         });
     }
 
@@ -138,6 +147,18 @@ fn tear_down_device(backend: &dyn Backend, t: &mut Tables, device: u32, walk: &m
             let raw = t.events.remove_at(e).raw;
             // SAFETY: the event was live on this device until now; it is never passed again.
             walk.step(TeardownStep::DestroyEvent, handle, 0, || unsafe { backend.event_destroy(ordinal, raw) });
+        }
+    }
+
+    // Graphs, newest first (before the kernels and memory they use).
+    let mut cur = t.graphs.newest();
+    while let Some(g) = cur {
+        cur = t.graphs.older(g);
+        if t.graphs.at(g).device == device {
+            let handle = t.graphs.handle_at(g);
+            let raw = t.graphs.remove_at(g).raw;
+            // SAFETY: as for events.
+            walk.step(TeardownStep::DestroyGraph, handle, 0, || unsafe { backend.graph_destroy(ordinal, raw) });
         }
     }
 

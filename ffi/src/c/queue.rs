@@ -1,6 +1,6 @@
-//! Queues (in order) and events.
+//! Queues (in order), events, and graphs captured from queues.
 
-use ordo_core::{Device, Event, Queue};
+use ordo_core::{Device, Event, Graph, Queue};
 
 use crate::boundary::{guard, produce, status};
 use crate::c::types::*;
@@ -140,4 +140,43 @@ pub unsafe extern "C" fn ordo_queue_native(queue: ordo_queue_t, out: *mut *mut c
     crate::boundary::produce(out, "out is NULL", || {
         runtime().queue_native(q(queue)).map(|raw| raw as usize as *mut core::ffi::c_void)
     })
+}
+
+/// Starts capturing the queue's work into a graph: launches, copies, fills, host functions,
+/// event records and waits submitted to it from now on are recorded, not run, until
+/// `ordo_queue_end_capture`. Meanwhile the queue cannot be synchronised, queried or destroyed,
+/// and calls without a queue on its device (synchronous copies and fills, frees) are refused,
+/// each with `ORDO_ERROR_INVALID_ARGUMENT`. `ORDO_ERROR_INVALID_ARGUMENT` when the queue is
+/// capturing already (captures do not nest); `ORDO_ERROR_UNSUPPORTED` on platforms without
+/// graphs (the host device and AMDGPU in this version).
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_queue_begin_capture(queue: ordo_queue_t) -> ordo_status_t {
+    guard(|| status(runtime().queue_begin_capture(q(queue))))
+}
+
+/// Ends the queue's capture; `*out` gets the captured work as a graph of the queue's device
+/// (nothing of it has run). The queue stops capturing whatever this returns.
+/// `ORDO_ERROR_INVALID_ARGUMENT` when the queue is not capturing; the driver's error for a
+/// capture it invalidated; `ORDO_ERROR_OUT_OF_RESOURCES` when the graph table is full.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_queue_end_capture(queue: ordo_queue_t, out: *mut ordo_graph_t) -> ordo_status_t {
+    produce(out, "out is NULL", || runtime().queue_end_capture(q(queue)).map(|g| ordo_graph_t { raw: g.to_raw() }))
+}
+
+/// Launches a graph on a queue of its device, asynchronously: its work runs in the captured
+/// order after the queue's earlier work. The kernels and memory the captured work used must
+/// still be live. `ORDO_ERROR_INVALID_ARGUMENT` for a queue of another device.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_graph_launch(graph: ordo_graph_t, queue: ordo_queue_t) -> ordo_status_t {
+    guard(|| status(runtime().graph_launch(Graph::from_raw(graph.raw), q(queue))))
+}
+
+/// Destroys a graph (launches already submitted still run); the handle is stale afterwards.
+#[unsafe(no_mangle)]
+pub extern "C" fn ordo_graph_destroy(graph: ordo_graph_t) -> ordo_status_t {
+    guard(|| status(runtime().graph_destroy(Graph::from_raw(graph.raw))))
 }

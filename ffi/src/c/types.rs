@@ -102,6 +102,15 @@ pub struct ordo_queue_t {
     pub raw: u64,
 }
 
+/// A graph: the work captured from a queue (`ordo_queue_end_capture`), launched as one
+/// submission (`ordo_graph_launch`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ordo_graph_t {
+    /// The handle's bits; 0 is the null handle.
+    pub raw: u64,
+}
+
 /// An event.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -336,8 +345,8 @@ pub struct ordo_teardown_report_t {
     pub failure_count: u32,
     /// Failures that did not fit.
     pub overflow: u32,
-    /// Objects released per kind: platform, device, queue, event, program, kernel, allocation.
-    pub released: [u32; 7],
+    /// Objects released per kind: platform, device, queue, event, program, kernel, allocation, graph.
+    pub released: [u32; 8],
     /// Steps whose object the driver had already released (e.g. at process exit).
     pub released_by_driver: u32,
     /// The failures, in order.

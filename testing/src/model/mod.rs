@@ -49,6 +49,9 @@ pub struct ModelConfig {
     /// times events whether or not they were recorded, as the scripted backend); otherwise it
     /// fails with `Unsupported` (the host backend built without a clock).
     pub event_timing: bool,
+    /// The platforms' backends have graphs (the scripted backend); otherwise
+    /// `queue_begin_capture` fails with `Unsupported` (the host backend, AMDGPU).
+    pub graphs: bool,
 }
 
 /// One object's record.
@@ -73,6 +76,8 @@ pub struct ObjInfo {
     pub registered: bool,
     /// For memory allocated in a queue's order (`mem_alloc_on`): true.
     pub ordered: bool,
+    /// For a queue: whether it is capturing into a graph (`queue_begin_capture`).
+    pub capturing: bool,
     /// For a kernel: whether the runtime knows its parameter layout (asked of the backend at
     /// the kernel's first launch, and again after a failed ask).
     pub layout_known: bool,
@@ -212,6 +217,26 @@ impl<const N: usize> Model<N> {
         }
     }
 
+    /// Whether a live queue of platform `p` is capturing.
+    fn capturing_on(&self, p: usize) -> bool {
+        self.objects
+            .iter()
+            .any(|o| o.live && o.kind == ObjectKind::Queue && o.capturing && self.platform_of_info(o) == p)
+    }
+
+    /// `InvalidArgument` when a live queue of `device` is capturing (a call without a queue on
+    /// the device is refused meanwhile).
+    fn no_capture_on(&self, device: ObjId) -> Check<()> {
+        let busy =
+            self.objects.iter().any(|o| o.live && o.kind == ObjectKind::Queue && o.capturing && o.device == device);
+        if busy { Err(ErrorCode::InvalidArgument) } else { Ok(()) }
+    }
+
+    /// `InvalidArgument` when queue `q` is capturing.
+    fn not_capturing(&self, q: ObjId) -> Check<()> {
+        if self.info(q).capturing { Err(ErrorCode::InvalidArgument) } else { Ok(()) }
+    }
+
     /// `backend_call` to the platform of object `id`.
     fn call_on(&mut self, id: ObjId, op: BackendOp) -> Check<()> {
         self.backend_call(self.platform_of(id), op)
@@ -283,6 +308,7 @@ impl<const N: usize> Model<N> {
                 global: None,
                 registered: false,
                 ordered: false,
+                capturing: false,
                 layout_known: false,
             };
             if self.objects.push(info).is_err() || self.platforms.push(platform).is_err() {
@@ -300,6 +326,7 @@ impl<const N: usize> Model<N> {
                     global: None,
                     registered: false,
                     ordered: false,
+                    capturing: false,
                     layout_known: false,
                 };
                 if self.objects.push(info).is_err() {
@@ -332,6 +359,10 @@ impl<const N: usize> Model<N> {
             let fires = match self.faults[p] {
                 Some(f) => match f.op {
                     BackendOp::QueueSynchronize | BackendOp::QueueDestroy => any(ObjectKind::Queue),
+                    // A capture still open is ended (and its graph destroyed) before the
+                    // queue's synchronisation; then the graphs go.
+                    BackendOp::QueueEndCapture => self.capturing_on(p),
+                    BackendOp::GraphDestroy => self.capturing_on(p) || any(ObjectKind::Graph),
                     BackendOp::EventDestroy => any(ObjectKind::Event),
                     BackendOp::ProgramUnload => any(ObjectKind::Program),
                     BackendOp::MemFree => any(ObjectKind::Allocation),
@@ -359,7 +390,7 @@ mod tests {
     use super::*;
 
     const ONE: &[PlatformModel] = &[PlatformModel { present: true, devices: 2 }];
-    const CFG: ModelConfig = ModelConfig { platforms: ONE, alloc_limit: 1 << 20, event_timing: true };
+    const CFG: ModelConfig = ModelConfig { platforms: ONE, alloc_limit: 1 << 20, event_timing: true, graphs: true };
 
     fn fault(platform: u8, op: BackendOp, code: ErrorCode, released: bool) -> Op {
         Op::ArmFault { platform, op, code, released }

@@ -2,7 +2,7 @@
 //! init, shutdown and fault arming, which `model/mod.rs` keeps with the lifecycle). Part of the
 //! model: it uses its lookups and records.
 
-use ordo_core::capacity::{MAX_ALLOCATIONS, MAX_EVENTS, MAX_KERNELS, MAX_PROGRAMS, MAX_QUEUES};
+use ordo_core::capacity::{MAX_ALLOCATIONS, MAX_EVENTS, MAX_GRAPHS, MAX_KERNELS, MAX_PROGRAMS, MAX_QUEUES};
 use ordo_core::{BackendOp, ErrorCode, ObjectKind};
 
 use super::{Check, Model, ObjId, ObjInfo, Op, Outcome, Ref};
@@ -29,6 +29,7 @@ impl<const N: usize> Model<N> {
             global: None,
             registered: false,
             ordered: false,
+            capturing: false,
             layout_known: false,
         };
         Ok(match op {
@@ -82,6 +83,7 @@ impl<const N: usize> Model<N> {
                     // Registered host memory is no allocation: `host_unregister` ends it.
                     return Err(ErrorCode::NotFound);
                 }
+                self.no_capture_on(self.info(a).device)?;
                 self.kill(a);
                 self.call_on(a, BackendOp::MemFree)?;
                 Outcome::Ok
@@ -91,6 +93,7 @@ impl<const N: usize> Model<N> {
                     return Err(ErrorCode::InvalidSize);
                 }
                 let q = self.resolve(queue, K::Queue)?;
+                self.not_capturing(q)?;
                 self.full(K::Allocation, MAX_ALLOCATIONS)?;
                 self.call_on(q, BackendOp::MemAllocOn)?;
                 if size > self.config.alloc_limit {
@@ -105,8 +108,48 @@ impl<const N: usize> Model<N> {
                     // Not queue-ordered memory (`mem_free` frees it), or a queue of another device.
                     return Err(ErrorCode::InvalidArgument);
                 }
+                self.not_capturing(q)?;
                 self.kill(a);
                 self.call_on(a, BackendOp::MemFreeOn)?;
+                Outcome::Ok
+            }
+            Op::QueueBeginCapture(q) => {
+                let q = self.resolve(q, K::Queue)?;
+                self.not_capturing(q)?;
+                if !self.config.graphs {
+                    return Err(ErrorCode::Unsupported);
+                }
+                self.call_on(q, BackendOp::QueueBeginCapture)?;
+                self.objects[q.0 as usize].capturing = true;
+                Outcome::Ok
+            }
+            Op::QueueEndCapture(q) => {
+                let q = self.resolve(q, K::Queue)?;
+                if !self.info(q).capturing {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                self.objects[q.0 as usize].capturing = false;
+                self.call_on(q, BackendOp::QueueEndCapture)?;
+                if self.live(K::Graph) >= MAX_GRAPHS {
+                    // The captured graph is destroyed (that call's own error is not the answer).
+                    let _ = self.call_on(q, BackendOp::GraphDestroy);
+                    return Err(ErrorCode::OutOfResources);
+                }
+                self.create(obj(K::Graph, self.info(q).device))
+            }
+            Op::GraphLaunch { graph, queue } => {
+                let g = self.resolve(graph, K::Graph)?;
+                let q = self.resolve(queue, K::Queue)?;
+                if self.info(g).device != self.info(q).device {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                self.call_on(q, BackendOp::GraphLaunch)?;
+                Outcome::Ok
+            }
+            Op::GraphDestroy(g) => {
+                let g = self.resolve(g, K::Graph)?;
+                self.kill(g);
+                self.call_on(g, BackendOp::GraphDestroy)?;
                 Outcome::Ok
             }
             Op::HostUnregister(a) => {
@@ -129,6 +172,7 @@ impl<const N: usize> Model<N> {
                     return Err(ErrorCode::NullPointer);
                 }
                 let a = self.range(alloc, offset, len)?;
+                self.no_capture_on(self.info(a).device)?;
                 let call = if matches!(op, Op::Fill { .. }) { BackendOp::Fill } else { BackendOp::Memcpy };
                 self.call_on(a, call)?;
                 Outcome::Ok
@@ -142,6 +186,8 @@ impl<const N: usize> Model<N> {
                 }
                 let s = self.range(src, 0, len)?;
                 let d = self.range(dst, 0, len)?;
+                self.no_capture_on(self.info(s).device)?;
+                self.no_capture_on(self.info(d).device)?;
                 // Two platforms: the model's (scripted) platforms are GPU platforms (no host
                 // memory), so the copy is staged through page-locked memory of the source's
                 // platform (one chunk at the model's sizes): allocated, copied to, copied on
@@ -164,6 +210,7 @@ impl<const N: usize> Model<N> {
             }
             Op::QueueQuery(q) => {
                 let q = self.resolve(q, K::Queue)?;
+                self.not_capturing(q)?;
                 self.call_on(q, BackendOp::QueueQuery)?;
                 Outcome::Ok
             }
@@ -218,6 +265,9 @@ impl<const N: usize> Model<N> {
                     _ => (K::Program, BackendOp::ProgramUnload),
                 };
                 let x = self.resolve(x, kind)?;
+                if kind == K::Queue {
+                    self.not_capturing(x)?;
+                }
                 self.kill(x);
                 self.call_on(x, call)?;
                 Outcome::Ok
@@ -233,6 +283,7 @@ impl<const N: usize> Model<N> {
             }
             Op::QueueSynchronize(q) => {
                 let q = self.resolve(q, K::Queue)?;
+                self.not_capturing(q)?;
                 self.call_on(q, BackendOp::QueueSynchronize)?;
                 Outcome::Ok
             }
@@ -315,6 +366,7 @@ impl<const N: usize> Model<N> {
                     return Err(ErrorCode::NullPointer);
                 }
                 let a = self.range(alloc, offset, len)?;
+                self.no_capture_on(self.info(a).device)?;
                 self.call_on(a, BackendOp::FillPattern)?;
                 Outcome::Ok
             }

@@ -65,6 +65,19 @@ pub enum Op {
     },
     /// `mem_free(base of alloc)`.
     MemFree(Ref),
+    /// `queue_begin_capture(queue)`.
+    QueueBeginCapture(Ref),
+    /// `queue_end_capture(queue)`: a graph.
+    QueueEndCapture(Ref),
+    /// `graph_launch(graph, queue)`.
+    GraphLaunch {
+        /// The graph.
+        graph: Ref,
+        /// The queue.
+        queue: Ref,
+    },
+    /// `graph_destroy(graph)`.
+    GraphDestroy(Ref),
     /// `mem_alloc_on(queue, size)`: device memory in the queue's order.
     MemAllocOn {
         /// The queue.
@@ -256,6 +269,9 @@ impl Op {
             | MemAlloc { device: r, .. }
             | MemFree(r)
             | MemAllocOn { queue: r, .. }
+            | QueueBeginCapture(r)
+            | QueueEndCapture(r)
+            | GraphDestroy(r)
             | CopyToDevice { alloc: r, .. }
             | CopyFromDevice { alloc: r, .. }
             | Fill { alloc: r, .. }
@@ -290,6 +306,7 @@ impl Op {
             CopyDevice { dst: a, src: b, .. }
             | QueueWaitEvent { queue: a, event: b }
             | MemFreeOn { queue: a, alloc: b }
+            | GraphLaunch { graph: a, queue: b }
             | EventElapsed { start: a, end: b }
             | EventRecord { event: a, queue: b }
             | Launch { queue: a, kernel: b }

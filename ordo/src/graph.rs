@@ -1,0 +1,120 @@
+//! [`Graph`]: the work a closure submits to a queue, captured once ([`Queue::capture`]) and
+//! launched many times as one submission (CUDA graphs: `cuStreamBeginCapture`,
+//! `cuGraphInstantiate`, `cuGraphLaunch`). Destroyed on drop.
+
+use ordo_core::Graph as RawGraph;
+
+use crate::context::Device;
+use crate::error::Result;
+use crate::queue::Queue;
+
+/// Work captured from a queue, launched on a queue of its device as one submission: on an H200 a
+/// thousand kernels cost one `cuGraphLaunch` instead of a thousand `cuLaunchKernel`s. The
+/// graph keeps the kernels, addresses and arguments it captured: the buffers and modules it
+/// uses must outlive its launches (launching it after they were dropped is the caller's error,
+/// as for the `unsafe` launches that built it). Destroyed on drop (launches already submitted
+/// still run); it holds its own runtime reference, `Send` and `Sync`.
+///
+/// Graphs come from backends that have them: CUDA in this version (the host device and AMDGPU
+/// answer `Unsupported`). Kernel arguments cannot be changed between launches in this version:
+/// capture again.
+pub struct Graph<'r> {
+    device: Device<'r>,
+    raw: RawGraph,
+}
+
+impl core::fmt::Debug for Graph<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Graph({:?} on {:?})", self.raw, self.device)
+    }
+}
+
+/// Ends a capture that the closure left by unwinding (its graph is destroyed), so that the
+/// queue does not stay capturing.
+struct Capturing<'a, 'r>(&'a Queue<'r>);
+
+impl Drop for Capturing<'_, '_> {
+    fn drop(&mut self) {
+        let rt = self.0.device.rt();
+        if let Ok(g) = rt.queue_end_capture(self.0.raw) {
+            let _ = rt.graph_destroy(g);
+        }
+    }
+}
+
+impl<'r> Queue<'r> {
+    /// Captures the work `f` submits to this queue (launches, event records and waits; the
+    /// queue's copies through a [`Scope`](crate::Scope) wait for the queue and so cannot be
+    /// captured) into a [`Graph`]: none of it runs now. While `f` runs the queue cannot be
+    /// synchronised and calls without a queue on its device are refused (`InvalidArgument`).
+    /// The capture ends whatever `f` returns; an error of `f` is returned (its graph
+    /// destroyed), as is the driver's error for a capture it invalidated. `Unsupported` on
+    /// devices without graphs (the host device and AMDGPU in this version); `InvalidArgument`
+    /// when the queue is capturing already.
+    ///
+    /// ```no_run
+    /// # fn main() -> ordo::Result<()> {
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?; // a CUDA device
+    /// let module = ordo::Module::load_builtin(&dev)?;
+    /// let empty = module.typed_function::<()>("empty")?;
+    /// let queue = dev.queue()?;
+    /// let graph = queue.capture(|q| {
+    ///     for _ in 0..1000 {
+    ///         // SAFETY: `empty` takes no arguments and touches no memory.
+    ///         unsafe { q.launch(&empty, ordo::LaunchDims::linear(1, 1), ())? };
+    ///     }
+    ///     Ok(())
+    /// })?;
+    /// graph.launch(&queue)?; // a thousand kernels, one submission
+    /// queue.synchronize()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn capture(&self, f: impl FnOnce(&Queue<'r>) -> Result<()>) -> Result<Graph<'r>> {
+        self.device.ctx.check_current()?;
+        let rt = self.device.rt();
+        rt.queue_begin_capture(self.raw)?;
+        let capturing = Capturing(self);
+        let body = f(self);
+        core::mem::forget(capturing);
+        let ended = rt.queue_end_capture(self.raw);
+        match (body, ended) {
+            (Ok(()), Ok(raw)) => Ok(Graph { device: self.device.clone(), raw }),
+            (Err(e), ended) => {
+                if let Ok(g) = ended {
+                    let _ = rt.graph_destroy(g);
+                }
+                Err(e)
+            }
+            (Ok(()), Err(e)) => Err(e.into()),
+        }
+    }
+}
+
+impl<'r> Graph<'r> {
+    /// Launches the graph on `queue` (a queue of its device), asynchronously: its work runs in
+    /// the captured order after the queue's earlier work. `InvalidArgument` for a queue of
+    /// another device; `InvalidHandle` for a graph from before a re-init.
+    pub fn launch(&self, queue: &Queue<'_>) -> Result<()> {
+        Ok(self.device.rt().graph_launch(self.raw, queue.raw)?)
+    }
+
+    /// The device the graph runs on.
+    pub fn device(&self) -> &Device<'r> {
+        &self.device
+    }
+
+    /// The runtime's handle (for the raw API); the graph still owns it.
+    pub fn raw(&self) -> RawGraph {
+        self.raw
+    }
+}
+
+impl Drop for Graph<'_> {
+    fn drop(&mut self) {
+        // By identity: after the final shutdown or a re-init the handle is stale and nothing else
+        // is destroyed.
+        let _ = self.device.rt().graph_destroy(self.raw);
+    }
+}
