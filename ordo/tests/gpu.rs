@@ -361,6 +361,55 @@ fn queue_ordered_buffers_on_a_cuda_queue() {
     assert_eq!(rt.mem_free(p).unwrap_err().code, ErrorCode::NotFound);
 }
 
+/// A graph captured once on a CUDA queue (saxpy, y = 2x + y, three times) and launched three
+/// times: nothing runs during the capture, each launch applies the captured work to the
+/// buffers' current contents, a buffer rewritten between launches is read anew; during the
+/// capture the queue cannot be synchronised; the graph outlives nothing it uses.
+#[test]
+fn a_captured_graph_replays_its_launches_on_a_cuda_queue() {
+    let ctx = Context::new().unwrap();
+    let Some(gpu) = cuda(&ctx) else { return };
+    let n = 4096u32;
+    let saxpy = Module::load_for(&gpu, &SAXPY_PROGRAM).unwrap().kernel(&SAXPY).unwrap();
+    let mut x = DeviceBuffer::from_slice(&gpu, &vec![1.0f32; n as usize]).unwrap();
+    let mut y = DeviceBuffer::from_slice(&gpu, &vec![0.0f32; n as usize]).unwrap();
+    let queue = gpu.queue().unwrap();
+    let graph = queue
+        .capture(|q| {
+            assert_eq!(
+                q.synchronize().unwrap_err().code(),
+                ErrorCode::InvalidArgument,
+                "no synchronise while capturing"
+            );
+            for _ in 0..3 {
+                // SAFETY: saxpy reads n elements of x and writes n of y, both n long; the graph's
+                // launches are synchronised below, while both buffers live.
+                unsafe { q.launch(&saxpy, saxpy.dims_for(n)?, (2.0f32, &x, &mut y, n))? };
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 0.0), "nothing ran during the capture");
+    graph.launch(&queue).unwrap();
+    queue.synchronize().unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 6.0), "three saxpy steps");
+    graph.launch(&queue).unwrap();
+    graph.launch(&queue).unwrap();
+    queue.synchronize().unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 18.0), "nine saxpy steps");
+    x.copy_from(&vec![0.5f32; n as usize]).unwrap();
+    graph.launch(&queue).unwrap();
+    queue.synchronize().unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 21.0), "the rewritten x is read by the next launch");
+    drop(graph);
+    let host_queue = ctx.device(0).unwrap().queue().unwrap();
+    assert_eq!(
+        host_queue.capture(|_| Ok(())).unwrap_err().code(),
+        ErrorCode::Unsupported,
+        "the host device has no graphs"
+    );
+}
+
 /// An event recorded on one GPU's queue gates the other GPU's queue (`cuStreamWaitEvent`
 /// across contexts): the gated copy reads what the first GPU's kernel wrote, though the kernel
 /// runs long.

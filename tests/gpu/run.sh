@@ -192,6 +192,7 @@ if wants bench; then
 echo "== benchmarks"
 step bench gpu-bin/cuda_bench
 step ordered_memory_bench gpu-bin/ordered_memory_bench
+step graph_bench gpu-bin/graph_bench
 step ordo_bench gpu-bin/ordo bench
 if [ -n "$cc" ]; then
   step c_bench_build "$cc" -std=c99 -O2 -D_POSIX_C_SOURCE=200809L -I ffi/include tests/gpu/c_launch_bench.c \

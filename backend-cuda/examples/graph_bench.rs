@@ -1,0 +1,147 @@
+//! 1,000 empty kernels as one graph: ordo's `graph_launch` of a graph captured through ordo
+//! (`queue_begin_capture`, 1,000 `Runtime::launch`, `queue_end_capture`) against raw
+//! `cuGraphLaunch` of the same work captured raw (`cuStreamBeginCapture`, 1,000 `cuLaunchKernel`
+//! of ordo's own function, `cuStreamEndCapture`, `cuGraphInstantiate`), both on ordo's queue (its
+//! native stream), and the 1,000-launch loop for scale. Two measures per kernel: submit (host
+//! time of the launch call, into an idle stream) and completion (launch plus synchronise). ABBA
+//! rounds (raw, ordo, ordo, raw); medians with the quartiles of the per-round ratios. Prints a
+//! table and one `BENCH_JSON` line. Needs a CUDA device (exits 0 saying so otherwise).
+
+use std::time::Instant;
+
+use cudarc::driver::sys::{self, CUfunction, CUgraph, CUgraphExec, CUresult, CUstream};
+use ordo_core::{Backend, KernelArgs, LaunchDims};
+use ordo_cuda::{BUILTIN_PTX, CudaBackend};
+
+static CUDA: CudaBackend = CudaBackend::new();
+static BACKENDS: [&dyn Backend; 1] = [&CUDA];
+ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
+
+const KERNELS: usize = 1000;
+
+fn ok(r: CUresult) {
+    assert_eq!(r, CUresult::CUDA_SUCCESS, "driver call failed");
+}
+
+fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+    (q(0.5), q(0.25), q(0.75))
+}
+
+/// (submit, completion) nanoseconds per kernel of one launch of `work`, with `sync` after.
+fn measure(work: &dyn Fn(), sync: &dyn Fn()) -> (f64, f64) {
+    sync();
+    let t = Instant::now();
+    work();
+    let submit = t.elapsed().as_nanos() as f64;
+    sync();
+    let done = t.elapsed().as_nanos() as f64;
+    (submit / KERNELS as f64, done / KERNELS as f64)
+}
+
+fn main() {
+    let rt = &RUNTIME;
+    rt.init().unwrap();
+    let p = rt.platform(0).unwrap();
+    let info = rt.platform_info(p).unwrap();
+    if info.absent.is_some() || info.device_count < 1 {
+        println!("graph_bench: a CUDA device is needed ({:?})", info.absent);
+        return;
+    }
+    let d = rt.device(p, 0).unwrap();
+    let q = rt.queue_create(d).unwrap();
+    let program = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
+    let k = rt.kernel_get(program, "empty").unwrap();
+    let stream = rt.queue_native(q).unwrap() as usize as CUstream;
+    let function = rt.kernel_native(k).unwrap() as usize as CUfunction;
+    let (mut dev, mut ctx) = (0, std::ptr::null_mut());
+    // SAFETY: valid out-pointers; the driver is initialised (by ordo); released at the end.
+    unsafe {
+        ok(sys::cuDeviceGet(&mut dev, 0));
+        ok(sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
+        ok(sys::cuCtxSetCurrent(ctx));
+    }
+    let dims = LaunchDims::linear(1, 1);
+    let args = KernelArgs::new(&[], &[]).unwrap();
+    let raw_launch = || {
+        // SAFETY: `empty` takes no arguments; ordo's live function and stream, its context current.
+        ok(unsafe {
+            sys::cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, std::ptr::null_mut(), std::ptr::null_mut())
+        });
+    };
+    // The raw graph.
+    let mut graph: CUgraph = std::ptr::null_mut();
+    let mut exec: CUgraphExec = std::ptr::null_mut();
+    // SAFETY: ordo's idle stream, captured and ended here; valid out-pointers.
+    unsafe {
+        ok(sys::cuStreamBeginCapture_v2(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED));
+        for _ in 0..KERNELS {
+            raw_launch();
+        }
+        ok(sys::cuStreamEndCapture(stream, &mut graph));
+        ok(sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0));
+    }
+    // ordo's graph of the same work.
+    rt.queue_begin_capture(q).unwrap();
+    for _ in 0..KERNELS {
+        // SAFETY: `empty` takes no arguments.
+        unsafe { rt.launch(q, k, &dims, &args) }.unwrap();
+    }
+    let g = rt.queue_end_capture(q).unwrap();
+    let sync = || rt.queue_synchronize(q).unwrap();
+    // SAFETY: the instantiated graph and ordo's stream.
+    let raw_graph = || ok(unsafe { sys::cuGraphLaunch(exec, stream) });
+    let ordo_graph = || rt.graph_launch(g, q).unwrap();
+    let raw_loop = || {
+        for _ in 0..KERNELS {
+            raw_launch();
+        }
+    };
+    for _ in 0..3 {
+        measure(&raw_graph, &sync);
+        measure(&ordo_graph, &sync);
+        measure(&raw_loop, &sync);
+    }
+    let (mut rs, mut os, mut ls) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut submit_ratios, mut done_ratios) = (Vec::new(), Vec::new());
+    for _ in 0..20 {
+        let (r1, o1, o2, r2) = (
+            measure(&raw_graph, &sync),
+            measure(&ordo_graph, &sync),
+            measure(&ordo_graph, &sync),
+            measure(&raw_graph, &sync),
+        );
+        submit_ratios.push((o1.0 + o2.0) / (r1.0 + r2.0));
+        done_ratios.push((o1.1 + o2.1) / (r1.1 + r2.1));
+        rs.extend([r1, r2]);
+        os.extend([o1, o2]);
+        ls.push(measure(&raw_loop, &sync));
+    }
+    let med = |v: &[(f64, f64)], i: usize| quartiles(v.iter().map(|x| if i == 0 { x.0 } else { x.1 }).collect()).0;
+    let (rsub, rdone, osub, odone, lsub, ldone) =
+        (med(&rs, 0), med(&rs, 1), med(&os, 0), med(&os, 1), med(&ls, 0), med(&ls, 1));
+    let (sm, slo, shi) = quartiles(submit_ratios);
+    let (dm, dlo, dhi) = quartiles(done_ratios);
+    println!(
+        "| per kernel (1,000 empty kernels) | raw cuGraphLaunch ns | ordo graph_launch ns | ordo / raw: median [p25, p75] | cuLaunchKernel loop ns | ordo graph / loop |"
+    );
+    println!("|---|---|---|---|---|---|");
+    println!("| submit | {rsub:.1} | {osub:.1} | {sm:.4} [{slo:.4}, {shi:.4}] | {lsub:.1} | {:.4} |", osub / lsub);
+    println!(
+        "| completion | {rdone:.1} | {odone:.1} | {dm:.4} [{dlo:.4}, {dhi:.4}] | {ldone:.1} | {:.4} |",
+        odone / ldone
+    );
+    println!(
+        "BENCH_JSON [{{\"name\":\"graph of 1000 empty kernels: submit\",\"raw_ns\":{rsub:.2},\"ordo_ns\":{osub:.2},\"loop_ns\":{lsub:.2},\"ratio\":{sm:.4},\"q1\":{slo:.4},\"q3\":{shi:.4}}},{{\"name\":\"graph of 1000 empty kernels: completion\",\"raw_ns\":{rdone:.2},\"ordo_ns\":{odone:.2},\"loop_ns\":{ldone:.2},\"ratio\":{dm:.4},\"q1\":{dlo:.4},\"q3\":{dhi:.4}}}]"
+    );
+    // SAFETY: created above, destroyed once; the context retained above is released once.
+    unsafe {
+        ok(sys::cuGraphExecDestroy(exec));
+        ok(sys::cuGraphDestroy(graph));
+        ok(sys::cuDevicePrimaryCtxRelease_v2(dev));
+    }
+    rt.graph_destroy(g).unwrap();
+    rt.queue_destroy(q).unwrap();
+    rt.shutdown().unwrap();
+}
