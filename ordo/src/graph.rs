@@ -10,9 +10,9 @@ use crate::queue::Queue;
 
 /// Work captured from a queue, launched on a queue of its device as one submission: on an H200 a
 /// thousand kernels cost one `cuGraphLaunch` instead of a thousand `cuLaunchKernel`s. The
-/// graph keeps the kernels, addresses and arguments it captured: the buffers and modules it
-/// uses must outlive its launches (launching it after they were dropped is the caller's error,
-/// as for the `unsafe` launches that built it). Destroyed on drop (launches already submitted
+/// graph keeps the kernels, addresses and arguments it captured, so its launch is `unsafe` as
+/// the launches it holds were: the buffers and modules they use must be alive and unshared
+/// for each launch of the graph. Destroyed on drop (launches already submitted
 /// still run); it holds its own runtime reference, `Send` and `Sync`.
 ///
 /// Graphs come from backends that have them: CUDA in this version (the host device and AMDGPU
@@ -66,7 +66,8 @@ impl<'r> Queue<'r> {
     ///     }
     ///     Ok(())
     /// })?;
-    /// graph.launch(&queue)?; // a thousand kernels, one submission
+    /// // SAFETY: the graph's kernel touches no memory.
+    /// unsafe { graph.launch(&queue)? }; // a thousand kernels, one submission
     /// queue.synchronize()?;
     /// # Ok(())
     /// # }
@@ -96,8 +97,14 @@ impl<'r> Graph<'r> {
     /// Launches the graph on `queue` (a queue of its device), asynchronously: its work runs in
     /// the captured order after the queue's earlier work. `InvalidArgument` for a queue of
     /// another device; `InvalidHandle` for a graph from before a re-init.
-    pub fn launch(&self, queue: &Queue<'_>) -> Result<()> {
-        Ok(self.device.rt().graph_launch(self.raw, queue.raw)?)
+    ///
+    /// # Safety
+    /// What the `unsafe` launches captured into the graph promised holds again for this launch:
+    /// the buffers they were given are alive, their kernels' modules are loaded, and nothing
+    /// else touches the memory the kernels write until the queue has passed the graph.
+    pub unsafe fn launch(&self, queue: &Queue<'_>) -> Result<()> {
+        // SAFETY: the caller's contract.
+        Ok(unsafe { self.device.rt().graph_launch(self.raw, queue.raw) }?)
     }
 
     /// The device the graph runs on.

@@ -51,7 +51,7 @@ cp "$hostile_test_bin" gpu-bin/hostile_tests
 cp "$two_devices_test_bin" gpu-bin/two_devices_tests
 cp "$mgpu_two_devices_test_bin" gpu-bin/mgpu_two_devices_tests
 mkdir gpu-bin/ordo-examples
-for example in 01_vector_add 02_queues_and_events 03_load_module 04_host_kernel 05_property_test 06_firmware 07_one_kernel_everywhere 08_all_devices; do
+for example in 01_vector_add 02_queues_and_events 03_load_module 04_host_kernel 05_property_test 06_firmware 07_one_kernel_everywhere 08_all_devices 09_graph; do
   cp "target/release/examples/$example" gpu-bin/ordo-examples/
 done
 strip gpu-bin/ordo-examples/*

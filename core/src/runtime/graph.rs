@@ -63,11 +63,15 @@ impl Runtime {
     }
 
     /// Launches `graph` on `queue`, a queue of the graph's device, asynchronously: its work runs
-    /// in the captured order after the queue's earlier work. The kernels, memory and events the
-    /// captured work used must still be live (a graph keeps the addresses it captured; launching
-    /// it after their release is the caller's error, as for a raw launch). Errors: the handles'
-    /// errors; `InvalidArgument` for a queue of another device.
-    pub fn graph_launch(&self, graph: Graph, queue: Queue) -> Result<()> {
+    /// in the captured order after the queue's earlier work. Errors: the handles' errors;
+    /// `InvalidArgument` for a queue of another device.
+    ///
+    /// # Safety
+    /// What the captured launches, copies and host functions required of their callers holds
+    /// again for this launch: the memory they use is live and not used by other work meanwhile,
+    /// the kernels' programs are loaded, host functions may run again (a graph keeps the
+    /// addresses and arguments it captured; the runtime cannot check them).
+    pub unsafe fn graph_launch(&self, graph: Graph, queue: Queue) -> Result<()> {
         self.with_shared(|t| {
             let g = t.graphs.get(graph.0)?;
             let (d, raw) = self.queue(t, queue)?;

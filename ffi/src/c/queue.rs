@@ -168,11 +168,16 @@ pub unsafe extern "C" fn ordo_queue_end_capture(queue: ordo_queue_t, out: *mut o
 }
 
 /// Launches a graph on a queue of its device, asynchronously: its work runs in the captured
-/// order after the queue's earlier work. The kernels and memory the captured work used must
-/// still be live. `ORDO_ERROR_INVALID_ARGUMENT` for a queue of another device.
+/// order after the queue's earlier work. `ORDO_ERROR_INVALID_ARGUMENT` for a queue of another
+/// device.
+///
+/// # Safety
+/// The kernels, memory and host functions the captured work used are live, as for the calls
+/// that were captured (the graph keeps their addresses and arguments).
 #[unsafe(no_mangle)]
-pub extern "C" fn ordo_graph_launch(graph: ordo_graph_t, queue: ordo_queue_t) -> ordo_status_t {
-    guard(|| status(runtime().graph_launch(Graph::from_raw(graph.raw), q(queue))))
+pub unsafe extern "C" fn ordo_graph_launch(graph: ordo_graph_t, queue: ordo_queue_t) -> ordo_status_t {
+    // SAFETY: the C caller's contract (the captured work's memory and kernels are live).
+    guard(|| status(unsafe { runtime().graph_launch(Graph::from_raw(graph.raw), q(queue)) }))
 }
 
 /// Destroys a graph (launches already submitted still run); the handle is stale afterwards.
