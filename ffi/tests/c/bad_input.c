@@ -52,9 +52,16 @@ static void all_uninitialized(ordo_device_t d, ordo_queue_t q, ordo_event_t e, o
   EXPECT(ordo_program_unload(p), U);
   EXPECT(ordo_kernel_get(p, "vector_add_f32", &kk), U);
   EXPECT(ordo_launch(q, k, &one, NULL, NULL, 0), U);
+  ordo_graph_t gg = {77};
+  EXPECT(ordo_mem_alloc_async(q, 16, &ptr), U);
+  EXPECT(ordo_mem_free_async(q, m), U);
+  EXPECT(ordo_queue_begin_capture(q), U);
+  EXPECT(ordo_queue_end_capture(q, &gg), U);
+  EXPECT(ordo_graph_launch(gg, q), U);
+  EXPECT(ordo_graph_destroy(gg), U);
   EXPECT(ordo_shutdown(), U);
   if (u32 != 77 || i32 != 77 || f != 77 || ptr != (void *)0x77 || pl.raw != 77 || dd.raw != 77 || qq.raw != 77 ||
-      ee.raw != 77 || pp.raw != 77 || kk.raw != 77) {
+      ee.raw != 77 || pp.raw != 77 || kk.raw != 77 || gg.raw != 77) {
     fprintf(stderr, "an out-parameter was written on failure\n");
     exit(1);
   }
@@ -132,6 +139,19 @@ static void check_order_outside_init(void) {
   EXPECT(ordo_builtin_program_image(d0, (const void **)&ptr, NULL), N);
   EXPECT(ordo_builtin_program_image(d0, NULL, (size_t *)&ptr), N);
   EXPECT(ordo_builtin_program_image(d0, (const void **)&ptr, (size_t *)&ptr), U);
+  ordo_graph_t gg = {77};
+  EXPECT(ordo_mem_alloc_async(q0, 0, &ptr), U);
+  EXPECT(ordo_mem_alloc_async(q0, 0, NULL), N);
+  EXPECT(ordo_mem_free_async(q0, NULL), U);
+  EXPECT(ordo_queue_begin_capture(q0), U);
+  EXPECT(ordo_queue_end_capture(q0, &gg), U);
+  EXPECT(ordo_queue_end_capture(q0, NULL), N);
+  EXPECT(ordo_graph_launch((ordo_graph_t){0}, q0), U);
+  EXPECT(ordo_graph_destroy((ordo_graph_t){0}), U);
+  if (gg.raw != 77) {
+    fprintf(stderr, "an out-parameter was written on failure\n");
+    exit(1);
+  }
   if (u32 != 77 || i32 != 77 || f != 77 || ptr != (void *)0x77 || pl.raw != 77 || dd.raw != 77 || qq.raw != 77 ||
       ee.raw != 77 || pp.raw != 77 || kk.raw != 77) {
     fprintf(stderr, "an out-parameter was written on failure\n");
@@ -220,6 +240,8 @@ int main(void) {
   EXPECT(ordo_launch(q, k, &one, NULL, NULL, 4), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_get_state(NULL, NULL), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_last_teardown_report(NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_mem_alloc_async(q, 16, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_queue_end_capture(q, NULL), ORDO_ERROR_NULL_POINTER);
   if (p0.raw != 0 || k0.raw != 0) return 1;
 
   /* Null, stale, wrong-kind, forged and earlier-epoch handles. */
@@ -237,6 +259,18 @@ int main(void) {
     EXPECT(ordo_launch(bad_q[i], k, &one, NULL, NULL, 0), bad_q_status[i]);
     if (i > 0) EXPECT(ordo_memcpy_async(bad_q[i], m, "abcd", 4, ORDO_COPY_HOST_TO_DEVICE), bad_q_status[i]);
     if (i > 0) EXPECT(ordo_fill(m, 1, 1, 4, bad_q[i]), bad_q_status[i]);
+    void *out = (void *)0x77;
+    ordo_graph_t g0 = {0};
+    EXPECT(ordo_mem_alloc_async(bad_q[i], 16, &out), bad_q_status[i]);
+    EXPECT(ordo_queue_begin_capture(bad_q[i]), bad_q_status[i]);
+    EXPECT(ordo_queue_end_capture(bad_q[i], &g0), bad_q_status[i]);
+    if (out != (void *)0x77 || g0.raw != 0) return 1;
+  }
+  ordo_graph_t bad_g[] = {{0}, {q.raw}, {FORGED}};
+  for (int i = 0; i < 3; i++) {
+    ordo_status_t want = i == 0 ? ORDO_ERROR_NULL_HANDLE : ORDO_ERROR_INVALID_HANDLE;
+    EXPECT(ordo_graph_launch(bad_g[i], q), want);
+    EXPECT(ordo_graph_destroy(bad_g[i]), want);
   }
   EXPECT(ordo_memcpy_async((ordo_queue_t){0}, m, "abcd", 4, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_NULL_HANDLE);
   ordo_event_t bad_e[] = {{0}, dead_e, old_e, {q.raw}, {FORGED}};
@@ -288,6 +322,19 @@ int main(void) {
   EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, 0, &ptr), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, SIZE_MAX, &ptr), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, (size_t)1 << 40, &ptr), ORDO_ERROR_OUT_OF_RESOURCES);
+  /* Queue-ordered memory and graphs on the host platform: sizes, memory that is not
+   * queue-ordered, a double free; the host device has no graphs (a capture never starts). */
+  EXPECT(ordo_mem_alloc_async(q, 0, &ptr), ORDO_ERROR_INVALID_SIZE);
+  void *ordered = NULL;
+  OK(ordo_mem_alloc_async(q, 64, &ordered));
+  EXPECT(ordo_mem_free_async(q, m), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_mem_free_async(q, NULL), ORDO_ERROR_NULL_POINTER);
+  OK(ordo_mem_free_async(q, ordered));
+  EXPECT(ordo_mem_free_async(q, ordered), ORDO_ERROR_NOT_FOUND);
+  EXPECT(ordo_queue_begin_capture(q), ORDO_ERROR_UNSUPPORTED);
+  ordo_graph_t g = {0};
+  EXPECT(ordo_queue_end_capture(q, &g), ORDO_ERROR_INVALID_ARGUMENT);
+  if (g.raw != 0) return 1;
   char buf[2048];
   /* Host registration: arguments first; the host platform registers (the range is its memory as
    * it is), an overlapping range is refused, ordo_mem_free refuses the registration (nothing
