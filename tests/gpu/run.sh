@@ -115,6 +115,7 @@ done
 step ordo_example_07_on_the_cpu env ORDO_DEVICE=host gpu-bin/ordo-examples/07_one_kernel_everywhere
 echo "== the typed launch against cudarc's launch builder and the raw driver (one process, ABBA)"
 step vs_cudarc gpu-bin/vs_cudarc
+step graph_vs_cudarc gpu-bin/graph_vs_cudarc
 fi
 
 if wants multi; then
