@@ -883,8 +883,12 @@ ordo_status_t ordo_queue_begin_capture(struct ordo_queue_t queue);
 ordo_status_t ordo_queue_end_capture(struct ordo_queue_t queue, struct ordo_graph_t *out);
 
 // Launches a graph on a queue of its device, asynchronously: its work runs in the captured
-// order after the queue's earlier work. The kernels and memory the captured work used must
-// still be live. `ORDO_ERROR_INVALID_ARGUMENT` for a queue of another device.
+// order after the queue's earlier work. `ORDO_ERROR_INVALID_ARGUMENT` for a queue of another
+// device.
+//
+// # Safety
+// The kernels, memory and host functions the captured work used are live, as for the calls
+// that were captured (the graph keeps their addresses and arguments).
 ordo_status_t ordo_graph_launch(struct ordo_graph_t graph, struct ordo_queue_t queue);
 
 // Destroys a graph (launches already submitted still run); the handle is stale afterwards.
