@@ -6,13 +6,15 @@
 # Usage: tests/gpu/run.sh [PART...], PART one of
 #   tests   ordo info/demo, the GPU test suites (Rust, default queue, hostile callers) and the
 #           exit paths                                        (about 3 minutes on an H100)
-#   rust    the typed API (crate ordo): its GPU tests, its examples, and its launch against
-#           cudarc's and the raw driver's (cli/examples/vs_cudarc.rs)   (about 2 minutes)
+#   rust    the typed API (crate ordo): its GPU tests, its examples, and its launch and graphs
+#           against cudarc's and the raw driver's (cli/examples/vs_cudarc.rs,
+#           graph_vs_cudarc.rs)                                          (about 2 minutes)
 #   multi   two GPUs: copies between them and with the host device, events across devices,
 #           example 08 over every device, the peer bandwidth (peer_bench) and the bandwidth
 #           between a GPU and the host device (host_device_bench); needs two GPUs
 #   abi     the MLIR programs, liboffload's conformance suite and upstream's OffloadAPI tests
-#   bench   the benchmarks: cuda_bench, ordo bench, and the launch rows in several processes
+#   bench   the benchmarks: cuda_bench, queue-ordered memory and graphs against the raw driver,
+#           ordo bench, and the launch rows in several processes
 # No PART runs all four in order (more than one 10-minute device call: run them a call each).
 set -uo pipefail
 parts=("$@")
