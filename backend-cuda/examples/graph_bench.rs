@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use cudarc::driver::sys::{self, CUfunction, CUgraph, CUgraphExec, CUresult, CUstream};
+use cudarc::driver::sys::{self, CUfunction, CUgraph, CUgraphExec, CUstream};
 use ordo_core::{Backend, KernelArgs, LaunchDims};
 use ordo_cuda::{BUILTIN_PTX, CudaBackend};
 
@@ -19,15 +19,8 @@ ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 
 const KERNELS: usize = 1000;
 
-fn ok(r: CUresult) {
-    assert_eq!(r, CUresult::CUDA_SUCCESS, "driver call failed");
-}
-
-fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
-    (q(0.5), q(0.25), q(0.75))
-}
+mod common;
+use common::{ok, quartiles};
 
 /// (submit, completion) nanoseconds per kernel of one launch of `work`, with `sync` after.
 fn measure(work: &dyn Fn(), sync: &dyn Fn()) -> (f64, f64) {
@@ -42,26 +35,14 @@ fn measure(work: &dyn Fn(), sync: &dyn Fn()) -> (f64, f64) {
 
 fn main() {
     let rt = &RUNTIME;
-    rt.init().unwrap();
-    let p = rt.platform(0).unwrap();
-    let info = rt.platform_info(p).unwrap();
-    if info.absent.is_some() || info.device_count < 1 {
-        println!("graph_bench: a CUDA device is needed ({:?})", info.absent);
-        return;
-    }
+    let Some(p) = common::cuda_platform(rt, 1, "graph_bench") else { return };
     let d = rt.device(p, 0).unwrap();
     let q = rt.queue_create(d).unwrap();
     let program = rt.program_load(d, BUILTIN_PTX.as_bytes()).unwrap();
     let k = rt.kernel_get(program, "empty").unwrap();
     let stream = rt.queue_native(q).unwrap() as usize as CUstream;
     let function = rt.kernel_native(k).unwrap() as usize as CUfunction;
-    let (mut dev, mut ctx) = (0, std::ptr::null_mut());
-    // SAFETY: valid out-pointers; the driver is initialised (by ordo); released at the end.
-    unsafe {
-        ok(sys::cuDeviceGet(&mut dev, 0));
-        ok(sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
-        ok(sys::cuCtxSetCurrent(ctx));
-    }
+    let (dev, _) = common::retain_primary(0);
     let dims = LaunchDims::linear(1, 1);
     let args = KernelArgs::new(&[], &[]).unwrap();
     let raw_launch = || {
@@ -136,12 +117,12 @@ fn main() {
     println!(
         "BENCH_JSON [{{\"name\":\"graph of 1000 empty kernels: submit\",\"raw_ns\":{rsub:.2},\"ordo_ns\":{osub:.2},\"loop_ns\":{lsub:.2},\"ratio\":{sm:.4},\"q1\":{slo:.4},\"q3\":{shi:.4}}},{{\"name\":\"graph of 1000 empty kernels: completion\",\"raw_ns\":{rdone:.2},\"ordo_ns\":{odone:.2},\"loop_ns\":{ldone:.2},\"ratio\":{dm:.4},\"q1\":{dlo:.4},\"q3\":{dhi:.4}}}]"
     );
-    // SAFETY: created above, destroyed once; the context retained above is released once.
+    // SAFETY: created above, destroyed once.
     unsafe {
         ok(sys::cuGraphExecDestroy(exec));
         ok(sys::cuGraphDestroy(graph));
-        ok(sys::cuDevicePrimaryCtxRelease_v2(dev));
     }
+    common::release_primary(dev);
     rt.graph_destroy(g).unwrap();
     rt.queue_destroy(q).unwrap();
     rt.shutdown().unwrap();

@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use cudarc::driver::sys::{self, CUcontext, CUresult, CUstream};
+use cudarc::driver::sys::{self, CUstream};
 use ordo_core::host::{HostBackend, ProvidedArena, QueuedHost, STD_HOST_HEAP, builtin};
 use ordo_core::{Backend, DevicePtr, FillValue, MemKind};
 use ordo_cuda::CudaBackend;
@@ -22,36 +22,17 @@ static QUEUED_HOST: QueuedHost = QueuedHost::new(&HOST);
 static BACKENDS: [&dyn Backend; 2] = [&CUDA, &QUEUED_HOST];
 ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 
-fn ok(r: CUresult) {
-    assert_eq!(r, CUresult::CUDA_SUCCESS, "driver call failed");
-}
-
-fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
-    (q(0.5), q(0.25), q(0.75))
-}
+mod common;
+use common::{ok, quartiles};
 
 fn main() {
     let rt = &RUNTIME;
-    rt.init().unwrap();
-    let p = rt.platform(0).unwrap();
-    let info = rt.platform_info(p).unwrap();
-    if info.absent.is_some() || info.device_count < 1 {
-        println!("host_device_bench: a CUDA device is needed ({:?})", info.absent);
-        return;
-    }
+    let Some(p) = common::cuda_platform(rt, 1, "host_device_bench") else { return };
     let (gpu, host) = (rt.device(p, 0).unwrap(), rt.device(rt.platform(1).unwrap(), 0).unwrap());
-    let (mut dev, mut ctx): (i32, CUcontext) = (0, std::ptr::null_mut());
+    let (dev, ctx) = common::retain_primary(0);
     let mut stream: CUstream = std::ptr::null_mut();
-    // SAFETY: valid out-pointers; the driver is initialised (by ordo); the primary context is
-    // retained here too and released at the end.
-    unsafe {
-        ok(sys::cuDeviceGet(&mut dev, 0));
-        ok(sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
-        ok(sys::cuCtxSetCurrent(ctx));
-        ok(sys::cuStreamCreate(&mut stream, 1));
-    }
+    // SAFETY: valid out-pointer; the context is current.
+    ok(unsafe { sys::cuStreamCreate(&mut stream, 1) });
     let q = rt.queue_create(gpu).unwrap();
     let mut json = Vec::new();
     println!(
@@ -97,13 +78,7 @@ fn main() {
             ordo();
             raw();
             let pageable_gbps = quartiles((0..3).map(|_| raw_from(pageable.as_mut_ptr())).collect()).0;
-            let (mut rs, mut os, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-            for _ in 0..6 {
-                let (r1, o1, o2, r2) = (raw(), ordo(), ordo(), raw());
-                rs.extend([r1, r2]);
-                os.extend([o1, o2]);
-                ratios.push((o1 + o2) / (r1 + r2));
-            }
+            let (rs, os, ratios) = common::abba(6, raw, ordo);
             let ((r, _, _), (o, _, _), (m, lo, hi)) = (quartiles(rs), quartiles(os), quartiles(ratios));
             let mib = size >> 20;
             println!("| {name} | {mib} MiB | {r:.1} | {o:.1} | {pageable_gbps:.1} | {m:.4} [{lo:.4}, {hi:.4}] |");
@@ -118,12 +93,12 @@ fn main() {
         drop(pageable);
     }
     println!("BENCH_JSON [{}]", json.join(","));
-    // SAFETY: releases what was created above, once.
+    // SAFETY: the stream created above, destroyed once.
     unsafe {
         ok(sys::cuCtxSetCurrent(ctx));
         ok(sys::cuStreamDestroy_v2(stream));
-        ok(sys::cuDevicePrimaryCtxRelease_v2(dev));
     }
+    common::release_primary(dev);
     rt.queue_destroy(q).unwrap();
     rt.shutdown().unwrap();
 }

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use cudarc::driver::sys::{self, CUresult, CUstream};
+use cudarc::driver::sys::{self, CUstream};
 use ordo_core::Backend;
 use ordo_cuda::CudaBackend;
 
@@ -19,35 +19,16 @@ ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 const SIZE: usize = 1 << 20;
 const PAIRS: usize = 1000;
 
-fn ok(r: CUresult) {
-    assert_eq!(r, CUresult::CUDA_SUCCESS, "driver call failed");
-}
-
-fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
-    (q(0.5), q(0.25), q(0.75))
-}
+mod common;
+use common::{ok, quartiles};
 
 fn main() {
     let rt = &RUNTIME;
-    rt.init().unwrap();
-    let p = rt.platform(0).unwrap();
-    let info = rt.platform_info(p).unwrap();
-    if info.absent.is_some() || info.device_count < 1 {
-        println!("ordered_memory_bench: a CUDA device is needed ({:?})", info.absent);
-        return;
-    }
+    let Some(p) = common::cuda_platform(rt, 1, "ordered_memory_bench") else { return };
     let d = rt.device(p, 0).unwrap();
     let q = rt.queue_create(d).unwrap();
     // The raw side runs in the device's primary context (ordo's), current on this thread.
-    let (mut dev, mut ctx) = (0, std::ptr::null_mut());
-    // SAFETY: valid out-pointers; the driver is initialised (by ordo); released at the end.
-    unsafe {
-        ok(sys::cuDeviceGet(&mut dev, 0));
-        ok(sys::cuDevicePrimaryCtxRetain(&mut ctx, dev));
-        ok(sys::cuCtxSetCurrent(ctx));
-    }
+    let (dev, _) = common::retain_primary(0);
     let stream = rt.queue_native(q).unwrap() as usize as CUstream;
     let sync = || rt.queue_synchronize(q).unwrap();
     let raw = || {
@@ -91,13 +72,7 @@ fn main() {
     // Warm-up: the pool grows to its working size.
     ordo();
     raw();
-    let (mut rs, mut os, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..10 {
-        let (r1, o1, o2, r2) = (raw(), ordo(), ordo(), raw());
-        rs.extend([r1, r2]);
-        os.extend([o1, o2]);
-        ratios.push((o1 + o2) / (r1 + r2));
-    }
+    let (rs, os, ratios) = common::abba(10, raw, ordo);
     let b = quartiles((0..3).map(|_| blocking()).collect()).0;
     let ((r, _, _), (o, _, _), (m, lo, hi)) = (quartiles(rs), quartiles(os), quartiles(ratios));
     println!(
@@ -109,7 +84,6 @@ fn main() {
         "BENCH_JSON [{{\"name\":\"1 MiB allocate + free in queue order\",\"raw_ns\":{r:.1},\"ordo_ns\":{o:.1},\"raw_sync_ns\":{b:.1},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
     );
     rt.queue_destroy(q).unwrap();
-    // SAFETY: retained above, released once.
-    ok(unsafe { sys::cuDevicePrimaryCtxRelease_v2(dev) });
+    common::release_primary(dev);
     rt.shutdown().unwrap();
 }

@@ -17,15 +17,8 @@ static CUDA: CudaBackend = CudaBackend::new();
 static BACKENDS: [&dyn Backend; 1] = [&CUDA];
 ordo_core::static_runtime!(static RUNTIME = &BACKENDS);
 
-fn ok(r: CUresult) {
-    assert_eq!(r, CUresult::CUDA_SUCCESS, "driver call failed");
-}
-
-fn quartiles(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
-    (q(0.5), q(0.25), q(0.75))
-}
+mod common;
+use common::{ok, quartiles};
 
 /// The primary context of CUDA device `ordinal` (retained here too; released at the end).
 fn primary(ordinal: i32) -> CUcontext {
@@ -40,13 +33,7 @@ fn primary(ordinal: i32) -> CUcontext {
 
 fn main() {
     let rt = &RUNTIME;
-    rt.init().unwrap();
-    let p = rt.platform(0).unwrap();
-    let info = rt.platform_info(p).unwrap();
-    if info.absent.is_some() || info.device_count < 2 {
-        println!("peer_bench: two CUDA devices needed ({} here)", info.device_count);
-        return;
-    }
+    let Some(p) = common::cuda_platform(rt, 2, "peer_bench") else { return };
     let (d0, d1) = (rt.device(p, 0).unwrap(), rt.device(p, 1).unwrap());
     println!("link 0 -> 1: {:?}", rt.peer_access(d0, d1).unwrap());
     println!("link 1 -> 0: {:?}", rt.peer_access(d1, d0).unwrap());
@@ -107,13 +94,7 @@ fn main() {
                 // Warm-up (ordo's first copy of the pair enables access where it is on).
                 ordo();
                 raw();
-                let (mut rs, mut os, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-                for _ in 0..6 {
-                    let (r1, o1, o2, r2) = (raw(), ordo(), ordo(), raw());
-                    rs.extend([r1, r2]);
-                    os.extend([o1, o2]);
-                    ratios.push((o1 + o2) / (r1 + r2));
-                }
+                let (rs, os, ratios) = common::abba(6, raw, ordo);
                 let ((r, _, _), (o, _, _), (m, lo, hi)) = (quartiles(rs), quartiles(os), quartiles(ratios));
                 let mib = size >> 20;
                 let on = if access { "on" } else { "off" };
