@@ -16,9 +16,11 @@
 //! holds the trait and the names of its methods (`BackendOp`).
 
 mod launch;
+mod op;
 mod types;
 
 pub use launch::*;
+pub use op::BackendOp;
 pub use types::*;
 
 use core::ffi::c_void;
@@ -27,101 +29,6 @@ use crate::error::{BackendError, ErrorCode};
 
 /// Result of a backend call.
 pub type BackendResult<T> = core::result::Result<T, BackendError>;
-
-/// Names of the `Backend` methods that talk to a driver, for fault injection and call counting:
-/// every method but `kind`, `name`, `capabilities`, `launch_limits`, `forget_after_fork` and
-/// `take_load_log`, which answer from the backend's own state.
-#[repr(u8)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[allow(missing_docs)] // Each variant is the `Backend` method of the same name.
-pub enum BackendOp {
-    Init,
-    Deinit,
-    DeviceRelease,
-    DeviceInfo,
-    MemAlloc,
-    MemFree,
-    Memcpy,
-    Fill,
-    QueueCreate,
-    QueueDestroy,
-    QueueSynchronize,
-    QueueQuery,
-    QueueWaitEvent,
-    EventCreate,
-    EventDestroy,
-    EventRecord,
-    EventSynchronize,
-    EventQuery,
-    EventElapsed,
-    ProgramLoad,
-    ProgramUnload,
-    KernelGet,
-    Launch,
-    HostRegister,
-    QueueCreateIndependent,
-    LaunchCluster,
-    KernelParamCount,
-    KernelParamLayout,
-    KernelOptimalBlockSize,
-    ProgramGlobal,
-    ProgramCheck,
-    FillPattern,
-    QueueHostFunction,
-    TensorMapEncodeTiled,
-    MemAllocOn,
-    MemFreeOn,
-    QueueBeginCapture,
-    QueueEndCapture,
-    GraphLaunch,
-    GraphDestroy,
-}
-
-impl BackendOp {
-    /// Every op.
-    pub const ALL: [BackendOp; 40] = [
-        Self::Init,
-        Self::Deinit,
-        Self::DeviceRelease,
-        Self::DeviceInfo,
-        Self::MemAlloc,
-        Self::MemFree,
-        Self::Memcpy,
-        Self::Fill,
-        Self::QueueCreate,
-        Self::QueueDestroy,
-        Self::QueueSynchronize,
-        Self::QueueQuery,
-        Self::QueueWaitEvent,
-        Self::EventCreate,
-        Self::EventDestroy,
-        Self::EventRecord,
-        Self::EventSynchronize,
-        Self::EventQuery,
-        Self::EventElapsed,
-        Self::ProgramLoad,
-        Self::ProgramUnload,
-        Self::KernelGet,
-        Self::Launch,
-        Self::HostRegister,
-        Self::QueueCreateIndependent,
-        Self::LaunchCluster,
-        Self::KernelParamCount,
-        Self::KernelParamLayout,
-        Self::KernelOptimalBlockSize,
-        Self::ProgramGlobal,
-        Self::ProgramCheck,
-        Self::FillPattern,
-        Self::QueueHostFunction,
-        Self::TensorMapEncodeTiled,
-        Self::MemAllocOn,
-        Self::MemFreeOn,
-        Self::QueueBeginCapture,
-        Self::QueueEndCapture,
-        Self::GraphLaunch,
-        Self::GraphDestroy,
-    ];
-}
 
 /// A driver behind the runtime. Object-safe; the runtime holds `&'static dyn Backend`s.
 ///

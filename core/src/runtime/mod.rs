@@ -12,6 +12,7 @@ mod info;
 mod init;
 mod launch;
 mod memory;
+mod ordered;
 mod peer;
 mod program;
 mod queue;

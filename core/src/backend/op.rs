@@ -1,0 +1,98 @@
+//! `BackendOp`: the names of the `Backend` methods that reach a driver (the scripted backend's
+//! fault injection and call counting, the model and the fault matrix use them). Depends on
+//! nothing.
+
+/// Names of the `Backend` methods that talk to a driver, for fault injection and call counting:
+/// every method but `kind`, `name`, `capabilities`, `launch_limits`, `forget_after_fork` and
+/// `take_load_log`, which answer from the backend's own state.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)] // Each variant is the `Backend` method of the same name.
+pub enum BackendOp {
+    Init,
+    Deinit,
+    DeviceRelease,
+    DeviceInfo,
+    MemAlloc,
+    MemFree,
+    Memcpy,
+    Fill,
+    QueueCreate,
+    QueueDestroy,
+    QueueSynchronize,
+    QueueQuery,
+    QueueWaitEvent,
+    EventCreate,
+    EventDestroy,
+    EventRecord,
+    EventSynchronize,
+    EventQuery,
+    EventElapsed,
+    ProgramLoad,
+    ProgramUnload,
+    KernelGet,
+    Launch,
+    HostRegister,
+    QueueCreateIndependent,
+    LaunchCluster,
+    KernelParamCount,
+    KernelParamLayout,
+    KernelOptimalBlockSize,
+    ProgramGlobal,
+    ProgramCheck,
+    FillPattern,
+    QueueHostFunction,
+    TensorMapEncodeTiled,
+    MemAllocOn,
+    MemFreeOn,
+    QueueBeginCapture,
+    QueueEndCapture,
+    GraphLaunch,
+    GraphDestroy,
+}
+
+impl BackendOp {
+    /// Every op.
+    pub const ALL: [BackendOp; 40] = [
+        Self::Init,
+        Self::Deinit,
+        Self::DeviceRelease,
+        Self::DeviceInfo,
+        Self::MemAlloc,
+        Self::MemFree,
+        Self::Memcpy,
+        Self::Fill,
+        Self::QueueCreate,
+        Self::QueueDestroy,
+        Self::QueueSynchronize,
+        Self::QueueQuery,
+        Self::QueueWaitEvent,
+        Self::EventCreate,
+        Self::EventDestroy,
+        Self::EventRecord,
+        Self::EventSynchronize,
+        Self::EventQuery,
+        Self::EventElapsed,
+        Self::ProgramLoad,
+        Self::ProgramUnload,
+        Self::KernelGet,
+        Self::Launch,
+        Self::HostRegister,
+        Self::QueueCreateIndependent,
+        Self::LaunchCluster,
+        Self::KernelParamCount,
+        Self::KernelParamLayout,
+        Self::KernelOptimalBlockSize,
+        Self::ProgramGlobal,
+        Self::ProgramCheck,
+        Self::FillPattern,
+        Self::QueueHostFunction,
+        Self::TensorMapEncodeTiled,
+        Self::MemAllocOn,
+        Self::MemFreeOn,
+        Self::QueueBeginCapture,
+        Self::QueueEndCapture,
+        Self::GraphLaunch,
+        Self::GraphDestroy,
+    ];
+}
