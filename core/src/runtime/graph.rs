@@ -23,8 +23,7 @@ impl Runtime {
     /// (the host device and AMDGPU in this version).
     pub fn queue_begin_capture(&self, queue: Queue) -> Result<()> {
         self.with_exclusive(|t| {
-            let (d, raw) = self.queue(t, queue)?;
-            Self::not_capturing(t, queue)?;
+            let (d, raw) = self.queue_not_capturing(t, queue)?;
             // SAFETY: a live queue of the device, not capturing.
             unsafe { d.backend.queue_begin_capture(d.ordinal, raw) }?;
             Self::set_capturing(t, queue, d, true);

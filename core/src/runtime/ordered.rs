@@ -26,8 +26,7 @@ impl Runtime {
     pub fn mem_alloc_on(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
         self.with_exclusive(|t| {
             check_size(size)?;
-            let (d, raw) = self.queue(t, queue)?;
-            Self::not_capturing(t, queue)?;
+            let (d, raw) = self.queue_not_capturing(t, queue)?;
             if t.allocations.slots.is_full() {
                 return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
             }
@@ -70,9 +69,9 @@ impl Runtime {
 
     /// The body of `mem_free_on` and `mem_release_on` for the allocation in `slot`.
     fn free_on(t: &mut Tables, queue: Queue, slot: u32) -> Result<()> {
-        let (d, raw) = {
+        let (d, raw, capturing) = {
             let q = t.queues.get(queue.0)?;
-            (q.device, q.raw)
+            (q.device, q.raw, q.capturing)
         };
         let m = *t.allocations.slots.at(slot);
         if m.kind != MemKind::Ordered {
@@ -81,7 +80,9 @@ impl Runtime {
         if m.device != d {
             return fail(ErrorCode::InvalidArgument, "the queue belongs to another device than the memory");
         }
-        Self::not_capturing(t, queue)?;
+        if capturing {
+            return fail(ErrorCode::InvalidArgument, super::queue::CAPTURING);
+        }
         let dev = t.devices.at(d);
         let (backend, ordinal) = (dev.driver, dev.ordinal);
         t.allocations.remove_at(slot);

@@ -13,6 +13,9 @@ use crate::handle::{Device, Event, Queue};
 
 use super::{EventEntry, QueueEntry, Runtime, Tables};
 
+/// The error of a call a capturing queue refuses.
+pub(super) const CAPTURING: &str = "the queue is capturing into a graph: end the capture first";
+
 impl Runtime {
     // ---- queues ---------------------------------------------------------------------------
 
@@ -111,8 +114,7 @@ impl Runtime {
     /// capturing (end the capture first).
     pub fn queue_destroy(&self, queue: Queue) -> Result<()> {
         self.with_exclusive(|t| {
-            let (d, raw) = self.queue(t, queue)?;
-            Self::not_capturing(t, queue)?;
+            let (d, raw) = self.queue_not_capturing(t, queue)?;
             t.queues.remove(queue.0)?;
             // SAFETY: a live queue of this device, removed from the table so never passed again.
             Ok(unsafe { d.backend.queue_destroy(d.ordinal, raw) }?)
@@ -137,8 +139,7 @@ impl Runtime {
     /// capturing (its work runs only when its graph is launched).
     pub fn queue_synchronize(&self, queue: Queue) -> Result<()> {
         self.with_shared(|t| {
-            let (d, raw) = self.queue(t, queue)?;
-            Self::not_capturing(t, queue)?;
+            let (d, raw) = self.queue_not_capturing(t, queue)?;
             // SAFETY: a live queue of this device.
             Ok(unsafe { d.backend.queue_synchronize(d.ordinal, raw) }?)
         })
@@ -147,19 +148,20 @@ impl Runtime {
     /// Whether all work on a queue has finished. `InvalidArgument` for a queue that is capturing.
     pub fn queue_query(&self, queue: Queue) -> Result<bool> {
         self.with_shared(|t| {
-            let (d, raw) = self.queue(t, queue)?;
-            Self::not_capturing(t, queue)?;
+            let (d, raw) = self.queue_not_capturing(t, queue)?;
             // SAFETY: a live queue of this device.
             Ok(unsafe { d.backend.queue_query(d.ordinal, raw) }?)
         })
     }
 
-    /// `InvalidArgument` when the (live) queue is capturing into a graph.
-    pub(super) fn not_capturing(t: &Tables, queue: Queue) -> Result<()> {
-        if t.queues.get(queue.0)?.capturing {
-            return fail(ErrorCode::InvalidArgument, "the queue is capturing into a graph: end the capture first");
+    /// A queue's device and backend value in one lookup (as `queue`), or `InvalidArgument` when
+    /// it is capturing into a graph.
+    pub(super) fn queue_not_capturing(&self, t: &Tables, queue: Queue) -> Result<(super::info::Dev, u64)> {
+        let q = t.queues.get(queue.0)?;
+        if q.capturing {
+            return fail(ErrorCode::InvalidArgument, CAPTURING);
         }
-        Ok(())
+        Ok((self.dev_at(t, q.device), q.raw))
     }
 
     /// The device an event belongs to.
