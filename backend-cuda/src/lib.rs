@@ -174,6 +174,25 @@ impl Backend for CudaBackend {
         unsafe { graph::launch(graph, queue::stream(queue)) }
     }
 
+    unsafe fn graph_kernels(&self, _device: u32, graph: u64, each: &mut dyn FnMut(u64)) -> BackendResult<()> {
+        // SAFETY: a live graph of the device.
+        unsafe { graph::kernels(graph, each) };
+        Ok(())
+    }
+
+    unsafe fn graph_set_args(
+        &self,
+        device: u32,
+        graph: u64,
+        index: u32,
+        kernel: u64,
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        let _program_context = self.devices.make_current(device)?;
+        // SAFETY: a live graph and kernel of the device; the arguments are the caller's contract.
+        unsafe { graph::set_args(graph, index, kernel, args) }
+    }
+
     unsafe fn graph_destroy(&self, device: u32, graph: u64) -> BackendResult<()> {
         let _program_context = self.devices.make_current_for_release(device)?;
         // SAFETY: a live graph of the device, never passed again.

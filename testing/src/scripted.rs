@@ -66,7 +66,14 @@ struct ScriptState {
     last_released: heapless::Vec<(ScriptedObject, u64), 64>,
     /// The last `program_load` was refused and left a log (taken by `take_load_log`).
     load_log: bool,
+    /// Queues capturing, with the kernels launched on them since the capture began.
+    captures: heapless::Vec<(u64, Kernels), 16>,
+    /// Live graphs with the kernels of their launches, in capture order.
+    graphs: heapless::Vec<(u64, Kernels), 128>,
 }
+
+/// The kernels of a capture's launches (launches past the first 64 are not listed).
+type Kernels = heapless::Vec<u64, 64>;
 
 /// What the scripted fast launch functions answer (`true`: "launched"), and how many times they
 /// ran: process-wide, as the functions have no backend to keep them in.
@@ -115,6 +122,8 @@ impl ScriptedBackend {
                 calls_while_down: 0,
                 last_released: heapless::Vec::new(),
                 load_log: false,
+                captures: heapless::Vec::new(),
+                graphs: heapless::Vec::new(),
             }),
             hook: spin::Mutex::new(None),
             fast: AtomicBool::new(false),
@@ -206,6 +215,17 @@ impl ScriptedBackend {
         }
         Ok(())
     }
+
+    /// A launch of `kernel` on `queue`: its objects live, and listed in the queue's capture if
+    /// the queue captures.
+    fn launch_on(&self, op: BackendOp, queue: u64, kernel: u64) -> BackendResult<()> {
+        self.use_object(op, &[(ScriptedObject::Queue, queue), (ScriptedObject::Program, kernel >> 32)])?;
+        let mut s = self.state.lock();
+        if let Some((_, kernels)) = s.captures.iter_mut().find(|(q, _)| *q == queue) {
+            let _ = kernels.push(kernel);
+        }
+        Ok(())
+    }
 }
 
 impl Backend for ScriptedBackend {
@@ -289,11 +309,46 @@ impl Backend for ScriptedBackend {
     }
 
     unsafe fn queue_begin_capture(&self, _device: u32, queue: u64) -> BackendResult<()> {
-        self.use_object(BackendOp::QueueBeginCapture, &[(ScriptedObject::Queue, queue)])
+        self.use_object(BackendOp::QueueBeginCapture, &[(ScriptedObject::Queue, queue)])?;
+        let _ = self.state.lock().captures.push((queue, Kernels::new()));
+        Ok(())
     }
 
-    unsafe fn queue_end_capture(&self, _device: u32, _queue: u64) -> BackendResult<u64> {
-        self.create(BackendOp::QueueEndCapture, ScriptedObject::Graph, 0)
+    unsafe fn queue_end_capture(&self, _device: u32, queue: u64) -> BackendResult<u64> {
+        let kernels = {
+            let mut s = self.state.lock();
+            let at = s.captures.iter().position(|(q, _)| *q == queue);
+            at.map(|i| s.captures.swap_remove(i).1).unwrap_or_default()
+        };
+        let graph = self.create(BackendOp::QueueEndCapture, ScriptedObject::Graph, 0)?;
+        let _ = self.state.lock().graphs.push((graph, kernels));
+        Ok(graph)
+    }
+
+    unsafe fn graph_kernels(&self, _device: u32, graph: u64, each: &mut dyn FnMut(u64)) -> BackendResult<()> {
+        self.use_object(BackendOp::GraphKernels, &[(ScriptedObject::Graph, graph)])?;
+        let kernels = self.state.lock().graphs.iter().find(|(g, _)| *g == graph).map(|(_, k)| k.clone());
+        kernels.unwrap_or_default().iter().for_each(|&k| each(k));
+        Ok(())
+    }
+
+    unsafe fn graph_set_args(
+        &self,
+        _device: u32,
+        graph: u64,
+        index: u32,
+        kernel: u64,
+        _args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        let objects = [(ScriptedObject::Graph, graph), (ScriptedObject::Program, kernel >> 32)];
+        self.use_object(BackendOp::GraphSetArgs, &objects)?;
+        let s = self.state.lock();
+        let launched = s.graphs.iter().find(|(g, _)| *g == graph).and_then(|(_, k)| k.get(index as usize).copied());
+        match launched {
+            Some(k) if k == kernel => Ok(()),
+            Some(_) => Err(BackendError::new(ErrorCode::InvalidArgument, 0, "the launch runs another kernel")),
+            None => Err(BackendError::new(ErrorCode::InvalidArgument, 0, "the graph has no launch at this index")),
+        }
     }
 
     unsafe fn graph_launch(&self, _device: u32, graph: u64, queue: u64) -> BackendResult<()> {
@@ -301,6 +356,12 @@ impl Backend for ScriptedBackend {
     }
 
     unsafe fn graph_destroy(&self, _device: u32, graph: u64) -> BackendResult<()> {
+        {
+            let mut s = self.state.lock();
+            if let Some(i) = s.graphs.iter().position(|(g, _)| *g == graph) {
+                s.graphs.swap_remove(i);
+            }
+        }
         self.release(BackendOp::GraphDestroy, ScriptedObject::Graph, graph)
     }
 
@@ -423,7 +484,7 @@ impl Backend for ScriptedBackend {
     }
 
     unsafe fn launch(&self, _: u32, queue: u64, kernel: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
-        self.use_object(BackendOp::Launch, &[(ScriptedObject::Queue, queue), (ScriptedObject::Program, kernel >> 32)])
+        self.launch_on(BackendOp::Launch, queue, kernel)
     }
 
     unsafe fn host_register(&self, _: u32, addr: u64, _size: usize) -> BackendResult<()> {
@@ -443,8 +504,7 @@ impl Backend for ScriptedBackend {
         _: [u32; 3],
         _: &KernelArgs<'_>,
     ) -> BackendResult<()> {
-        let objects = [(ScriptedObject::Queue, queue), (ScriptedObject::Program, kernel >> 32)];
-        self.use_object(BackendOp::LaunchCluster, &objects)
+        self.launch_on(BackendOp::LaunchCluster, queue, kernel)
     }
 
     unsafe fn kernel_param_count(&self, _: u32, kernel: u64) -> BackendResult<usize> {

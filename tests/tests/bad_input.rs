@@ -713,6 +713,73 @@ fn graphs_refuse_misuse_and_change_nothing() {
     rejects(&w, ErrorCode::Uninitialized, || rt.queue_begin_capture(w.q));
 }
 
+/// A graph's launches take new arguments without a new capture; updates that do not fit, graphs
+/// whose kernels' program was unloaded, and waits that would join or merge captures are refused.
+#[test]
+fn graph_argument_updates_orphans_and_captured_events() {
+    let w = world();
+    let rt = w.rt;
+    let d1 = device(rt, 1).unwrap();
+    let other_k = rt.kernel_get(rt.program_load(d1, b"image").unwrap(), "kernel").unwrap();
+    let p2 = rt.program_load(w.d, b"image2").unwrap();
+    let k2 = rt.kernel_get(p2, "kernel").unwrap();
+    let q2 = rt.queue_create(w.d).unwrap();
+    let n = 7u32;
+    let params = [&n as *const u32 as *mut c_void];
+    let args = KernelArgs::new(&params, &[4]).unwrap();
+    let dims = LaunchDims::linear(1, 1);
+    rt.queue_begin_capture(w.q).unwrap();
+    // SAFETY: the scripted backend runs nothing.
+    unsafe { rt.launch(w.q, w.k, &dims, &args) }.unwrap();
+    rt.event_record(w.e, w.q).unwrap();
+    // The event has not run: no queue but the capturing one may wait for it, nothing may wait on it.
+    rejects(&w, ErrorCode::InvalidArgument, || rt.queue_wait_event(q2, w.e));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.event_synchronize(w.e));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.event_query(w.e));
+    rt.queue_begin_capture(q2).unwrap();
+    rejects(&w, ErrorCode::InvalidArgument, || rt.queue_wait_event(q2, w.e));
+    let empty = rt.queue_end_capture(q2).unwrap();
+    rt.queue_wait_event(w.q, w.e).unwrap();
+    // SAFETY: as above.
+    unsafe { rt.launch(w.q, k2, &dims, &args) }.unwrap();
+    let graph = rt.queue_end_capture(w.q).unwrap();
+    rt.event_synchronize(w.e).unwrap();
+    rt.queue_wait_event(q2, w.e).unwrap();
+    assert_eq!(rt.graph_kernel_count(graph).unwrap(), 2);
+    assert_eq!(rt.graph_kernel_count(empty).unwrap(), 0);
+    // SAFETY: the scripted backend reads no argument (and misuse is refused before it).
+    let set = |g, i, k, a: &KernelArgs<'_>| unsafe { rt.graph_set_args(g, i, k, a) };
+    set(graph, 0, w.k, &args).unwrap();
+    set(graph, 1, k2, &args).unwrap();
+    rejects(&w, ErrorCode::InvalidArgument, || set(graph, 2, w.k, &args));
+    rejects(&w, ErrorCode::InvalidArgument, || set(empty, 0, w.k, &args));
+    rejects(&w, ErrorCode::InvalidArgument, || set(graph, 0, w.k, &KernelArgs::EMPTY));
+    rejects(&w, ErrorCode::InvalidArgument, || set(graph, 0, other_k, &args));
+    rejects(&w, ErrorCode::NullHandle, || set(Graph::from_raw(0), 0, w.k, &args));
+    rejects(&w, ErrorCode::InvalidHandle, || set(Graph::from_raw(w.q.to_raw()), 0, w.k, &args));
+    rejects(&w, ErrorCode::InvalidHandle, || set(graph, 0, w.dead_k, &args));
+    rejects(&w, ErrorCode::InvalidHandle, || set(graph, 0, w.old_k, &args));
+    // The backend tells which kernel each launch runs.
+    assert_eq!(set(graph, 0, k2, &args).unwrap_err().code, ErrorCode::InvalidArgument);
+    // A graph of `k2` alone survives the unload of `w.k`'s program; the graph of both does not.
+    rt.queue_begin_capture(w.q).unwrap();
+    // SAFETY: as above.
+    unsafe { rt.launch(w.q, k2, &dims, &args) }.unwrap();
+    let only_k2 = rt.queue_end_capture(w.q).unwrap();
+    rt.program_unload(w.p).unwrap();
+    // SAFETY: the scripted backend runs nothing (and an orphaned graph is refused before it).
+    let launch = |g, q| unsafe { rt.graph_launch(g, q) };
+    rejects(&w, ErrorCode::InvalidArgument, || launch(graph, w.q));
+    rejects(&w, ErrorCode::InvalidArgument, || set(graph, 1, k2, &args));
+    launch(only_k2, w.q).unwrap();
+    launch(empty, w.q).unwrap();
+    set(only_k2, 0, k2, &args).unwrap();
+    rt.graph_destroy(graph).unwrap();
+    let Shutdown::TornDown(summary) = rt.shutdown().unwrap() else { panic!("not the last reference") };
+    assert!(summary.is_clean(), "{summary:?}");
+    assert_eq!(w.b.live_total(), 0);
+}
+
 /// The host backend has no graphs in this version: `Unsupported`, and nothing changes.
 #[test]
 fn the_host_device_has_no_graphs() {

@@ -123,11 +123,15 @@ fn work(rt: &Runtime, host: &mut [u8]) -> Result<()> {
     rt.kernel_get(p3, "kernel")?;
     // A graph captured, launched and destroyed; another left for the teardown, and a capture
     // left open for it.
-    rt.queue_begin_capture(q1)?;
-    rt.fill(b, FillValue::U32(1), 64, Some(q1))?;
-    let graph = rt.queue_end_capture(q1)?;
+    rt.queue_begin_capture(q)?;
+    // SAFETY: the scripted backend reads no argument. (A cluster launch: the scripted fast
+    // launch functions, which `rt.launch` may take, list nothing in captures.)
+    unsafe { rt.launch_cluster(q, k, &LaunchDims::linear(2, 64), [2, 1, 1], &args)? };
+    let graph = rt.queue_end_capture(q)?;
+    // SAFETY: as above.
+    unsafe { rt.graph_set_args(graph, 0, k, &args) }?;
     // SAFETY: the scripted backend runs nothing.
-    unsafe { rt.graph_launch(graph, q1) }?;
+    unsafe { rt.graph_launch(graph, q) }?;
     rt.graph_destroy(graph)?;
     rt.queue_begin_capture(q1)?;
     rt.fill(b, FillValue::U32(2), 64, Some(q1))?;

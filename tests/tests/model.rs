@@ -207,6 +207,12 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
         (2, queue().prop_map(Op::QueueBeginCapture).boxed()),
         (2, queue().prop_map(Op::QueueEndCapture).boxed()),
         (2, (o(), queue()).prop_map(|(graph, queue)| Op::GraphLaunch { graph, queue }).boxed()),
+        (
+            2,
+            (o(), 0u8..2, kernel())
+                .prop_map(|(graph, index, kernel)| Op::GraphSetArgs { graph, index, kernel })
+                .boxed(),
+        ),
         (1, o().prop_map(Op::GraphDestroy).boxed()),
     ];
     if state.machine == Machine::Scripted {
@@ -504,6 +510,12 @@ impl Sut {
                 let (graph, queue) = (Graph::from_raw(self.raw(graph)), Queue::from_raw(self.raw(queue)));
                 // SAFETY: only the scripted backend has graphs, and it runs nothing.
                 unit(unsafe { rt.graph_launch(graph, queue) })
+            }
+            Op::GraphSetArgs { graph, index, kernel } => {
+                let (g, k) = (Graph::from_raw(self.raw(graph)), ordo_core::Kernel::from_raw(self.raw(kernel)));
+                let args = self.kernel_args(k);
+                // SAFETY: only the scripted backend has graphs, and it runs nothing.
+                unit(unsafe { rt.graph_set_args(g, u32::from(index), k, &args.as_args()) })
             }
             Op::GraphDestroy(g) => unit(rt.graph_destroy(Graph::from_raw(self.raw(g)))),
             Op::QueueReissue(q) => made(rt.queue_reissue(Queue::from_raw(self.raw(q))).map(Queue::to_raw)),

@@ -172,6 +172,36 @@ pub trait Backend: Sync {
         let _ = (device, graph, queue);
         Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend has no graphs"))
     }
+    /// Calls `each` with the kernel of every launch `graph` holds, in capture order: the
+    /// launches `graph_set_args` numbers from 0. Default: `Unsupported` (the runtime then
+    /// counts no launches to update, and any program unloaded on the device orphans the graph).
+    ///
+    /// # Safety
+    /// See the trait docs: a live graph of the device.
+    unsafe fn graph_kernels(&self, device: u32, graph: u64, each: &mut dyn FnMut(u64)) -> BackendResult<()> {
+        let _ = (device, graph, each);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot list a graph's launches"))
+    }
+    /// Sets the arguments of launch number `index` (capture order) of `graph` for its later
+    /// launches (CUDA: `cuGraphExecKernelNodeSetParams`); the launch's grid, block and shared
+    /// memory stay as captured, launches already submitted keep the old arguments. Errors:
+    /// `InvalidArgument` when there is no launch `index`, or it runs another kernel than
+    /// `kernel`. Thread-safe against launches of the same graph. Default: `Unsupported`.
+    ///
+    /// # Safety
+    /// See the trait docs: a live graph and kernel of the device; `args` holds one pointer to a
+    /// value of each of the kernel's parameters (as `launch`).
+    unsafe fn graph_set_args(
+        &self,
+        device: u32,
+        graph: u64,
+        index: u32,
+        kernel: u64,
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        let _ = (device, graph, index, kernel, args);
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend has no graphs"))
+    }
     /// Destroys a graph (launches of it already submitted still run to completion).
     ///
     /// # Safety

@@ -49,11 +49,13 @@ pub enum BackendOp {
     QueueEndCapture,
     GraphLaunch,
     GraphDestroy,
+    GraphKernels,
+    GraphSetArgs,
 }
 
 impl BackendOp {
     /// Every op.
-    pub const ALL: [BackendOp; 40] = [
+    pub const ALL: [BackendOp; 42] = [
         Self::Init,
         Self::Deinit,
         Self::DeviceRelease,
@@ -94,5 +96,7 @@ impl BackendOp {
         Self::QueueEndCapture,
         Self::GraphLaunch,
         Self::GraphDestroy,
+        Self::GraphKernels,
+        Self::GraphSetArgs,
     ];
 }

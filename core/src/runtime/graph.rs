@@ -3,12 +3,20 @@
 //! submission (CUDA stream capture, `cuGraphInstantiate`, `cuGraphLaunch`). While a queue
 //! captures, what would wait for it or join its capture by accident is refused: synchronising,
 //! querying or destroying the queue, a second capture on it, and calls without a queue on its
-//! device (they would be ordered with the capture). Graphs are handles in their own table,
-//! destroyed by the teardown after the device's events and before its queues. Depends on the
-//! runtime's tables (`super`), `info` (lookups), `backend`, `handle` and `error`.
+//! device (they would be ordered with the capture). An event recorded during a capture may be
+//! waited for by the capturing queue only (another queue would join or merge captures) and is
+//! not synchronised, queried or timed until the capture ends. A graph's kernel launches are
+//! numbered in capture order, and their arguments can be set between launches
+//! (`graph_set_args`); unloading a program whose kernels a graph launches orphans the graph
+//! (its launches and updates are refused). Graphs are handles in their own table, destroyed by
+//! the teardown after the device's events and before its queues. Depends on the runtime's
+//! tables (`super`), `info` (lookups), `backend`, `handle` and `error`.
 
+use core::sync::atomic::Ordering::Relaxed;
+
+use crate::backend::KernelArgs;
 use crate::error::{ErrorCode, Result, fail};
-use crate::handle::{Graph, Queue};
+use crate::handle::{Graph, Kernel, Queue};
 
 use super::info::Dev;
 use super::{GraphEntry, Runtime, Tables};
@@ -32,23 +40,30 @@ impl Runtime {
     }
 
     /// Ends `queue`'s capture: the work submitted since `queue_begin_capture`, as a graph of the
-    /// queue's device (nothing of it has run). The queue stops capturing whatever this returns.
+    /// queue's device (nothing of it has run). The queue stops capturing whatever this returns,
+    /// and events recorded during the capture may be waited for and synchronised again.
     /// Errors: the queue's handle errors; `InvalidArgument` when it is not capturing; the
     /// driver's error for a capture it invalidated (a call that was not allowed during
     /// capture); `OutOfResources` when the graph table is full (the captured graph is destroyed).
     pub fn queue_end_capture(&self, queue: Queue) -> Result<Graph> {
         self.with_exclusive(|t| {
             let (d, raw) = self.queue(t, queue)?;
-            if !t.queues.get(queue.0)?.capturing {
+            if !t.queues.get(queue.0)?.capturing() {
                 return fail(ErrorCode::InvalidArgument, "the queue is not capturing");
             }
             Self::set_capturing(t, queue, d, false);
             // SAFETY: a live queue of the device that is capturing.
             let graph = unsafe { d.backend.queue_end_capture(d.ordinal, raw) }?;
-            match t.graphs.insert(GraphEntry { raw: graph, device: d.slot }) {
+            if t.graphs.is_full() {
+                // SAFETY: the graph the backend just returned; never passed again.
+                let _ = unsafe { d.backend.graph_destroy(d.ordinal, graph) };
+                return fail(ErrorCode::OutOfResources, "graph table is full (ORDO_MAX_GRAPHS)");
+            }
+            let entry = Self::graph_entry(t, d, graph);
+            match t.graphs.insert(entry) {
                 Ok(h) => Ok(Graph(h)),
                 Err(_) => {
-                    // SAFETY: the graph the backend just returned; never passed again.
+                    // SAFETY: as above.
                     let _ = unsafe { d.backend.graph_destroy(d.ordinal, graph) };
                     fail(ErrorCode::OutOfResources, "graph table is full (ORDO_MAX_GRAPHS)")
                 }
@@ -56,14 +71,114 @@ impl Runtime {
         })
     }
 
+    /// A new graph's entry: its launches counted and their kernels' programs found in the
+    /// kernel table (the same kernel is usually launched many times: the last one found is
+    /// remembered).
+    fn graph_entry(t: &Tables, d: Dev, graph: u64) -> GraphEntry {
+        let mut entry = GraphEntry {
+            raw: graph,
+            device: d.slot,
+            kernels: 0,
+            programs: heapless::Vec::new(),
+            any_program: false,
+            orphaned: false,
+        };
+        let mut last: Option<(u64, u32)> = None;
+        let mut each = |kernel: u64| {
+            entry.kernels = entry.kernels.saturating_add(1);
+            let program = match last {
+                Some((raw, program)) if raw == kernel => Some(program),
+                _ => t
+                    .kernels
+                    .iter_oldest_first()
+                    .map(|k| t.kernels.at(k))
+                    .find(|k| k.raw == kernel && k.device == d.slot)
+                    .map(|k| k.program),
+            };
+            match program {
+                Some(p) => {
+                    last = Some((kernel, p));
+                    if !entry.programs.contains(&p) && entry.programs.push(p).is_err() {
+                        entry.any_program = true;
+                    }
+                }
+                None => entry.any_program = true,
+            }
+        };
+        // SAFETY: the live graph the backend just returned.
+        if unsafe { d.backend.graph_kernels(d.ordinal, graph, &mut each) }.is_err() {
+            (entry.kernels, entry.any_program) = (0, true);
+        }
+        entry
+    }
+
+    /// How many kernel launches `graph` holds (`graph_set_args` numbers them from 0, in the
+    /// order they were captured).
+    pub fn graph_kernel_count(&self, graph: Graph) -> Result<u32> {
+        self.with_shared(|t| Ok(t.graphs.get(graph.0)?.kernels))
+    }
+
+    /// Sets the arguments of `graph`'s launch number `index` (capture order) for the graph's
+    /// later launches, without capturing again: the launch's grid, block and shared memory stay
+    /// as captured; launches of the graph already submitted keep the arguments they had.
+    /// `kernel` must be the kernel that launch runs, and `args` fit its parameters as for
+    /// `launch`. Errors: the handles' errors; `InvalidArgument` for a kernel of another device,
+    /// an `index` past the graph's launches (`graph_kernel_count`), a launch that runs another
+    /// kernel, another number of arguments than the kernel has parameters, or an orphaned graph
+    /// (a program of its kernels was unloaded); `Unsupported` from backends that cannot update
+    /// launches.
+    ///
+    /// # Safety
+    /// As `launch`: each argument pointer points to a value of the kernel's parameter type, and
+    /// at each later launch of the graph the kernel only reaches memory it may.
+    pub unsafe fn graph_set_args(&self, graph: Graph, index: u32, kernel: Kernel, args: &KernelArgs<'_>) -> Result<()> {
+        self.with_shared(|t| {
+            let g = t.graphs.get(graph.0)?;
+            let k = t.kernels.get(kernel.0)?;
+            if k.device != g.device {
+                return fail(ErrorCode::InvalidArgument, "the kernel belongs to another device than the graph");
+            }
+            if g.orphaned {
+                return Self::orphaned();
+            }
+            if index >= g.kernels {
+                return fail(ErrorCode::InvalidArgument, "the graph has no kernel launch at this index");
+            }
+            let d = t.devices.at(g.device);
+            Self::check_param_count(d, k, args)?;
+            // SAFETY: a live graph and kernel of this device; the arguments' contract is the
+            // caller's.
+            Ok(unsafe { d.driver.graph_set_args(d.ordinal, g.raw, index, k.raw, args) }?)
+        })
+    }
+
+    #[cold]
+    fn orphaned<T>() -> Result<T> {
+        fail(ErrorCode::InvalidArgument, "a program whose kernels the graph launches was unloaded: capture again")
+    }
+
+    /// After a program of the device in `device` (slot `program`) was unloaded: the graphs whose
+    /// kernels it held are orphaned.
+    pub(super) fn orphan_graphs(t: &mut Tables, device: u32, program: u32) {
+        let mut cur = t.graphs.oldest();
+        while let Some(slot) = cur {
+            cur = t.graphs.newer(slot);
+            let g = t.graphs.at_mut(slot);
+            if g.device == device && (g.any_program || g.programs.contains(&program)) {
+                g.orphaned = true;
+            }
+        }
+    }
+
     /// Whether `queue` is capturing into a graph.
     pub fn queue_is_capturing(&self, queue: Queue) -> Result<bool> {
-        self.with_shared(|t| Ok(t.queues.get(queue.0)?.capturing))
+        self.with_shared(|t| Ok(t.queues.get(queue.0)?.capturing()))
     }
 
     /// Launches `graph` on `queue`, a queue of the graph's device, asynchronously: its work runs
     /// in the captured order after the queue's earlier work. Errors: the handles' errors;
-    /// `InvalidArgument` for a queue of another device.
+    /// `InvalidArgument` for a queue of another device or an orphaned graph (a program of its
+    /// kernels was unloaded).
     ///
     /// # Safety
     /// What the captured launches, copies and host functions required of their callers holds
@@ -76,6 +191,9 @@ impl Runtime {
             let (d, raw) = self.queue(t, queue)?;
             if g.device != d.slot {
                 return fail(ErrorCode::InvalidArgument, "the queue belongs to another device than the graph");
+            }
+            if g.orphaned {
+                return Self::orphaned();
             }
             // SAFETY: a live graph and a live queue of this device.
             Ok(unsafe { d.backend.graph_launch(d.ordinal, g.raw, raw) }?)
@@ -101,10 +219,53 @@ impl Runtime {
 
     fn set_capturing(t: &mut Tables, queue: Queue, d: Dev, capturing: bool) {
         if let Ok(slot) = t.queues.resolve(queue.0) {
-            t.queues.at_mut(slot).capturing = capturing;
+            t.queues.at_mut(slot).capture.store(u32::from(capturing), Relaxed);
+            if !capturing {
+                // Events recorded during the capture are ordinary events again.
+                let mark = slot + 1;
+                let mut cur = t.events.oldest();
+                while let Some(e) = cur {
+                    cur = t.events.newer(e);
+                    let _ = t.events.at(e).capture.compare_exchange(mark, 0, Relaxed, Relaxed);
+                }
+            }
         }
         let device = t.devices.at_mut(d.slot);
         device.capturing = if capturing { device.capturing + 1 } else { device.capturing.saturating_sub(1) };
+    }
+
+    /// An event's capture mark for a record on the queue in `slot`: 1 + the slot while that
+    /// queue captures, else 0.
+    #[inline]
+    pub(super) fn capture_mark(t: &Tables, slot: u32) -> u32 {
+        if t.queues.at(slot).capturing() { slot + 1 } else { 0 }
+    }
+
+    /// `InvalidArgument` for a wait by the queue in `queue_slot` for an event whose latest
+    /// record was captured by another queue: the wait would join a capture (a queue that is not
+    /// capturing) or merge two (one that is).
+    #[inline]
+    pub(super) fn wait_within_capture(mark: u32, queue_slot: u32) -> Result<()> {
+        if mark != 0 && mark != queue_slot + 1 {
+            return fail(
+                ErrorCode::InvalidArgument,
+                "the event was recorded during another queue's capture: only that queue may wait for it until the capture ends",
+            );
+        }
+        Ok(())
+    }
+
+    /// `InvalidArgument` for an event whose latest record was captured by a capture that has not
+    /// ended (it has no completion to wait for, query or time).
+    #[inline]
+    pub(super) fn not_captured(t: &Tables, event: crate::handle::Event) -> Result<()> {
+        if t.events.get(event.0)?.capturing() {
+            return fail(
+                ErrorCode::InvalidArgument,
+                "the event was recorded during a capture that has not ended: it has not run",
+            );
+        }
+        Ok(())
     }
 
     /// `InvalidArgument` when a queue of the device in `slot` is capturing: a call without a

@@ -224,7 +224,7 @@ impl Runtime {
     /// parameters: one compare on the common path (a word of `ARGS_END_UNKNOWN`, before the
     /// first launch, reads as 65,535 parameters and takes the cold side, which fills it in).
     #[inline(always)]
-    fn check_param_count(d: &DeviceEntry, k: &KernelEntry, args: &KernelArgs<'_>) -> Result<()> {
+    pub(super) fn check_param_count(d: &DeviceEntry, k: &KernelEntry, args: &KernelArgs<'_>) -> Result<()> {
         let count = k.args_end.load(Relaxed) >> PARAM_COUNT_SHIFT;
         if args.params().len() != count as usize {
             return Self::param_count_error(d, k, args.params().len());

@@ -137,16 +137,47 @@ impl DeviceEntry {
 pub(crate) struct QueueEntry {
     pub raw: u64,
     pub device: u32,
-    /// A queue: whether its work is being captured into a graph (`queue_begin_capture`), which
-    /// only exclusive calls change. An event: always false.
-    pub capturing: bool,
+    /// A queue: 1 while its work is being captured into a graph (`queue_begin_capture`), else
+    /// 0; only exclusive calls change it. An event: 1 + the slot of the capturing queue its
+    /// latest record was captured by, while that capture lasts, else 0 (`event_record` stores
+    /// it under shared access; a record and the calls that read it are ordered by the caller,
+    /// so relaxed access suffices).
+    pub capture: core::sync::atomic::AtomicU32,
 }
 
-/// A graph: the backend's executable graph and its device's slot.
+impl QueueEntry {
+    /// A queue or event entry of a device, not capturing (not captured).
+    pub(crate) fn new(device: u32, raw: u64) -> Self {
+        Self { raw, device, capture: core::sync::atomic::AtomicU32::new(0) }
+    }
+
+    /// A queue: whether it is capturing. An event: whether its latest record was captured by a
+    /// capture that has not ended.
+    #[inline]
+    pub(crate) fn capturing(&self) -> bool {
+        self.capture.load(core::sync::atomic::Ordering::Relaxed) != 0
+    }
+}
+
+/// A graph: the backend's executable graph and its device's slot, the launches it holds, and
+/// the programs their kernels belong to (so that unloading one orphans the graph).
 pub(crate) struct GraphEntry {
     pub raw: u64,
     pub device: u32,
+    /// Kernel launches in the graph (`graph_set_args` numbers them from 0).
+    pub kernels: u32,
+    /// Slots of the programs its kernels belong to, each once.
+    pub programs: heapless::Vec<u32, GRAPH_PROGRAMS>,
+    /// More programs than `programs` holds, or a kernel the tables do not know (or a backend
+    /// that cannot list them): any program unloaded on the device orphans the graph.
+    pub any_program: bool,
+    /// A program of its kernels was unloaded: launches and argument updates are refused.
+    pub orphaned: bool,
 }
+
+/// Programs a graph's entry names one by one; a graph with kernels of more programs is
+/// orphaned by an unload of any program of its device.
+pub(crate) const GRAPH_PROGRAMS: usize = 4;
 
 pub(crate) type EventEntry = QueueEntry;
 

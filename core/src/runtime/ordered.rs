@@ -71,7 +71,7 @@ impl Runtime {
     fn free_on(t: &mut Tables, queue: Queue, slot: u32) -> Result<()> {
         let (d, raw, capturing) = {
             let q = t.queues.get(queue.0)?;
-            (q.device, q.raw, q.capturing)
+            (q.device, q.raw, q.capturing())
         };
         let m = *t.allocations.slots.at(slot);
         if m.kind != MemKind::Ordered {

@@ -97,7 +97,9 @@ impl Runtime {
     }
 
     /// Unloads a program (or gives back a reference `program_retain` took: see there); its
-    /// kernel handles go stale with it.
+    /// kernel handles go stale with it, and graphs that launch its kernels are orphaned (their
+    /// launches and argument updates are refused). `InvalidArgument` while a queue of its device
+    /// is capturing (a captured launch of its kernels would outlive them).
     pub fn program_unload(&self, program: Program) -> Result<()> {
         // A retained reference is given back under the shared gate, with no wait for queues.
         let released = self.with_shared(|t| {
@@ -118,8 +120,11 @@ impl Runtime {
                 return Ok(());
             }
             let d = self.dev_at(t, t.programs.at(slot).device);
+            // A launch of its kernels may be in an open capture, whose graph would outlive them.
+            Self::no_capture_on(t, d.slot)?;
             let entry = t.programs.remove_at(slot);
             teardown::forget_kernels(t, entry.first_kernel);
+            Self::orphan_graphs(t, entry.device, slot);
             if entry.globals > 0 {
                 teardown::forget_globals(t, slot);
             }

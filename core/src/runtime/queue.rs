@@ -7,6 +7,8 @@
 //! run exclusive. A failed destroy still retires the handle. Depends on `info` (handle resolution),
 //! the runtime's tables, `backend`, `handle` and `error`.
 
+use core::sync::atomic::Ordering::Relaxed;
+
 use crate::backend::HostFn;
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{Device, Event, Queue};
@@ -99,7 +101,7 @@ impl Runtime {
             } else {
                 d.backend.queue_create(d.ordinal)?
             };
-            match t.queues.insert(QueueEntry { device: d.slot, raw, capturing: false }) {
+            match t.queues.insert(QueueEntry::new(d.slot, raw)) {
                 Ok(h) => Ok(Queue(h)),
                 Err(_) => {
                     // SAFETY: the queue the backend just returned; never passed again.
@@ -158,7 +160,7 @@ impl Runtime {
     /// it is capturing into a graph.
     pub(super) fn queue_not_capturing(&self, t: &Tables, queue: Queue) -> Result<(super::info::Dev, u64)> {
         let q = t.queues.get(queue.0)?;
-        if q.capturing {
+        if q.capturing() {
             return fail(ErrorCode::InvalidArgument, CAPTURING);
         }
         Ok((self.dev_at(t, q.device), q.raw))
@@ -184,11 +186,17 @@ impl Runtime {
     /// device: of the queue's platform, the device waits (CUDA: `cuStreamWaitEvent`, across
     /// contexts too); of another platform, this call waits on the host until the event has
     /// completed (no device can wait for another platform's event), so the queue's later work,
-    /// submitted after it returns, runs after the event's work.
+    /// submitted after it returns, runs after the event's work. `InvalidArgument` for an event
+    /// recorded during another queue's capture that has not ended (the wait would join that
+    /// capture, or merge it with the queue's own).
     pub fn queue_wait_event(&self, queue: Queue, event: Event) -> Result<()> {
         self.with_shared(|t| {
             let (d, q) = self.queue(t, queue)?;
             let (ed, e) = self.event(t, event)?;
+            let mark = t.events.get(event.0)?.capture.load(Relaxed);
+            if mark != 0 {
+                Self::wait_within_capture(mark, t.queues.resolve(queue.0)?)?;
+            }
             if t.devices.at(ed.slot).backend != t.devices.at(d.slot).backend {
                 // SAFETY: a live event of its device.
                 return Ok(unsafe { ed.backend.event_synchronize(ed.ordinal, e) }?);
@@ -208,7 +216,7 @@ impl Runtime {
                 return fail(ErrorCode::OutOfResources, "event table is full (ORDO_MAX_EVENTS)");
             }
             let raw = d.backend.event_create(d.ordinal)?;
-            match t.events.insert(EventEntry { device: d.slot, raw, capturing: false }) {
+            match t.events.insert(EventEntry::new(d.slot, raw)) {
                 Ok(h) => Ok(Event(h)),
                 Err(_) => {
                     // SAFETY: the event the backend just returned; never passed again.
@@ -247,33 +255,43 @@ impl Runtime {
                 return fail(ErrorCode::InvalidArgument, "event and queue belong to different devices");
             }
             // SAFETY: a live event and a live queue of this device.
-            Ok(unsafe { ed.backend.event_record(ed.ordinal, e, q) }?)
+            unsafe { ed.backend.event_record(ed.ordinal, e, q) }?;
+            let mark = Self::capture_mark(t, t.queues.resolve(queue.0)?);
+            t.events.get(event.0)?.capture.store(mark, Relaxed);
+            Ok(())
         })
     }
 
     /// Waits until an event has completed (an event never recorded counts as completed).
+    /// `InvalidArgument` for an event recorded during a capture that has not ended.
     pub fn event_synchronize(&self, event: Event) -> Result<()> {
         self.with_shared(|t| {
             let (d, e) = self.event(t, event)?;
+            Self::not_captured(t, event)?;
             // SAFETY: a live event of this device.
             Ok(unsafe { d.backend.event_synchronize(d.ordinal, e) }?)
         })
     }
 
-    /// Whether an event has completed.
+    /// Whether an event has completed. `InvalidArgument` for an event recorded during a capture
+    /// that has not ended.
     pub fn event_query(&self, event: Event) -> Result<bool> {
         self.with_shared(|t| {
             let (d, e) = self.event(t, event)?;
+            Self::not_captured(t, event)?;
             // SAFETY: a live event of this device.
             Ok(unsafe { d.backend.event_query(d.ordinal, e) }?)
         })
     }
 
-    /// Milliseconds between two completed events of the same device.
+    /// Milliseconds between two completed events of the same device. `InvalidArgument` for an
+    /// event recorded during a capture that has not ended.
     pub fn event_elapsed_ms(&self, start: Event, end: Event) -> Result<f32> {
         self.with_shared(|t| {
             let (sd, s) = self.event(t, start)?;
             let (ed, e) = self.event(t, end)?;
+            Self::not_captured(t, start)?;
+            Self::not_captured(t, end)?;
             if sd.slot != ed.slot {
                 return fail(ErrorCode::InvalidArgument, "events belong to different devices");
             }

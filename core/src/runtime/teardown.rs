@@ -80,7 +80,7 @@ pub(super) fn tear_down(
     let mut cur = t.queues.oldest();
     while let Some(q) = cur {
         cur = t.queues.newer(q);
-        let (device, raw, capturing) = (t.queues.at(q).device, t.queues.at(q).raw, t.queues.at(q).capturing);
+        let (device, raw, capturing) = (t.queues.at(q).device, t.queues.at(q).raw, t.queues.at(q).capturing());
         let d = t.devices.at(device);
         let (backend, ordinal) = (d.driver, d.ordinal);
         (walk.platform, walk.device) = (u32::from(d.backend), ordinal);

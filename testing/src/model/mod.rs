@@ -81,6 +81,47 @@ pub struct ObjInfo {
     /// For a kernel: whether the runtime knows its parameter layout (asked of the backend at
     /// the kernel's first launch, and again after a failed ask).
     pub layout_known: bool,
+    /// For a capturing queue (since its capture began) and a graph: its kernel launches.
+    pub launches: Launches,
+    /// For an event: the queue whose capture recorded it, while that capture lasts.
+    pub captured_by: Option<ObjId>,
+}
+
+/// What a capture (and its graph) holds of kernel launches: the runtime numbers them for
+/// argument updates and orphans the graph when a program of theirs is unloaded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Launches {
+    /// How many.
+    pub count: u32,
+    /// The kernels of the first two (the indices the model updates).
+    pub kernels: [Option<ObjId>; 2],
+    /// Their programs, each once, as the runtime's graph entry keeps them.
+    pub programs: [Option<ObjId>; 4],
+    /// More programs than `programs` holds: any unload on the device orphans the graph.
+    pub any_program: bool,
+    /// A program of theirs was unloaded (a graph: launches and updates are refused).
+    pub orphaned: bool,
+}
+
+impl Launches {
+    /// Adds a launch of `kernel`, of `program`.
+    pub fn add(&mut self, kernel: ObjId, program: ObjId) {
+        if let Some(slot) = self.kernels.get_mut(self.count as usize) {
+            *slot = Some(kernel);
+        }
+        self.count += 1;
+        if !self.programs.contains(&Some(program)) {
+            match self.programs.iter_mut().find(|p| p.is_none()) {
+                Some(free) => *free = Some(program),
+                None => self.any_program = true,
+            }
+        }
+    }
+
+    /// Whether unloading `program` orphans a graph of these launches.
+    pub fn uses(&self, program: ObjId) -> bool {
+        self.any_program || self.programs.contains(&Some(program))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,6 +273,20 @@ impl<const N: usize> Model<N> {
         if busy { Err(ErrorCode::InvalidArgument) } else { Ok(()) }
     }
 
+    /// `InvalidArgument` when event `e`'s latest record was captured by a capture that has not
+    /// ended.
+    fn not_captured(&self, e: ObjId) -> Check<()> {
+        if self.info(e).captured_by.is_some() { Err(ErrorCode::InvalidArgument) } else { Ok(()) }
+    }
+
+    /// A launch of kernel `k` went to queue `q`: listed in its capture if it captures.
+    fn captured_launch(&mut self, q: ObjId, k: ObjId) {
+        if self.info(q).capturing {
+            let program = self.info(k).parent.expect("a kernel has a program");
+            self.objects[q.0 as usize].launches.add(k, program);
+        }
+    }
+
     /// `InvalidArgument` when queue `q` is capturing.
     fn not_capturing(&self, q: ObjId) -> Check<()> {
         if self.info(q).capturing { Err(ErrorCode::InvalidArgument) } else { Ok(()) }
@@ -310,6 +365,8 @@ impl<const N: usize> Model<N> {
                 ordered: false,
                 capturing: false,
                 layout_known: false,
+                launches: Launches::default(),
+                captured_by: None,
             };
             if self.objects.push(info).is_err() || self.platforms.push(platform).is_err() {
                 return Outcome::ModelFull;
@@ -328,6 +385,8 @@ impl<const N: usize> Model<N> {
                     ordered: false,
                     capturing: false,
                     layout_known: false,
+                    launches: Launches::default(),
+                    captured_by: None,
                 };
                 if self.objects.push(info).is_err() {
                     return Outcome::ModelFull;

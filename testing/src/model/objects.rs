@@ -5,7 +5,7 @@
 use ordo_core::capacity::{MAX_ALLOCATIONS, MAX_EVENTS, MAX_GRAPHS, MAX_KERNELS, MAX_PROGRAMS, MAX_QUEUES};
 use ordo_core::{BackendOp, ErrorCode, ObjectKind};
 
-use super::{Check, Model, ObjId, ObjInfo, Op, Outcome, Ref};
+use super::{Check, Launches, Model, ObjId, ObjInfo, Op, Outcome, Ref};
 
 impl<const N: usize> Model<N> {
     /// A launch's first look at its kernel: the runtime asks the backend for the parameter
@@ -31,6 +31,8 @@ impl<const N: usize> Model<N> {
             ordered: false,
             capturing: false,
             layout_known: false,
+            launches: Launches::default(),
+            captured_by: None,
         };
         Ok(match op {
             Op::PlatformCount => Outcome::Count(self.platforms.len() as u32),
@@ -121,6 +123,7 @@ impl<const N: usize> Model<N> {
                 }
                 self.call_on(q, BackendOp::QueueBeginCapture)?;
                 self.objects[q.0 as usize].capturing = true;
+                self.objects[q.0 as usize].launches = Launches::default();
                 Outcome::Ok
             }
             Op::QueueEndCapture(q) => {
@@ -129,21 +132,47 @@ impl<const N: usize> Model<N> {
                     return Err(ErrorCode::InvalidArgument);
                 }
                 self.objects[q.0 as usize].capturing = false;
+                // Events its capture recorded are ordinary events again.
+                for o in self.objects.iter_mut().filter(|o| o.captured_by == Some(q)) {
+                    o.captured_by = None;
+                }
                 self.call_on(q, BackendOp::QueueEndCapture)?;
                 if self.live(K::Graph) >= MAX_GRAPHS {
                     // The captured graph is destroyed (that call's own error is not the answer).
                     let _ = self.call_on(q, BackendOp::GraphDestroy);
                     return Err(ErrorCode::OutOfResources);
                 }
-                self.create(obj(K::Graph, self.info(q).device))
+                // The graph's launches are listed; a failed list leaves none to update, and any
+                // program unloaded on the device orphans the graph.
+                let launches = match self.call_on(q, BackendOp::GraphKernels) {
+                    Ok(()) => self.info(q).launches,
+                    Err(_) => Launches { any_program: true, ..Launches::default() },
+                };
+                self.create(ObjInfo { launches, ..obj(K::Graph, self.info(q).device) })
             }
             Op::GraphLaunch { graph, queue } => {
                 let g = self.resolve(graph, K::Graph)?;
                 let q = self.resolve(queue, K::Queue)?;
-                if self.info(g).device != self.info(q).device {
+                if self.info(g).device != self.info(q).device || self.info(g).launches.orphaned {
                     return Err(ErrorCode::InvalidArgument);
                 }
                 self.call_on(q, BackendOp::GraphLaunch)?;
+                Outcome::Ok
+            }
+            Op::GraphSetArgs { graph, index, kernel } => {
+                let g = self.resolve(graph, K::Graph)?;
+                let k = self.resolve(kernel, K::Kernel)?;
+                let launches = self.info(g).launches;
+                if self.info(k).device != self.info(g).device || launches.orphaned || u32::from(index) >= launches.count
+                {
+                    return Err(ErrorCode::InvalidArgument);
+                }
+                self.learn_layout(k)?;
+                self.call_on(g, BackendOp::GraphSetArgs)?;
+                if launches.kernels[usize::from(index)] != Some(k) {
+                    // The backend's answer: that launch runs another kernel.
+                    return Err(ErrorCode::InvalidArgument);
+                }
                 Outcome::Ok
             }
             Op::GraphDestroy(g) => {
@@ -217,6 +246,10 @@ impl<const N: usize> Model<N> {
             Op::QueueWaitEvent { queue, event } => {
                 let q = self.resolve(queue, K::Queue)?;
                 let e = self.resolve(event, K::Event)?;
+                if self.info(e).captured_by.is_some_and(|c| c != q) {
+                    // The wait would join another queue's capture, or merge two.
+                    return Err(ErrorCode::InvalidArgument);
+                }
                 if self.platform_of(q) != self.platform_of(e) {
                     // Another platform's event: waited for on the host.
                     self.call_on(e, BackendOp::EventSynchronize)?;
@@ -227,6 +260,7 @@ impl<const N: usize> Model<N> {
             }
             Op::EventSynchronize(e) | Op::EventQuery(e) => {
                 let e = self.resolve(e, K::Event)?;
+                self.not_captured(e)?;
                 let call =
                     if matches!(op, Op::EventQuery(_)) { BackendOp::EventQuery } else { BackendOp::EventSynchronize };
                 self.call_on(e, call)?;
@@ -235,6 +269,8 @@ impl<const N: usize> Model<N> {
             Op::EventElapsed { start, end } => {
                 let s = self.resolve(start, K::Event)?;
                 let e = self.resolve(end, K::Event)?;
+                self.not_captured(s)?;
+                self.not_captured(e)?;
                 if self.info(s).device != self.info(e).device {
                     return Err(ErrorCode::InvalidArgument);
                 }
@@ -268,6 +304,15 @@ impl<const N: usize> Model<N> {
                 if kind == K::Queue {
                     self.not_capturing(x)?;
                 }
+                if kind == K::Program {
+                    self.no_capture_on(self.info(x).device)?;
+                    let device = self.info(x).device;
+                    for o in self.objects.iter_mut() {
+                        if o.live && o.kind == K::Graph && o.device == device && o.launches.uses(x) {
+                            o.launches.orphaned = true;
+                        }
+                    }
+                }
                 self.kill(x);
                 self.call_on(x, call)?;
                 Outcome::Ok
@@ -279,7 +324,15 @@ impl<const N: usize> Model<N> {
                 // device's default (`Runtime::queue_reissue`: the next `default_queue` makes one).
                 let info = ObjInfo { size: 0, ..self.info(x) };
                 self.kill(x);
-                self.create(info)
+                let made = self.create(info);
+                if let Outcome::Created(new) = made {
+                    // Events its capture recorded name it by its new handle (the runtime keeps
+                    // the slot).
+                    for o in self.objects.iter_mut().filter(|o| o.captured_by == Some(x)) {
+                        o.captured_by = Some(new);
+                    }
+                }
+                made
             }
             Op::QueueSynchronize(q) => {
                 let q = self.resolve(q, K::Queue)?;
@@ -294,6 +347,7 @@ impl<const N: usize> Model<N> {
                     return Err(ErrorCode::InvalidArgument);
                 }
                 self.call_on(e, BackendOp::EventRecord)?;
+                self.objects[e.0 as usize].captured_by = self.info(q).capturing.then_some(q);
                 Outcome::Ok
             }
             Op::ProgramLoad { device, valid } => {
@@ -328,6 +382,7 @@ impl<const N: usize> Model<N> {
                 }
                 self.learn_layout(k)?;
                 self.call_on(q, BackendOp::Launch)?;
+                self.captured_launch(q, k);
                 Outcome::Ok
             }
             Op::QueueCreateIndependent(d) => {
@@ -381,6 +436,7 @@ impl<const N: usize> Model<N> {
                 }
                 self.learn_layout(k)?;
                 self.call_on(q, BackendOp::LaunchCluster)?;
+                self.captured_launch(q, k);
                 Outcome::Ok
             }
             Op::KernelParamCount(k) | Op::KernelParamLayout(k) | Op::KernelOptimalBlockSize(k) => {

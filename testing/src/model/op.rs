@@ -76,6 +76,15 @@ pub enum Op {
         /// The queue.
         queue: Ref,
     },
+    /// `graph_set_args(graph, index, kernel, one 4-byte argument)`.
+    GraphSetArgs {
+        /// The graph.
+        graph: Ref,
+        /// The launch's index (0 or 1).
+        index: u8,
+        /// The kernel.
+        kernel: Ref,
+    },
     /// `graph_destroy(graph)`.
     GraphDestroy(Ref),
     /// `mem_alloc_on(queue, size)`: device memory in the queue's order.
@@ -307,6 +316,7 @@ impl Op {
             | QueueWaitEvent { queue: a, event: b }
             | MemFreeOn { queue: a, alloc: b }
             | GraphLaunch { graph: a, queue: b }
+            | GraphSetArgs { graph: a, kernel: b, .. }
             | EventElapsed { start: a, end: b }
             | EventRecord { event: a, queue: b }
             | Launch { queue: a, kernel: b }

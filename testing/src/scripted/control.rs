@@ -105,5 +105,7 @@ impl ScriptedBackend {
         s.calls_while_down = 0;
         s.last_released.clear();
         s.load_log = false;
+        s.captures.clear();
+        s.graphs.clear();
     }
 }
