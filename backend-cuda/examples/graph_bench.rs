@@ -5,7 +5,10 @@
 //! native stream), and the 1,000-launch loop for scale. Two measures per kernel: submit (host
 //! time of the launch call, into an idle stream) and completion (launch plus synchronise). ABBA
 //! rounds (raw, ordo, ordo, raw); medians with the quartiles of the per-round ratios. Prints a
-//! table and one `BENCH_JSON` line. Needs a CUDA device (exits 0 saying so otherwise).
+//! table and one `BENCH_JSON` line. Then the argument update before a relaunch: ordo's
+//! `graph_set_args` of a one-kernel graph (`spin_cycles(n)`) against raw
+//! `cuGraphExecKernelNodeSetParams` on the same kind of graph captured raw, 1,000 updates per
+//! measure, ABBA rounds. Needs a CUDA device (exits 0 saying so otherwise).
 
 use std::time::Instant;
 
@@ -31,6 +34,93 @@ fn measure(work: &dyn Fn(), sync: &dyn Fn()) -> (f64, f64) {
     sync();
     let done = t.elapsed().as_nanos() as f64;
     (submit / KERNELS as f64, done / KERNELS as f64)
+}
+
+/// Nanoseconds per update of 1,000 calls of `update`.
+fn per_update(update: &dyn Fn(u64)) -> f64 {
+    let t = Instant::now();
+    for i in 0..KERNELS as u64 {
+        update(i);
+    }
+    t.elapsed().as_nanos() as f64 / KERNELS as f64
+}
+
+/// The argument update of a one-kernel graph, ordo's against the raw driver's.
+fn update_bench(rt: &ordo_core::Runtime, q: ordo_core::Queue, program: ordo_core::Program, stream: CUstream) {
+    let k = rt.kernel_get(program, "spin_cycles").unwrap();
+    let function = rt.kernel_native(k).unwrap() as usize as CUfunction;
+    let mut cycles = 0u64;
+    let mut params = [(&raw mut cycles).cast::<std::ffi::c_void>()];
+    let (mut graph, mut exec): (CUgraph, CUgraphExec) = (std::ptr::null_mut(), std::ptr::null_mut());
+    let mut node: sys::CUgraphNode = std::ptr::null_mut();
+    // SAFETY: `spin_cycles(uint64_t)` with its one argument; ordo's idle stream, captured and
+    // ended here; valid out-pointers; the graph has one node.
+    let node_params = unsafe {
+        ok(sys::cuStreamBeginCapture_v2(stream, sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED));
+        let p = params.as_mut_ptr();
+        ok(sys::cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, p, std::ptr::null_mut()));
+        ok(sys::cuStreamEndCapture(stream, &mut graph));
+        ok(sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0));
+        let mut count = 1usize;
+        ok(sys::cuGraphGetNodes(graph, &mut node, &mut count));
+        let mut np: sys::CUDA_KERNEL_NODE_PARAMS = std::mem::zeroed();
+        ok(sys::cuGraphKernelNodeGetParams_v2(node, &mut np));
+        np
+    };
+    rt.queue_begin_capture(q).unwrap();
+    let args = KernelArgs::new(&params, &[8]).unwrap();
+    // SAFETY: one u64 argument; the kernel touches no memory.
+    unsafe { rt.launch(q, k, &LaunchDims::linear(1, 1), &args) }.unwrap();
+    let g = rt.queue_end_capture(q).unwrap();
+    let raw_update = |n: u64| {
+        let mut value = n;
+        let mut p = [(&raw mut value).cast::<std::ffi::c_void>()];
+        let update =
+            sys::CUDA_KERNEL_NODE_PARAMS { kernelParams: p.as_mut_ptr(), extra: std::ptr::null_mut(), ..node_params };
+        // SAFETY: a kernel node of the graph `exec` was instantiated from; one u64 argument.
+        ok(unsafe { sys::cuGraphExecKernelNodeSetParams_v2(exec, node, &update) });
+    };
+    let ordo_update = |n: u64| {
+        let value = n;
+        let p = [(&raw const value).cast_mut().cast::<std::ffi::c_void>()];
+        let a = KernelArgs::new(&p, &[8]).unwrap();
+        // SAFETY: `spin_cycles` takes one u64 and touches no memory.
+        unsafe { rt.graph_set_args(g, 0, k, &a) }.unwrap();
+    };
+    for _ in 0..3 {
+        per_update(&raw_update);
+        per_update(&ordo_update);
+    }
+    let (mut raw, mut ours, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..20 {
+        let (r1, o1, o2, r2) =
+            (per_update(&raw_update), per_update(&ordo_update), per_update(&ordo_update), per_update(&raw_update));
+        ratios.push((o1 + o2) / (r1 + r2));
+        raw.extend([r1, r2]);
+        ours.extend([o1, o2]);
+    }
+    let (rm, om) = (quartiles(raw).0, quartiles(ours).0);
+    let (m, lo, hi) = quartiles(ratios);
+    println!(
+        "| argument update (one-kernel graph) | raw cuGraphExecKernelNodeSetParams ns | ordo graph_set_args ns | ordo / raw: median [p25, p75] |"
+    );
+    println!("|---|---|---|---|");
+    println!("| per update | {rm:.1} | {om:.1} | {m:.4} [{lo:.4}, {hi:.4}] |");
+    println!(
+        "BENCH_JSON [{{\"name\":\"graph argument update\",\"raw_ns\":{rm:.2},\"ordo_ns\":{om:.2},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
+    );
+    // Both graphs still run: the updated argument (a short spin) is taken.
+    // SAFETY: as above.
+    unsafe { rt.graph_launch(g, q) }.unwrap();
+    // SAFETY: the raw graph with its last arguments; then destroyed once.
+    unsafe {
+        ok(sys::cuGraphLaunch(exec, stream));
+        ok(sys::cuStreamSynchronize(stream));
+        ok(sys::cuGraphExecDestroy(exec));
+        ok(sys::cuGraphDestroy(graph));
+    }
+    rt.queue_synchronize(q).unwrap();
+    rt.graph_destroy(g).unwrap();
 }
 
 fn main() {
@@ -122,6 +212,7 @@ fn main() {
         ok(sys::cuGraphExecDestroy(exec));
         ok(sys::cuGraphDestroy(graph));
     }
+    update_bench(rt, q, program, stream);
     common::release_primary(dev);
     rt.graph_destroy(g).unwrap();
     rt.queue_destroy(q).unwrap();

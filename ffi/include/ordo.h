@@ -216,6 +216,13 @@ typedef struct ordo_launch_dims_t {
   uint32_t shared_mem_bytes;
 } ordo_launch_dims_t;
 
+// A graph: the work captured from a queue (`ordo_queue_end_capture`), launched as one
+// submission (`ordo_graph_launch`).
+typedef struct ordo_graph_t {
+  // The handle's bits; 0 is the null handle.
+  uint64_t raw;
+} ordo_graph_t;
+
 // Where one kernel parameter lies in a packed argument buffer (`ordo_kernel_param_layout`).
 typedef struct ordo_param_slot_t {
   // Offset in bytes from the start of the buffer.
@@ -232,13 +239,6 @@ typedef struct ordo_event_t {
 
 // A function a queue runs on the host (`ordo_queue_host_function`).
 typedef void (*ordo_host_fn_t)(void*);
-
-// A graph: the work captured from a queue (`ordo_queue_end_capture`), launched as one
-// submission (`ordo_graph_launch`).
-typedef struct ordo_graph_t {
-  // The handle's bits; 0 is the null handle.
-  uint64_t raw;
-} ordo_graph_t;
 
 // The call succeeded.
 #define ORDO_SUCCESS 0
@@ -688,7 +688,9 @@ ordo_status_t ordo_program_load(struct ordo_device_t device,
                                 size_t size,
                                 struct ordo_program_t *out);
 
-// Unloads a program; its kernel handles become invalid.
+// Unloads a program; its kernel handles become invalid, and graphs that launch its kernels can
+// no longer be launched or updated. `ORDO_ERROR_INVALID_ARGUMENT` while a queue of its device is
+// capturing.
 ordo_status_t ordo_program_unload(struct ordo_program_t program);
 
 // The kernel called `name` (NUL-terminated UTF-8) in a program; the same name gives the same handle.
@@ -714,6 +716,34 @@ ordo_status_t ordo_launch(struct ordo_queue_t queue,
                           void *const *args,
                           const size_t *sizes,
                           uint32_t arg_count);
+
+// How many kernel launches a graph holds: `ordo_graph_set_args` numbers them from 0 in the
+// order they were captured.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_graph_kernel_count(struct ordo_graph_t graph, uint32_t *out);
+
+// Sets the arguments of a graph's kernel launch number `index` (capture order) for the graph's
+// later launches, without capturing again; launches already submitted keep their arguments,
+// and the launch's grid, block and shared memory stay as captured. `kernel` is the kernel that
+// launch runs; `args`, `sizes` and `arg_count` are as for `ordo_launch`.
+// `ORDO_ERROR_INVALID_ARGUMENT` for a kernel of another device, an `index` past the graph's
+// launches (`ordo_graph_kernel_count`), a launch that runs another kernel, an `arg_count`
+// other than the kernel's parameter count, or a graph whose kernels' program was unloaded;
+// `ORDO_ERROR_UNSUPPORTED` from backends that cannot update launches.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers; the arguments are as for `ordo_launch`, for every
+// later launch of the graph.
+ordo_status_t ordo_graph_set_args(struct ordo_graph_t graph,
+                                  uint32_t index,
+                                  struct ordo_kernel_t kernel,
+                                  void *const *args,
+                                  const size_t *sizes,
+                                  uint32_t arg_count);
 
 // The image of ordo's built-in program for a device's platform, to pass to `ordo_program_load`:
 // kernels `vector_add_f32(const float*, const float*, float*, uint32_t)` and
@@ -812,7 +842,8 @@ ordo_status_t ordo_queue_query(struct ordo_queue_t queue, int32_t *done);
 
 // Makes later work on `queue` wait for `event`, an event of any device: of the queue's
 // platform, the device waits (CUDA: across devices too); of another platform, this call waits
-// on the host until the event has completed.
+// on the host until the event has completed. `ORDO_ERROR_INVALID_ARGUMENT` for an event recorded
+// during another queue's capture that has not ended (the wait would join or merge captures).
 ordo_status_t ordo_queue_wait_event(struct ordo_queue_t queue, struct ordo_event_t event);
 
 // Creates an event on a device.
@@ -828,17 +859,20 @@ ordo_status_t ordo_event_destroy(struct ordo_event_t event);
 // Records an event on a queue of the same device.
 ordo_status_t ordo_event_record(struct ordo_event_t event, struct ordo_queue_t queue);
 
-// Waits until the event has completed.
+// Waits until the event has completed. `ORDO_ERROR_INVALID_ARGUMENT` for an event recorded
+// during a capture that has not ended.
 ordo_status_t ordo_event_synchronize(struct ordo_event_t event);
 
-// `*done` = 1 when the event has completed, else 0.
+// `*done` = 1 when the event has completed, else 0. `ORDO_ERROR_INVALID_ARGUMENT` for an event
+// recorded during a capture that has not ended.
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
 // documents, as C requires of its callers.
 ordo_status_t ordo_event_query(struct ordo_event_t event, int32_t *done);
 
-// `*ms` = milliseconds between two completed events of one device.
+// `*ms` = milliseconds between two completed events of one device. `ORDO_ERROR_INVALID_ARGUMENT`
+// for an event recorded during a capture that has not ended.
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
@@ -884,7 +918,7 @@ ordo_status_t ordo_queue_end_capture(struct ordo_queue_t queue, struct ordo_grap
 
 // Launches a graph on a queue of its device, asynchronously: its work runs in the captured
 // order after the queue's earlier work. `ORDO_ERROR_INVALID_ARGUMENT` for a queue of another
-// device.
+// device, or a graph whose kernels' program was unloaded since the capture.
 //
 // # Safety
 // The kernels, memory and host functions the captured work used are live, as for the calls

@@ -39,9 +39,9 @@ pub use c::objects::{
     ordo_device_get, ordo_device_get_info, ordo_platform_count, ordo_platform_get, ordo_platform_get_info,
 };
 pub use c::program::{
-    ordo_builtin_program_image, ordo_kernel_get, ordo_kernel_native, ordo_kernel_optimal_block_size,
-    ordo_kernel_param_layout, ordo_launch, ordo_program_global, ordo_program_image_check, ordo_program_load,
-    ordo_program_unload,
+    ordo_builtin_program_image, ordo_graph_kernel_count, ordo_graph_set_args, ordo_kernel_get, ordo_kernel_native,
+    ordo_kernel_optimal_block_size, ordo_kernel_param_layout, ordo_launch, ordo_program_global,
+    ordo_program_image_check, ordo_program_load, ordo_program_unload,
 };
 pub use c::queue::{
     ordo_event_create, ordo_event_destroy, ordo_event_elapsed_ms, ordo_event_query, ordo_event_record,

@@ -6,6 +6,7 @@ use ordo_core::Graph as RawGraph;
 
 use crate::context::Device;
 use crate::error::Result;
+use crate::host_kernel::{LaunchArgs, Params, TypedFunction};
 use crate::queue::Queue;
 
 /// Work captured from a queue, launched on a queue of its device as one submission: on an H200 a
@@ -16,8 +17,10 @@ use crate::queue::Queue;
 /// still run); it holds its own runtime reference, `Send` and `Sync`.
 ///
 /// Graphs come from backends that have them: CUDA in this version (the host device and AMDGPU
-/// answer `Unsupported`). Kernel arguments cannot be changed between launches in this version:
-/// capture again.
+/// answer `Unsupported`). The arguments of its kernel launches can be changed between launches
+/// without capturing again ([`Graph::set_args`]); their grids and blocks stay as captured. A
+/// graph whose kernels' module was dropped is orphaned: its launches and updates are refused
+/// (`InvalidArgument`).
 pub struct Graph<'r> {
     device: Device<'r>,
     raw: RawGraph,
@@ -105,6 +108,59 @@ impl<'r> Graph<'r> {
     pub unsafe fn launch(&self, queue: &Queue<'_>) -> Result<()> {
         // SAFETY: the caller's contract.
         Ok(unsafe { self.device.rt().graph_launch(self.raw, queue.raw) }?)
+    }
+
+    /// How many kernel launches the graph holds ([`Graph::set_args`] numbers them from 0 in the
+    /// order they were captured).
+    pub fn kernel_count(&self) -> Result<u32> {
+        Ok(self.device.rt().graph_kernel_count(self.raw)?)
+    }
+
+    /// Sets the arguments of the graph's kernel launch number `index` (capture order) for its
+    /// later launches, without capturing again: typed as [`Queue::launch`]'s, for `function`,
+    /// the kernel that launch runs. Launches of the graph already submitted keep the
+    /// arguments they had. `InvalidArgument` for an `index` past [`Graph::kernel_count`], a
+    /// launch of another kernel, a function of another device or an orphaned graph;
+    /// [`Error::ArgumentDevice`](crate::Error::ArgumentDevice) for a buffer of another device.
+    ///
+    /// ```no_run
+    /// # fn main() -> ordo::Result<()> {
+    /// use ordo::{In, Out};
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?; // a CUDA device
+    /// let module = ordo::Module::load_builtin(&dev)?;
+    /// let add = module.typed_function::<(In<'static, f32>, In<'static, f32>, Out<'static, f32>, u32)>("vector_add_f32")?;
+    /// let (a, b) = (ordo::DeviceBuffer::from_slice(&dev, &[1.0f32; 4])?, ordo::DeviceBuffer::from_slice(&dev, &[2.0f32; 4])?);
+    /// let mut c = ordo::DeviceBuffer::<f32>::zeroed(&dev, 4)?;
+    /// let queue = dev.queue()?;
+    /// // SAFETY: each launch reads 4 elements of its inputs and writes 4 of `c`, all alive and
+    /// // unshared until the queue is synchronised.
+    /// let graph = queue.capture(|q| unsafe { q.launch(&add, add.dims_for(4)?, (&a, &a, &mut c, 4u32)) })?;
+    /// unsafe {
+    ///     graph.launch(&queue)?; // c = a + a
+    ///     graph.set_args(0, &add, (&a, &b, &mut c, 4u32))?;
+    ///     graph.launch(&queue)?; // c = a + b
+    /// }
+    /// queue.synchronize()?;
+    /// assert_eq!(c.to_vec()?, [3.0; 4]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Safety
+    /// As [`Queue::launch`]'s, for every later launch of the graph: the kernel's accesses stay
+    /// within the buffers given here, which stay alive and unshared while those launches run.
+    pub unsafe fn set_args<P: Params, A: LaunchArgs<P>>(
+        &self,
+        index: u32,
+        function: &TypedFunction<'r, P>,
+        args: A,
+    ) -> Result<()> {
+        let (rt, kernel) = (self.device.rt(), function.function().raw());
+        args.with_args(self.device.raw(), |kernel_args, _owned| {
+            // SAFETY: the caller's contract; the runtime checks the graph, index, kernel and count.
+            Ok(unsafe { rt.graph_set_args(self.raw, index, kernel, kernel_args) }?)
+        })
     }
 
     /// The device the graph runs on.

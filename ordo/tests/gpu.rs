@@ -413,6 +413,49 @@ fn a_captured_graph_replays_its_launches_on_a_cuda_queue() {
     );
 }
 
+/// A graph's kernel launches take new arguments between launches (`cuGraphExecKernelNodeSetParams`),
+/// numbered in capture order; an update that names another kernel or index is refused.
+#[test]
+fn a_graph_launch_takes_new_arguments_without_a_new_capture() {
+    let ctx = Context::new().unwrap();
+    let Some(gpu) = cuda(&ctx) else { return };
+    let n = 4096u32;
+    let module = Module::load_for(&gpu, &SAXPY_PROGRAM).unwrap();
+    let saxpy = module.kernel(&SAXPY).unwrap();
+    let x = DeviceBuffer::from_slice(&gpu, &vec![1.0f32; n as usize]).unwrap();
+    let mut y = DeviceBuffer::from_slice(&gpu, &vec![0.0f32; n as usize]).unwrap();
+    let mut z = DeviceBuffer::from_slice(&gpu, &vec![0.0f32; n as usize]).unwrap();
+    let queue = gpu.queue().unwrap();
+    // SAFETY: each launch reads n elements of x and writes n of y or z (all n long), alive and
+    // unshared until the queue is synchronised after each graph launch below.
+    let graph = queue
+        .capture(|q| unsafe {
+            q.launch(&saxpy, saxpy.dims_for(n)?, (1.0f32, &x, &mut y, n))?;
+            q.launch(&saxpy, saxpy.dims_for(n)?, (10.0f32, &x, &mut y, n))
+        })
+        .unwrap();
+    assert_eq!(graph.kernel_count().unwrap(), 2);
+    // SAFETY: as above.
+    unsafe {
+        graph.launch(&queue).unwrap();
+        queue.synchronize().unwrap();
+        assert!(y.to_vec().unwrap().iter().all(|&v| v == 11.0));
+        // The second launch now adds 100 x to z; the first still adds x to y.
+        graph.set_args(1, &saxpy, (100.0f32, &x, &mut z, n)).unwrap();
+        graph.launch(&queue).unwrap();
+        queue.synchronize().unwrap();
+        assert!(y.to_vec().unwrap().iter().all(|&v| v == 12.0), "the first launch kept its arguments");
+        assert!(z.to_vec().unwrap().iter().all(|&v| v == 100.0), "the second launch took the new ones");
+        let refused = graph.set_args(2, &saxpy, (1.0f32, &x, &mut z, n)).unwrap_err();
+        assert_eq!(refused.code(), ErrorCode::InvalidArgument, "no third launch");
+    }
+    let builtin = Module::load_builtin(&gpu).unwrap();
+    let empty = builtin.typed_function::<()>("empty").unwrap();
+    // SAFETY: refused before anything runs (the launch runs saxpy, not empty).
+    let refused = unsafe { graph.set_args(0, &empty, ()) }.unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::InvalidArgument, "the launch runs another kernel");
+}
+
 /// An event recorded on one GPU's queue gates the other GPU's queue (`cuStreamWaitEvent`
 /// across contexts): the gated copy reads what the first GPU's kernel wrote, though the kernel
 /// runs long.

@@ -63,7 +63,9 @@ pub unsafe extern "C" fn ordo_program_load(
     })
 }
 
-/// Unloads a program; its kernel handles become invalid.
+/// Unloads a program; its kernel handles become invalid, and graphs that launch its kernels can
+/// no longer be launched or updated. `ORDO_ERROR_INVALID_ARGUMENT` while a queue of its device is
+/// capturing.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_program_unload(program: ordo_program_t) -> ordo_status_t {
     guard(|| status(runtime().program_unload(Program::from_raw(program.raw))))
@@ -128,19 +130,8 @@ pub unsafe extern "C" fn ordo_launch(
         // SAFETY: `dims` is non-NULL; by the C caller's contract it points to an ordo_launch_dims_t.
         let d = unsafe { dims.read() };
         let dims = LaunchDims { grid: d.grid, block: d.block, shared_mem_bytes: d.shared_mem_bytes };
-        let params: &[*mut c_void] = if arg_count == 0 {
-            &[]
-        } else {
-            // SAFETY: non-NULL (checked) and valid for `arg_count` pointers by the caller's contract.
-            unsafe { core::slice::from_raw_parts(args, arg_count as usize) }
-        };
-        let kernel_args = if sizes.is_null() || arg_count == 0 {
-            KernelArgs::unsized_params(params)
-        } else {
-            // SAFETY: non-NULL and valid for `arg_count` sizes by the caller's contract.
-            KernelArgs::new(params, unsafe { core::slice::from_raw_parts(sizes, arg_count as usize) })
-        };
-        let kernel_args = match kernel_args {
+        // SAFETY: `args` is non-NULL or `arg_count` is 0 (checked); the rest is the caller's contract.
+        let kernel_args = match unsafe { c_kernel_args(args, sizes, arg_count) } {
             Ok(a) => a,
             Err(err) => return fail(ready().err().unwrap_or(err)),
         };
@@ -148,6 +139,81 @@ pub unsafe extern "C" fn ordo_launch(
         status(unsafe {
             runtime().launch(Queue::from_raw(queue.raw), Kernel::from_raw(kernel.raw), &dims, &kernel_args)
         })
+    })
+}
+
+/// `ordo_launch`'s arguments as `KernelArgs`.
+///
+/// # Safety
+/// `args` is non-NULL or `arg_count` is 0; `args` (and `sizes` when not NULL) are valid for
+/// `arg_count` elements, for the returned value's lifetime.
+#[inline(always)]
+unsafe fn c_kernel_args<'a>(
+    args: *const *mut c_void,
+    sizes: *const usize,
+    arg_count: u32,
+) -> ordo_core::Result<KernelArgs<'a>> {
+    let params: &[*mut c_void] = if arg_count == 0 {
+        &[]
+    } else {
+        // SAFETY: non-NULL and valid for `arg_count` pointers by the caller's contract.
+        unsafe { core::slice::from_raw_parts(args, arg_count as usize) }
+    };
+    if sizes.is_null() || arg_count == 0 {
+        KernelArgs::unsized_params(params)
+    } else {
+        // SAFETY: non-NULL and valid for `arg_count` sizes by the caller's contract.
+        KernelArgs::new(params, unsafe { core::slice::from_raw_parts(sizes, arg_count as usize) })
+    }
+}
+
+/// How many kernel launches a graph holds: `ordo_graph_set_args` numbers them from 0 in the
+/// order they were captured.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_graph_kernel_count(graph: ordo_graph_t, out: *mut u32) -> ordo_status_t {
+    produce(out, "out is NULL", || runtime().graph_kernel_count(ordo_core::Graph::from_raw(graph.raw)))
+}
+
+/// Sets the arguments of a graph's kernel launch number `index` (capture order) for the graph's
+/// later launches, without capturing again; launches already submitted keep their arguments,
+/// and the launch's grid, block and shared memory stay as captured. `kernel` is the kernel that
+/// launch runs; `args`, `sizes` and `arg_count` are as for `ordo_launch`.
+/// `ORDO_ERROR_INVALID_ARGUMENT` for a kernel of another device, an `index` past the graph's
+/// launches (`ordo_graph_kernel_count`), a launch that runs another kernel, an `arg_count`
+/// other than the kernel's parameter count, or a graph whose kernels' program was unloaded;
+/// `ORDO_ERROR_UNSUPPORTED` from backends that cannot update launches.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers; the arguments are as for `ordo_launch`, for every
+/// later launch of the graph.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_graph_set_args(
+    graph: ordo_graph_t,
+    index: u32,
+    kernel: ordo_kernel_t,
+    args: *const *mut c_void,
+    sizes: *const usize,
+    arg_count: u32,
+) -> ordo_status_t {
+    guard(|| {
+        if arg_count != 0 && args.is_null() {
+            return fail(
+                ready().err().unwrap_or(Error::new(ErrorCode::NullPointer, "args is NULL but arg_count is not 0")),
+            );
+        }
+        // SAFETY: checked above; the rest is the caller's contract.
+        let kernel_args = match unsafe { c_kernel_args(args, sizes, arg_count) } {
+            Ok(a) => a,
+            Err(err) => return fail(ready().err().unwrap_or(err)),
+        };
+        let (graph, kernel) = (ordo_core::Graph::from_raw(graph.raw), Kernel::from_raw(kernel.raw));
+        // SAFETY: the argument pointers are the C caller's contract, as with ordo_launch.
+        status(unsafe { runtime().graph_set_args(graph, index, kernel, &kernel_args) })
     })
 }
 

@@ -50,7 +50,8 @@ pub unsafe extern "C" fn ordo_queue_query(queue: ordo_queue_t, done: *mut i32) -
 
 /// Makes later work on `queue` wait for `event`, an event of any device: of the queue's
 /// platform, the device waits (CUDA: across devices too); of another platform, this call waits
-/// on the host until the event has completed.
+/// on the host until the event has completed. `ORDO_ERROR_INVALID_ARGUMENT` for an event recorded
+/// during another queue's capture that has not ended (the wait would join or merge captures).
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_queue_wait_event(queue: ordo_queue_t, event: ordo_event_t) -> ordo_status_t {
     guard(|| status(runtime().queue_wait_event(q(queue), e(event))))
@@ -80,13 +81,15 @@ pub extern "C" fn ordo_event_record(event: ordo_event_t, queue: ordo_queue_t) ->
     guard(|| status(runtime().event_record(e(event), q(queue))))
 }
 
-/// Waits until the event has completed.
+/// Waits until the event has completed. `ORDO_ERROR_INVALID_ARGUMENT` for an event recorded
+/// during a capture that has not ended.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_event_synchronize(event: ordo_event_t) -> ordo_status_t {
     guard(|| status(runtime().event_synchronize(e(event))))
 }
 
-/// `*done` = 1 when the event has completed, else 0.
+/// `*done` = 1 when the event has completed, else 0. `ORDO_ERROR_INVALID_ARGUMENT` for an event
+/// recorded during a capture that has not ended.
 ///
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function
@@ -96,7 +99,8 @@ pub unsafe extern "C" fn ordo_event_query(event: ordo_event_t, done: *mut i32) -
     produce(done, "done is NULL", || runtime().event_query(e(event)).map(i32::from))
 }
 
-/// `*ms` = milliseconds between two completed events of one device.
+/// `*ms` = milliseconds between two completed events of one device. `ORDO_ERROR_INVALID_ARGUMENT`
+/// for an event recorded during a capture that has not ended.
 ///
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function
@@ -169,7 +173,7 @@ pub unsafe extern "C" fn ordo_queue_end_capture(queue: ordo_queue_t, out: *mut o
 
 /// Launches a graph on a queue of its device, asynchronously: its work runs in the captured
 /// order after the queue's earlier work. `ORDO_ERROR_INVALID_ARGUMENT` for a queue of another
-/// device.
+/// device, or a graph whose kernels' program was unloaded since the capture.
 ///
 /// # Safety
 /// The kernels, memory and host functions the captured work used are live, as for the calls

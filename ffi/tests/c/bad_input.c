@@ -58,6 +58,8 @@ static void all_uninitialized(ordo_device_t d, ordo_queue_t q, ordo_event_t e, o
   EXPECT(ordo_queue_begin_capture(q), U);
   EXPECT(ordo_queue_end_capture(q, &gg), U);
   EXPECT(ordo_graph_launch(gg, q), U);
+  EXPECT(ordo_graph_kernel_count(gg, &u32), U);
+  EXPECT(ordo_graph_set_args(gg, 0, k, NULL, NULL, 0), U);
   EXPECT(ordo_graph_destroy(gg), U);
   EXPECT(ordo_shutdown(), U);
   if (u32 != 77 || i32 != 77 || f != 77 || ptr != (void *)0x77 || pl.raw != 77 || dd.raw != 77 || qq.raw != 77 ||
@@ -148,6 +150,9 @@ static void check_order_outside_init(void) {
   EXPECT(ordo_queue_end_capture(q0, NULL), N);
   EXPECT(ordo_graph_launch((ordo_graph_t){0}, q0), U);
   EXPECT(ordo_graph_destroy((ordo_graph_t){0}), U);
+  EXPECT(ordo_graph_kernel_count((ordo_graph_t){0}, NULL), N);
+  EXPECT(ordo_graph_kernel_count((ordo_graph_t){0}, &u32), U);
+  EXPECT(ordo_graph_set_args((ordo_graph_t){0}, 0, k0, NULL, NULL, 1), U);
   if (gg.raw != 77) {
     fprintf(stderr, "an out-parameter was written on failure\n");
     exit(1);
@@ -246,6 +251,7 @@ int main(void) {
 
   /* Null, stale, wrong-kind, forged and earlier-epoch handles. */
   int32_t done = 5;
+  uint32_t kernels = 5;
   float ms = 5;
   ordo_queue_t bad_q[] = {{0}, dead_q, old_q, {e.raw}, {FORGED}};
   ordo_status_t bad_q_status[] = {ORDO_ERROR_NULL_HANDLE, ORDO_ERROR_INVALID_HANDLE, ORDO_ERROR_INVALID_HANDLE,
@@ -270,8 +276,11 @@ int main(void) {
   for (int i = 0; i < 3; i++) {
     ordo_status_t want = i == 0 ? ORDO_ERROR_NULL_HANDLE : ORDO_ERROR_INVALID_HANDLE;
     EXPECT(ordo_graph_launch(bad_g[i], q), want);
+    EXPECT(ordo_graph_kernel_count(bad_g[i], &kernels), want);
+    EXPECT(ordo_graph_set_args(bad_g[i], 0, k, NULL, NULL, 0), want);
     EXPECT(ordo_graph_destroy(bad_g[i]), want);
   }
+  if (kernels != 5) return 1;
   EXPECT(ordo_memcpy_async((ordo_queue_t){0}, m, "abcd", 4, ORDO_COPY_HOST_TO_DEVICE), ORDO_ERROR_NULL_HANDLE);
   ordo_event_t bad_e[] = {{0}, dead_e, old_e, {q.raw}, {FORGED}};
   for (int i = 0; i < 5; i++) {
