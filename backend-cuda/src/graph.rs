@@ -5,11 +5,11 @@
 //! The backend's graph value is a boxed `CudaGraph`: the executable graph, the captured graph
 //! its kernel nodes belong to (an update names a node of the graph it was instantiated from),
 //! and those nodes in capture order. The driver's graph objects are not thread-safe: calls on
-//! one graph are serialised by its lock.
+//! one graph are serialised by its spin lock.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cudarc::driver::sys::{
     self, CUDA_KERNEL_NODE_PARAMS, CUgraph, CUgraphEdgeData, CUgraphExec, CUgraphNode, CUgraphNodeType, CUstream,
@@ -24,8 +24,27 @@ pub(crate) struct CudaGraph {
     graph: CUgraph,
     /// The kernel nodes, in capture order, with their captured parameters (arguments cleared).
     launches: Vec<(CUgraphNode, CUDA_KERNEL_NODE_PARAMS)>,
-    /// Held across every driver call on `exec`.
-    lock: Mutex<()>,
+    /// Held across every driver call on `exec` (a spin lock: the calls are short, and an
+    /// uncontended `std::sync::Mutex` costs a tenth of an argument update).
+    busy: AtomicBool,
+}
+
+/// `CudaGraph::busy` held.
+struct Serial<'a>(&'a AtomicBool);
+
+impl CudaGraph {
+    fn serial(&self) -> Serial<'_> {
+        while self.busy.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            std::thread::yield_now();
+        }
+        Serial(&self.busy)
+    }
+}
+
+impl Drop for Serial<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 /// # Safety
@@ -62,7 +81,7 @@ unsafe fn instantiate(graph: CUgraph) -> BackendResult<CudaGraph> {
     let mut exec: CUgraphExec = std::ptr::null_mut();
     // SAFETY: the live graph; valid out-pointer.
     check("cuGraphInstantiateWithFlags", unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) })?;
-    Ok(CudaGraph { exec, graph, launches, lock: Mutex::new(()) })
+    Ok(CudaGraph { exec, graph, launches, busy: AtomicBool::new(false) })
 }
 
 /// The graph's kernel nodes in capture order: a topological order of its nodes (each after the
@@ -75,6 +94,9 @@ unsafe fn kernel_nodes(graph: CUgraph) -> BackendResult<Vec<(CUgraphNode, CUDA_K
     let mut count = 0usize;
     // SAFETY: a NULL array asks for the count.
     check("cuGraphGetNodes", unsafe { sys::cuGraphGetNodes(graph, std::ptr::null_mut(), &mut count) })?;
+    if count == 0 {
+        return Ok(Vec::new()); // an empty capture (the driver refuses arrays of no elements)
+    }
     let mut nodes: Vec<CUgraphNode> = vec![std::ptr::null_mut(); count];
     // SAFETY: room for `count` nodes.
     check("cuGraphGetNodes", unsafe { sys::cuGraphGetNodes(graph, nodes.as_mut_ptr(), &mut count) })?;
@@ -88,10 +110,12 @@ unsafe fn kernel_nodes(graph: CUgraph) -> BackendResult<Vec<(CUgraphNode, CUDA_K
     let (mut from, mut to): (Vec<CUgraphNode>, Vec<CUgraphNode>) = (vec![null_mut(); edges], vec![null_mut(); edges]);
     // SAFETY: plain-old-data, all zeros is the default edge.
     let mut data: Vec<CUgraphEdgeData> = vec![unsafe { std::mem::zeroed() }; edges];
-    // SAFETY: room for `edges` edges in each array.
-    check("cuGraphGetEdges_v2", unsafe {
-        sys::cuGraphGetEdges_v2(graph, from.as_mut_ptr(), to.as_mut_ptr(), data.as_mut_ptr(), &mut edges)
-    })?;
+    if edges > 0 {
+        // SAFETY: room for `edges` edges in each array.
+        check("cuGraphGetEdges_v2", unsafe {
+            sys::cuGraphGetEdges_v2(graph, from.as_mut_ptr(), to.as_mut_ptr(), data.as_mut_ptr(), &mut edges)
+        })?;
+    }
     let index: HashMap<CUgraphNode, usize> = nodes.iter().enumerate().map(|(i, &n)| (n, i)).collect();
     let mut waiting = vec![0usize; nodes.len()];
     let mut after: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
@@ -143,7 +167,7 @@ unsafe fn graph<'a>(raw: u64) -> &'a CudaGraph {
 pub(crate) unsafe fn launch(raw: u64, stream: CUstream) -> BackendResult<()> {
     // SAFETY: the caller's contract.
     let g = unsafe { graph(raw) };
-    let _serial = g.lock.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = g.serial();
     // SAFETY: the caller's contract.
     check("cuGraphLaunch", unsafe { sys::cuGraphLaunch(g.exec, stream) })
 }
@@ -179,7 +203,7 @@ pub(crate) unsafe fn set_args(raw: u64, index: u32, kernel: u64, params: &Kernel
     let values = params.params();
     let kernel_params = if values.is_empty() { std::ptr::null_mut() } else { values.as_ptr().cast_mut() };
     let update = CUDA_KERNEL_NODE_PARAMS { kernelParams: kernel_params.cast::<*mut c_void>(), ..captured };
-    let _serial = g.lock.lock().unwrap_or_else(|p| p.into_inner());
+    let _serial = g.serial();
     // SAFETY: a kernel node of the graph `exec` was instantiated from; the driver copies the
     // argument values (the caller's contract) before it returns.
     check("cuGraphExecKernelNodeSetParams_v2", unsafe { sys::cuGraphExecKernelNodeSetParams_v2(g.exec, node, &update) })

@@ -80,6 +80,20 @@ impl CudaBackend {
             other => other,
         }
     }
+
+    /// `call` in the device's context, without a driver call when the thread's cached current
+    /// context is the device's (as `launching`; a context error is retried once after
+    /// `make_current`).
+    fn in_context<R>(&self, device: u32, call: impl Fn() -> BackendResult<R>) -> BackendResult<R> {
+        let program_context = self.devices.make_current_trusted(device)?;
+        match call() {
+            Err(e) if program_context.is_none() && conv::is_wrong_context(e.native) => {
+                let _program_context = self.devices.make_current(device)?;
+                call()
+            }
+            other => other,
+        }
+    }
 }
 
 impl Default for CudaBackend {
@@ -188,9 +202,8 @@ impl Backend for CudaBackend {
         kernel: u64,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
-        let _program_context = self.devices.make_current(device)?;
         // SAFETY: a live graph and kernel of the device; the arguments are the caller's contract.
-        unsafe { graph::set_args(graph, index, kernel, args) }
+        self.in_context(device, || unsafe { graph::set_args(graph, index, kernel, args) })
     }
 
     unsafe fn graph_destroy(&self, device: u32, graph: u64) -> BackendResult<()> {

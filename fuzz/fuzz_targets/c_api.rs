@@ -3,8 +3,11 @@
 //! wrong-kind and null handles, and sizes including 0 and huge. Checks that every status is a
 //! defined code, that out-parameters are written only on success, and that after the final
 //! shutdowns the runtime is uninitialised. Also the calls added for liboffload's API: pattern
-//! fills, host functions on a queue, globals, parameter layouts, occupancy, image checks. Host memory handed to ordo is always valid for the
-//! size given (the host side of a copy is the caller's contract, not ordo's to check).
+//! fills, host functions on a queue, globals, parameter layouts, occupancy, image checks; and
+//! graphs (capture, launch, argument updates, destroy: a graph is launched only while no memory
+//! was freed since its capture, the graph launch's own contract). Host memory handed to ordo is
+//! always valid for the size given (the host side of a copy is the caller's contract, not ordo's
+//! to check).
 #![no_main]
 
 use std::ffi::c_void;
@@ -39,6 +42,12 @@ struct Pool {
     handles: Vec<u64>,
     /// Allocations: (address, size, live).
     memory: Vec<(usize, usize, bool)>,
+    /// Frees so far (and final shutdowns): a graph captured at another count may hold launches
+    /// of freed memory, which its launch's contract forbids.
+    frees: u64,
+    /// Graphs ended: (handle, `frees` at the end of the capture). Kept apart from `handles`, so
+    /// that only graph operations name them.
+    graphs: Vec<(u64, u64)>,
 }
 
 impl Pool {
@@ -49,6 +58,19 @@ impl Pool {
             2 => (3 << 56) | 0x00ff_ffff, // queue tag, slot out of range
             _ if self.handles.is_empty() => 0,
             _ => self.handles[usize::from(b) % self.handles.len()],
+        }
+    }
+    /// A graph, or a bad handle, and whether it may be launched.
+    fn graph(&self, b: u8) -> (u64, bool) {
+        match b % 8 {
+            0 => (0, false),
+            1 => (u64::MAX >> 8, false),
+            2 => (self.pick(b.rotate_left(1)), false),
+            _ if self.graphs.is_empty() => (0, false),
+            _ => {
+                let (g, at) = self.graphs[usize::from(b) % self.graphs.len()];
+                (g, at == self.frees)
+            }
         }
     }
     fn address(&self, b: u8) -> (*mut c_void, usize, bool) {
@@ -87,7 +109,7 @@ fuzz_target!(|data: &[u8]| {
     unsafe {
         while let Some(op) = input.byte() {
             let Some(arg) = input.byte() else { break };
-            match op % 24 {
+            match op % 26 {
                 0 => {
                     check(ordo_init());
                 }
@@ -101,6 +123,7 @@ fuzz_target!(|data: &[u8]| {
                         for m in pool.memory.iter_mut() {
                             m.2 = false;
                         }
+                        pool.frees += 1;
                     }
                 }
                 2 => {
@@ -149,6 +172,7 @@ fuzz_target!(|data: &[u8]| {
                         for m in pool.memory.iter_mut().filter(|m| m.0 == a as usize) {
                             m.2 = false;
                         }
+                        pool.frees += 1;
                     }
                 }
                 6 | 7 => {
@@ -159,7 +183,7 @@ fuzz_target!(|data: &[u8]| {
                     let dev = if a.is_null() { a } else { a.cast::<u8>().wrapping_add(offset).cast() };
                     let host_ptr = host.as_mut_ptr().cast::<c_void>();
                     let kind = u32::from(b % 4);
-                    let s = match (op % 24, kind) {
+                    let s = match (op % 26, kind) {
                         (6, 1) => ordo_memcpy(host_ptr, dev, size, kind),
                         (6, 2) => ordo_memcpy(dev, pool.address(b).0, size, kind),
                         (6, _) => ordo_memcpy(dev, host_ptr, size, kind),
@@ -326,15 +350,18 @@ fuzz_target!(|data: &[u8]| {
                     let q = ordo_queue_t { raw: pool.pick(arg) };
                     let f: ordo_host_fn_t = if arg % 5 == 4 { None } else { Some(count_call) };
                     let before = CALLS.load(std::sync::atomic::Ordering::Relaxed);
+                    // A capturing queue refuses queries (and records the function instead).
+                    let mut done = 0;
+                    let capturing = ordo_queue_query(q, &mut done) == ORDO_ERROR_INVALID_ARGUMENT;
                     let ok = check(ordo_queue_host_function(q, f, std::ptr::null_mut()));
                     // The host platform runs it on the queue's thread, in order: it has run when
                     // the queue's synchronise returns (with whatever status the queue's earlier
-                    // work left); a failed call never runs it.
-                    if ok {
+                    // work left); a failed call never runs it, a capture records it.
+                    if ok && !capturing {
                         check(ordo_queue_synchronize(q));
                     }
                     let after = CALLS.load(std::sync::atomic::Ordering::Relaxed);
-                    assert_eq!(after, before + u32::from(ok), "host function calls");
+                    assert_eq!(after, before + u32::from(ok && !capturing), "host function calls");
                 }
                 22 => {
                     let names: [&[u8]; 4] = [b"g\0", b"\0", b"vector_add_f32\0", b"\xff\0"];
@@ -354,6 +381,52 @@ fuzz_target!(|data: &[u8]| {
                         assert!(count <= 4 && (capacity == 0 || count <= capacity));
                     } else {
                         assert_eq!(count as u64, SENTINEL);
+                    }
+                }
+                23 | 24 => {
+                    let q = ordo_queue_t { raw: pool.pick(arg) };
+                    let (g, launchable) = pool.graph(arg.rotate_left(3));
+                    let graph = ordo_graph_t { raw: g };
+                    match (op % 26, arg % 3) {
+                        (23, 0) => {
+                            check(ordo_queue_begin_capture(q));
+                        }
+                        (23, 1) => {
+                            let mut out = ordo_graph_t { raw: SENTINEL };
+                            if check(ordo_queue_end_capture(q, &mut out)) {
+                                pool.graphs.push((out.raw, pool.frees));
+                            } else {
+                                assert_eq!(out.raw, SENTINEL);
+                            }
+                        }
+                        (23, _) => {
+                            check(ordo_graph_destroy(graph));
+                        }
+                        (_, 0) if launchable => {
+                            // Its host functions run on the queue's thread: done before the next
+                            // operation counts calls.
+                            if check(ordo_graph_launch(graph, q)) {
+                                check(ordo_queue_synchronize(q));
+                            }
+                        }
+                        _ => {
+                            let mut count = u32::MAX;
+                            if !check(ordo_graph_kernel_count(graph, &mut count)) {
+                                assert_eq!(count, u32::MAX);
+                            }
+                            // No arguments for a four-parameter kernel, an index past the graph's
+                            // launches, or bad handles: never a success.
+                            let k = ordo_kernel_t { raw: pool.pick(arg.rotate_left(5)) };
+                            let s = ordo_graph_set_args(
+                                graph,
+                                u32::from(arg % 4),
+                                k,
+                                std::ptr::null(),
+                                std::ptr::null(),
+                                0,
+                            );
+                            assert!(!check(s), "an argument update with no arguments succeeded");
+                        }
                     }
                 }
                 _ => {

@@ -16,8 +16,9 @@ use crate::queue::Queue;
 /// for each launch of the graph. Destroyed on drop (launches already submitted
 /// still run); it holds its own runtime reference, `Send` and `Sync`.
 ///
-/// Graphs come from backends that have them: CUDA in this version (the host device and AMDGPU
-/// answer `Unsupported`). The arguments of its kernel launches can be changed between launches
+/// Graphs come from backends that have them: CUDA and the host device (AMDGPU answers
+/// `Unsupported`; the host device captures launches, copies, fills and host functions, not event
+/// records or waits). The arguments of its kernel launches can be changed between launches
 /// without capturing again ([`Graph::set_args`]); their grids and blocks stay as captured. A
 /// graph whose kernels' module was dropped is orphaned: its launches and updates are refused
 /// (`InvalidArgument`).
@@ -52,7 +53,7 @@ impl<'r> Queue<'r> {
     /// synchronised and calls without a queue on its device are refused (`InvalidArgument`).
     /// The capture ends whatever `f` returns; an error of `f` is returned (its graph
     /// destroyed), as is the driver's error for a capture it invalidated. `Unsupported` on
-    /// devices without graphs (the host device and AMDGPU in this version); `InvalidArgument`
+    /// devices without graphs (AMDGPU in this version); `InvalidArgument`
     /// when the queue is capturing already.
     ///
     /// ```no_run

@@ -780,7 +780,8 @@ fn graph_argument_updates_orphans_and_captured_events() {
     assert_eq!(w.b.live_total(), 0);
 }
 
-/// The host backend has no graphs in this version: `Unsupported`, and nothing changes.
+/// The bare host backend (queues that run work at submission) has no graphs: `Unsupported`, and
+/// nothing changes (its queue wrappers, `QueuedHost` and `DeferredHost`, capture).
 #[test]
 fn the_host_device_has_no_graphs() {
     let (_, rt) = host_runtime();

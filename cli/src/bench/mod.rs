@@ -6,6 +6,7 @@
 //!   arguments checked) vs `Runtime::launch`;
 //! - a nested init + shutdown pair while another reference is held, vs the same protocol on
 //!   `std::sync::Mutex` (a counter under a mutex, as libomptarget does it);
+//! - a host graph of 1,000 launches replayed vs the same launches one by one (default runtime);
 //! - concurrent API calls at 1, 2 and N threads;
 //! - allocation-table lookup with the table full vs with one allocation;
 //! - teardown of 1,000 programs + 10,000 allocations vs a tenth of them (host backend);
@@ -22,6 +23,7 @@ use ordo_core::{
 };
 use serde_json::json;
 
+mod graph;
 mod noop;
 mod typed;
 
@@ -492,6 +494,7 @@ pub fn run(as_json: bool) -> Result<(), String> {
     call_overhead(&mut rows);
     typed::typed_launch_overhead(&mut rows);
     c_abi_overhead(&mut rows);
+    graph::host_graph_replay(&mut rows);
     nested_init(&mut rows);
     concurrent(&mut rows);
     exclusive(&mut rows);

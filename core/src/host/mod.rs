@@ -35,7 +35,9 @@ pub use memory::STD_HOST_HEAP;
 pub(crate) use memory::copy_addresses;
 #[cfg(feature = "std")]
 pub use queues::QueuedHost;
-pub use queues::{DEFERRED_ARG_BYTES, DEFERRED_ERRORS, DEFERRED_PARAMS, DEFERRED_PATTERN, DEFERRED_WORK, DeferredHost};
+pub use queues::{
+    DEFERRED_ARG_BYTES, DEFERRED_ERRORS, DEFERRED_PARAMS, DEFERRED_PATTERN, DEFERRED_WORK, DeferredHost, HOST_CAPTURES,
+};
 pub use state::HostBookkeeping;
 use state::{EVENT_FREE, EVENT_RECORDED_BASE, EVENT_UNRECORDED, HostState};
 #[cfg(feature = "std")]
@@ -589,5 +591,7 @@ impl Backend for HostBackend {
     }
 }
 
+#[cfg(all(test, not(loom)))]
+mod graph_tests;
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -28,7 +28,7 @@ impl Runtime {
     /// and calls without a queue on its device (synchronous copies and fills) are refused
     /// (`InvalidArgument` each). Errors: the queue's handle errors; `InvalidArgument` when it is
     /// capturing already (captures do not nest); `Unsupported` from backends without graphs
-    /// (the host device and AMDGPU in this version).
+    /// (AMDGPU, and the bare host backend whose queues run work at submission).
     pub fn queue_begin_capture(&self, queue: Queue) -> Result<()> {
         self.with_exclusive(|t| {
             let (d, raw) = self.queue_not_capturing(t, queue)?;
@@ -208,6 +208,9 @@ impl Runtime {
     /// Destroys a graph; launches of it already submitted still run. The handle is stale
     /// afterwards (a second destroy is `InvalidHandle`).
     pub fn graph_destroy(&self, graph: Graph) -> Result<()> {
+        // Host queues wait for the graph's submitted launches before its memory goes: before
+        // the runtime holds its tables, as for `mem_free`.
+        self.settle_backends();
         self.with_exclusive(|t| {
             let g = t.graphs.remove(graph.0)?;
             let d = self.dev_at(t, g.device);

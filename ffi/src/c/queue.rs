@@ -152,7 +152,8 @@ pub unsafe extern "C" fn ordo_queue_native(queue: ordo_queue_t, out: *mut *mut c
 /// and calls without a queue on its device (synchronous copies and fills, frees) are refused,
 /// each with `ORDO_ERROR_INVALID_ARGUMENT`. `ORDO_ERROR_INVALID_ARGUMENT` when the queue is
 /// capturing already (captures do not nest); `ORDO_ERROR_UNSUPPORTED` on platforms without
-/// graphs (the host device and AMDGPU in this version).
+/// graphs (AMDGPU in this version); on the host device, event records and waits on a capturing
+/// queue are `ORDO_ERROR_UNSUPPORTED`.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_queue_begin_capture(queue: ordo_queue_t) -> ordo_status_t {
     guard(|| status(runtime().queue_begin_capture(q(queue))))

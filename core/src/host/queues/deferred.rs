@@ -29,6 +29,7 @@ use crate::error::{BackendError, Error, ErrorCode};
 use crate::reentry;
 use crate::sync::Mutex;
 
+use super::graph::{self, Captures, Piece};
 use super::{CopiedLaunch, HostBackend, forward_to_host_backend};
 
 /// Pieces of work a `DeferredHost` keeps waiting, over all its queues (3 in loom builds, so
@@ -44,13 +45,18 @@ pub const DEFERRED_ERRORS: usize = 16;
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Copy)]
 enum Work {
-    Launch(CopiedLaunch),
-    Copy { kind: CopyKind, dst: u64, src: u64, size: usize },
-    Fill { dst: u64, value: FillValue, count: usize },
-    Pattern { dst: u64, pattern: [u8; DEFERRED_PATTERN], len: u8, count: usize },
-    HostFunction { f: HostFn, data: *mut c_void },
-    Record { event: u64 },
-    Wait { event: u64 },
+    /// A launch, copy, fill or host function.
+    Piece(Piece),
+    Record {
+        event: u64,
+    },
+    Wait {
+        event: u64,
+    },
+    /// A graph's launch: its pieces, in order.
+    Graph {
+        graph: u64,
+    },
 }
 
 #[derive(Clone, Copy)]
@@ -104,6 +110,8 @@ pub struct DeferredHost {
     /// Held while waiting work runs, so that each queue's work runs in order, one piece at a
     /// time, whichever thread reaches an execution point.
     running: Mutex<()>,
+    /// Queues capturing into graphs.
+    captures: Captures,
 }
 
 impl core::fmt::Debug for DeferredHost {
@@ -120,6 +128,7 @@ macro_rules! deferred_host {
             inner: $inner,
             state: Mutex::new(State { work: heapless::Vec::new(), next_seq: 0, errors: heapless::Vec::new() }),
             running: Mutex::new(()),
+            captures: Captures::new(),
         }
     };
 }
@@ -197,24 +206,13 @@ impl DeferredHost {
     fn execute(&self, p: &Pending) -> BackendResult<()> {
         let (device, queue) = (p.device, p.queue);
         match p.work {
-            // SAFETY: the submission's contract; the arguments are the copies made then.
-            Work::Launch(launch) => unsafe { launch.run(self.inner, device, queue) },
-            Work::Copy { kind, dst, src, size } => {
-                // SAFETY: the submission's contract; the memory stays valid until the work has
-                // run (`mem_free` runs it first, and the host side's contract says so).
-                unsafe { self.inner.memcpy(device, kind, dst, src, size, None) }
-            }
-            Work::Fill { dst, value, count } => {
-                // SAFETY: as for copies.
-                unsafe { self.inner.fill(device, dst, value, count, None) }
-            }
-            Work::Pattern { dst, pattern, len, count } => {
-                let pattern = &pattern[..usize::from(len)];
-                // SAFETY: as for copies; the pattern is the copy made at submission.
-                unsafe { self.inner.fill_pattern(device, dst, pattern, count, None) }
-            }
-            // SAFETY: the caller's contract for `f(data)`.
-            Work::HostFunction { f, data } => unsafe { self.inner.queue_host_function(device, queue, f, data) },
+            // SAFETY: the submission's contract; the memory stays valid until the work has run
+            // (`mem_free` runs it first, and the host side's contract says so); launch arguments
+            // and patterns are the copies made then.
+            Work::Piece(piece) => unsafe { piece.run(self.inner, device, queue) },
+            // SAFETY: the graph lives until its launches have run (`graph_destroy` and
+            // `graph_set_args` run them first); its pieces' contract is the launch's.
+            Work::Graph { graph } => unsafe { graph::replay(self.inner, device, queue, graph) },
             // SAFETY: the event lives until its records have run (`event_destroy` runs them).
             Work::Record { event } => unsafe { self.inner.event_record(device, event, queue) },
             Work::Wait { event } => {
@@ -224,6 +222,14 @@ impl DeferredHost {
                 Ok(())
             }
         }
+    }
+
+    /// Records `piece` when `queue` captures, else keeps it as waiting work.
+    fn submit_piece(&self, device: u32, queue: u64, piece: Piece) -> BackendResult<()> {
+        if self.captures.of(queue).is_some() {
+            return self.captures.record(self.inner, device, queue, piece);
+        }
+        self.submit(device, queue, Work::Piece(piece))
     }
 
     /// Keeps `work` for `queue` (running the queue's waiting work first when no room is left,
@@ -275,6 +281,7 @@ impl Backend for DeferredHost {
             s.work.clear();
             s.errors.clear();
         }
+        self.captures.clear();
         // SAFETY: forwarded contract.
         unsafe { self.inner.deinit() }
     }
@@ -296,6 +303,7 @@ impl Backend for DeferredHost {
             s.work.clear();
             s.errors.clear();
         }
+        self.captures.clear();
         // SAFETY: forwarded contract.
         unsafe { self.inner.forget_after_fork() }
     }
@@ -317,7 +325,7 @@ impl Backend for DeferredHost {
         queue: Option<u64>,
     ) -> BackendResult<()> {
         match queue {
-            Some(q) => self.submit(device, q, Work::Copy { kind, dst, src, size }),
+            Some(q) => self.submit_piece(device, q, Piece::Copy { kind, dst, src, size }),
             None => {
                 self.run(Take::ALL)?;
                 // SAFETY: forwarded contract.
@@ -335,7 +343,7 @@ impl Backend for DeferredHost {
         queue: Option<u64>,
     ) -> BackendResult<()> {
         match queue {
-            Some(q) => self.submit(device, q, Work::Fill { dst, value, count }),
+            Some(q) => self.submit_piece(device, q, Piece::Fill { dst, value, count }),
             None => {
                 self.run(Take::ALL)?;
                 // SAFETY: forwarded contract.
@@ -357,12 +365,11 @@ impl Backend for DeferredHost {
             unsafe { self.inner.fill_pattern(device, dst, pattern, count, None) }
         };
         match queue {
-            Some(q) if pattern.len() <= DEFERRED_PATTERN => {
-                let mut kept = [0u8; DEFERRED_PATTERN];
-                kept[..pattern.len()].copy_from_slice(pattern);
-                self.submit(device, q, Work::Pattern { dst, pattern: kept, len: pattern.len() as u8, count })
-            }
-            Some(q) => self.run_now(q, now),
+            Some(q) => match Piece::pattern(dst, pattern, count) {
+                Some(piece) => self.submit_piece(device, q, piece),
+                None if self.captures.of(q).is_some() => Err(graph::too_large()),
+                None => self.run_now(q, now),
+            },
             None => {
                 self.run(Take::ALL)?;
                 now()
@@ -403,6 +410,9 @@ impl Backend for DeferredHost {
     }
 
     unsafe fn queue_wait_event(&self, device: u32, queue: u64, event: u64) -> BackendResult<()> {
+        if self.captures.of(queue).is_some() {
+            return Err(graph::no_events());
+        }
         self.submit(device, queue, Work::Wait { event })
     }
 
@@ -418,6 +428,9 @@ impl Backend for DeferredHost {
     }
 
     unsafe fn event_record(&self, device: u32, event: u64, queue: u64) -> BackendResult<()> {
+        if self.captures.of(queue).is_some() {
+            return Err(graph::no_events());
+        }
         self.submit(device, queue, Work::Record { event })
     }
 
@@ -457,7 +470,8 @@ impl Backend for DeferredHost {
     ) -> BackendResult<()> {
         // SAFETY: forwarded contract.
         match unsafe { CopiedLaunch::check_and_copy(self.inner, device, kernel, dims, args) }? {
-            Some(launch) => self.submit(device, queue, Work::Launch(launch)),
+            Some(launch) => self.submit_piece(device, queue, Piece::Launch(launch)),
+            None if self.captures.of(queue).is_some() => Err(graph::too_large()),
             // Too many argument bytes to keep: it runs now, after its queue's waiting work.
             // SAFETY: forwarded contract.
             None => self.run_now(queue, || unsafe { self.inner.launch(device, queue, kernel, dims, args) }),
@@ -465,6 +479,50 @@ impl Backend for DeferredHost {
     }
 
     unsafe fn queue_host_function(&self, device: u32, queue: u64, f: HostFn, data: *mut c_void) -> BackendResult<()> {
-        self.submit(device, queue, Work::HostFunction { f, data })
+        self.submit_piece(device, queue, Piece::HostFunction { f, data })
+    }
+
+    unsafe fn queue_begin_capture(&self, device: u32, queue: u64) -> BackendResult<()> {
+        self.captures.begin(self.inner, device, queue)
+    }
+
+    unsafe fn queue_end_capture(&self, _device: u32, queue: u64) -> BackendResult<u64> {
+        self.captures.end(queue)
+    }
+
+    unsafe fn graph_launch(&self, device: u32, graph: u64, queue: u64) -> BackendResult<()> {
+        if self.captures.of(queue).is_some() {
+            return Err(graph::no_nesting());
+        }
+        self.submit(device, queue, Work::Graph { graph })
+    }
+
+    unsafe fn graph_kernels(&self, _device: u32, graph: u64, each: &mut dyn FnMut(u64)) -> BackendResult<()> {
+        // SAFETY: a live graph; changed only by `graph_set_args`, an exclusive call of the runtime.
+        unsafe { graph::kernels(graph, each) };
+        Ok(())
+    }
+
+    unsafe fn graph_set_args(
+        &self,
+        device: u32,
+        graph: u64,
+        index: u32,
+        kernel: u64,
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        // Launches of the graph already submitted keep the arguments they had: they run first.
+        self.run(Take::ALL)?;
+        let _runner = self.running.lock();
+        // SAFETY: a live graph that nothing replays while `running` is held; the arguments'
+        // contract is the caller's.
+        unsafe { graph::set_args(self.inner, device, graph, index, kernel, args) }
+    }
+
+    unsafe fn graph_destroy(&self, device: u32, graph: u64) -> BackendResult<()> {
+        // Its submitted launches run first.
+        self.run(Take::ALL)?;
+        // SAFETY: a live graph that nothing replays any more, never passed again.
+        unsafe { graph::destroy(self.inner, device, graph) }
     }
 }

@@ -23,10 +23,12 @@ use crate::error::BackendError;
 use super::HostBackend;
 
 mod deferred;
+mod graph;
 #[cfg(feature = "std")]
 mod threaded;
 
 pub use deferred::{DEFERRED_ERRORS, DEFERRED_PATTERN, DEFERRED_WORK, DeferredHost};
+pub use graph::HOST_CAPTURES;
 #[cfg(feature = "std")]
 pub use threaded::QueuedHost;
 
@@ -113,6 +115,16 @@ impl CopiedLaunch {
             kept
         });
         Some(Self { kernel, dims: *dims, slots, count: layout.len() as u8, bytes, extents })
+    }
+
+    /// The launch's kernel.
+    pub(crate) fn kernel(&self) -> u64 {
+        self.kernel
+    }
+
+    /// The launch's dimensions.
+    pub(crate) fn dims(&self) -> LaunchDims {
+        self.dims
     }
 
     /// Runs the launch on `inner` with the copied arguments.

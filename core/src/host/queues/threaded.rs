@@ -18,7 +18,13 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::vec::Vec;
 
+use super::graph::{self, Captures, Piece};
 use super::{CopiedLaunch, busy, forward_to_host_backend};
+
+/// Held shared by every running graph replay and exclusively by an argument update, so that an
+/// update never changes a graph a queue's thread is replaying (one for all `QueuedHost`s:
+/// updates are rare).
+static REPLAYS: std::sync::RwLock<()> = std::sync::RwLock::new(());
 use crate::backend::{
     Backend, BackendResult, Capabilities, CopyKind, FillValue, HostFn, KernelArgs, LaunchDims, MemKind,
 };
@@ -189,6 +195,8 @@ pub struct QueuedHost {
     inner: &'static HostBackend,
     /// A spin lock, so that a forked child can take it over (a parent thread may have held it).
     state: spin::Mutex<Option<State>>,
+    /// Queues capturing into graphs.
+    captures: Captures,
 }
 
 impl core::fmt::Debug for QueuedHost {
@@ -201,7 +209,7 @@ impl core::fmt::Debug for QueuedHost {
 impl QueuedHost {
     /// Queues for `inner`.
     pub const fn new(inner: &'static HostBackend) -> Self {
-        Self { inner, state: spin::Mutex::new(None) }
+        Self { inner, state: spin::Mutex::new(None), captures: Captures::new() }
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
@@ -263,6 +271,7 @@ impl Backend for QueuedHost {
                 let _ = thread.join();
             }
         }
+        self.captures.clear();
         // SAFETY: forwarded contract; no worker runs work of this backend any more.
         unsafe { self.inner.deinit() }
     }
@@ -278,6 +287,7 @@ impl Backend for QueuedHost {
             // The workers' channels and threads belong to the parent: leak them untouched.
             core::mem::forget(state);
         }
+        self.captures.clear();
         // SAFETY: forwarded contract.
         unsafe { self.inner.forget_after_fork() }
     }
@@ -307,6 +317,9 @@ impl Backend for QueuedHost {
     ) -> BackendResult<()> {
         let inner = self.inner;
         match queue {
+            Some(q) if self.captures.of(q).is_some() => {
+                self.captures.record(inner, device, q, Piece::Copy { kind, dst, src, size })
+            }
             // SAFETY: forwarded contract (the host sides stay valid until the copy has run).
             Some(q) => self.submit(q, Box::new(move || unsafe { inner.memcpy(device, kind, dst, src, size, None) })),
             None => {
@@ -327,6 +340,9 @@ impl Backend for QueuedHost {
     ) -> BackendResult<()> {
         let inner = self.inner;
         match queue {
+            Some(q) if self.captures.of(q).is_some() => {
+                self.captures.record(inner, device, q, Piece::Fill { dst, value, count })
+            }
             // SAFETY: forwarded contract.
             Some(q) => self.submit(q, Box::new(move || unsafe { inner.fill(device, dst, value, count, None) })),
             None => {
@@ -347,6 +363,10 @@ impl Backend for QueuedHost {
     ) -> BackendResult<()> {
         let inner = self.inner;
         match queue {
+            Some(q) if self.captures.of(q).is_some() => match Piece::pattern(dst, pattern, count) {
+                Some(piece) => self.captures.record(inner, device, q, piece),
+                None => Err(graph::too_large()),
+            },
             Some(q) => {
                 let pattern = pattern.to_vec(); // the caller's pattern may go once this returns
                 // SAFETY: forwarded contract.
@@ -410,6 +430,9 @@ impl Backend for QueuedHost {
     }
 
     unsafe fn queue_wait_event(&self, _device: u32, queue: u64, event: u64) -> BackendResult<()> {
+        if self.captures.of(queue).is_some() {
+            return Err(graph::no_events());
+        }
         let track = self.track(event)?;
         // The event's last record as of now: later records do not count.
         let target = lock(&track.counts).0;
@@ -433,6 +456,9 @@ impl Backend for QueuedHost {
     }
 
     unsafe fn event_record(&self, device: u32, event: u64, queue: u64) -> BackendResult<()> {
+        if self.captures.of(queue).is_some() {
+            return Err(graph::no_events());
+        }
         let track = self.track(event)?;
         let mine = Arc::clone(&track);
         let seq = {
@@ -503,18 +529,27 @@ impl Backend for QueuedHost {
         // The argument values are copied now (the caller's storage may go once this returns).
         // SAFETY: forwarded contract.
         let Some(launch) = unsafe { CopiedLaunch::check_and_copy(self.inner, device, kernel, dims, args) }? else {
+            if self.captures.of(queue).is_some() {
+                return Err(graph::too_large());
+            }
             // Too many argument bytes to keep: it runs now, after its queue's work.
             drop(self.worker(queue)?.wait()?);
             // SAFETY: forwarded contract.
             return unsafe { self.inner.launch(device, queue, kernel, dims, args) };
         };
         let inner = self.inner;
+        if self.captures.of(queue).is_some() {
+            return self.captures.record(inner, device, queue, Piece::Launch(launch));
+        }
         // SAFETY: forwarded contract; the arguments are the copies made at enqueue.
         let run = move || unsafe { launch.run(inner, device, queue) };
         self.submit(queue, Box::new(run))
     }
 
-    unsafe fn queue_host_function(&self, _device: u32, queue: u64, f: HostFn, data: *mut c_void) -> BackendResult<()> {
+    unsafe fn queue_host_function(&self, device: u32, queue: u64, f: HostFn, data: *mut c_void) -> BackendResult<()> {
+        if self.captures.of(queue).is_some() {
+            return self.captures.record(self.inner, device, queue, Piece::HostFunction { f, data });
+        }
         // Runs on the queue's thread, outside the backend's execution lock: a function that
         // blocks holds up only its own queue.
         let call = Sendable((f, data));
@@ -527,5 +562,58 @@ impl Backend for QueuedHost {
                 Ok(())
             }),
         )
+    }
+
+    unsafe fn queue_begin_capture(&self, device: u32, queue: u64) -> BackendResult<()> {
+        self.worker(queue)?;
+        self.captures.begin(self.inner, device, queue)
+    }
+
+    unsafe fn queue_end_capture(&self, _device: u32, queue: u64) -> BackendResult<u64> {
+        self.captures.end(queue)
+    }
+
+    unsafe fn graph_launch(&self, device: u32, graph: u64, queue: u64) -> BackendResult<()> {
+        if self.captures.of(queue).is_some() {
+            return Err(graph::no_nesting());
+        }
+        let inner = self.inner;
+        let replay = move || {
+            let _replaying = REPLAYS.read().unwrap_or_else(|p| p.into_inner());
+            // SAFETY: the graph lives until its launches have run (`graph_destroy` waits for every
+            // queue first) and is not changed while this holds `REPLAYS`; its pieces' contract is
+            // the caller's.
+            unsafe { graph::replay(inner, device, queue, graph) }
+        };
+        self.submit(queue, Box::new(replay))
+    }
+
+    unsafe fn graph_kernels(&self, _device: u32, graph: u64, each: &mut dyn FnMut(u64)) -> BackendResult<()> {
+        // SAFETY: a live graph; changed only by `graph_set_args`, an exclusive call of the runtime.
+        unsafe { graph::kernels(graph, each) };
+        Ok(())
+    }
+
+    unsafe fn graph_set_args(
+        &self,
+        device: u32,
+        graph: u64,
+        index: u32,
+        kernel: u64,
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        // Launches of the graph already submitted keep the arguments they had: they run first.
+        self.drain_all()?;
+        let _no_replays = REPLAYS.write().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: a live graph that no replay reads while `REPLAYS` is held; the arguments'
+        // contract is the caller's.
+        unsafe { graph::set_args(self.inner, device, graph, index, kernel, args) }
+    }
+
+    unsafe fn graph_destroy(&self, device: u32, graph: u64) -> BackendResult<()> {
+        // Its submitted launches run first.
+        self.drain_all()?;
+        // SAFETY: a live graph that nothing replays any more, never passed again.
+        unsafe { graph::destroy(self.inner, device, graph) }
     }
 }

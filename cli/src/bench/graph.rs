@@ -1,0 +1,73 @@
+//! The host graph row of `ordo bench`: 1,000 launches of a one-thread built-in kernel replayed
+//! as one graph (`graph_launch`, one piece of the queue's work) against the same 1,000 launches
+//! submitted one by one (`Runtime::launch`), each followed by the queue's synchronise, on the
+//! default runtime's host device (threaded queues). ABBA-interleaved rounds; the row is the
+//! median per-round ratio with its quartiles.
+
+use super::*;
+
+const LAUNCHES: usize = 1000;
+
+pub(super) fn host_graph_replay(rows: &mut Vec<Row>) {
+    let rt = ordo::runtime();
+    rt.init().expect("default runtime init");
+    let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    let queue = rt.queue_create(device).unwrap();
+    let image = ordo::builtin_program_image(ordo_core::BackendKind::Host).unwrap();
+    let program = rt.program_load(device, image).unwrap();
+    let kernel = rt.kernel_get(program, "vector_add_f32").unwrap();
+    let cells = rt.mem_alloc(device, MemKind::Device, 3 * 4).unwrap();
+    rt.fill(cells, FillValue::U32(0), 3, None).unwrap();
+    let (a, c, n) = (cells.0, cells.0 + 8, 1u32);
+    let params = [
+        (&raw const a).cast_mut().cast(),
+        (&raw const a).cast_mut().cast(),
+        (&raw const c).cast_mut().cast(),
+        (&raw const n).cast_mut().cast(),
+    ];
+    let args = KernelArgs::new(&params, &[8, 8, 8, 4]).unwrap();
+    let dims = LaunchDims::linear(1, 1);
+    let submit_all = || {
+        for _ in 0..LAUNCHES {
+            // SAFETY: vector_add_f32 reads 1 element of `a` and writes 1 of `c`, both in `cells`.
+            unsafe { rt.launch(queue, kernel, &dims, &args) }.unwrap();
+        }
+    };
+    rt.queue_begin_capture(queue).unwrap();
+    submit_all();
+    let graph = rt.queue_end_capture(queue).unwrap();
+    let time = |f: &dyn Fn()| {
+        let t = Instant::now();
+        f();
+        rt.queue_synchronize(queue).unwrap();
+        t.elapsed().as_nanos() as f64 / LAUNCHES as f64
+    };
+    // SAFETY: as for the launches captured.
+    let replay = || unsafe { rt.graph_launch(graph, queue) }.unwrap();
+    let (mut loops, mut graphs, mut ratios) = (vec![], vec![], vec![]);
+    for round in 0..24 {
+        let (l, g) = if round % 2 == 0 {
+            let l = time(&submit_all);
+            (l, time(&replay))
+        } else {
+            let g = time(&replay);
+            (time(&submit_all), g)
+        };
+        loops.push(l);
+        graphs.push(g);
+        ratios.push(g / l);
+    }
+    let (loop_median, _, _) = quartiles(loops);
+    let (graph_median, _, _) = quartiles(graphs);
+    let (_, q1, q3) = quartiles(ratios);
+    rows.push(Row {
+        name: "host graph: 1,000 launches replayed as one graph (launch + synchronise, per launch)",
+        unit: "ns/launch",
+        ordo: graph_median,
+        baseline: Some(("1,000 host launches one by one (ns/launch)", loop_median)),
+        quartiles: Some((q1, q3)),
+        target: "(informational)",
+    });
+    rt.graph_destroy(graph).unwrap();
+    rt.shutdown().unwrap();
+}
