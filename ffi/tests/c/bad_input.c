@@ -332,7 +332,8 @@ int main(void) {
   EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, SIZE_MAX, &ptr), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_mem_alloc(d, ORDO_MEM_DEVICE, (size_t)1 << 40, &ptr), ORDO_ERROR_OUT_OF_RESOURCES);
   /* Queue-ordered memory and graphs on the host platform: sizes, memory that is not
-   * queue-ordered, a double free; the host device has no graphs (a capture never starts). */
+   * queue-ordered, a double free; a capture's misuse (nested, synchronised, an event record on
+   * the host device), an empty graph launched, destroyed once. */
   EXPECT(ordo_mem_alloc_async(q, 0, &ptr), ORDO_ERROR_INVALID_SIZE);
   void *ordered = NULL;
   OK(ordo_mem_alloc_async(q, 64, &ordered));
@@ -340,10 +341,20 @@ int main(void) {
   EXPECT(ordo_mem_free_async(q, NULL), ORDO_ERROR_NULL_POINTER);
   OK(ordo_mem_free_async(q, ordered));
   EXPECT(ordo_mem_free_async(q, ordered), ORDO_ERROR_NOT_FOUND);
-  EXPECT(ordo_queue_begin_capture(q), ORDO_ERROR_UNSUPPORTED);
+  OK(ordo_queue_begin_capture(q));
+  EXPECT(ordo_queue_begin_capture(q), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_queue_synchronize(q), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_event_record(e, q), ORDO_ERROR_UNSUPPORTED);
   ordo_graph_t g = {0};
+  OK(ordo_queue_end_capture(q, &g));
   EXPECT(ordo_queue_end_capture(q, &g), ORDO_ERROR_INVALID_ARGUMENT);
-  if (g.raw != 0) return 1;
+  uint32_t launches = 7;
+  OK(ordo_graph_kernel_count(g, &launches));
+  if (launches != 0) return 1;
+  OK(ordo_graph_launch(g, q));
+  OK(ordo_queue_synchronize(q));
+  OK(ordo_graph_destroy(g));
+  EXPECT(ordo_graph_destroy(g), ORDO_ERROR_INVALID_HANDLE);
   char buf[2048];
   /* Host registration: arguments first; the host platform registers (the range is its memory as
    * it is), an overlapping range is refused, ordo_mem_free refuses the registration (nothing
