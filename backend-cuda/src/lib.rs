@@ -19,6 +19,7 @@ mod global;
 mod graph;
 mod image;
 mod memory;
+pub mod nvrtc;
 mod program;
 mod queue;
 pub mod tensor_map;

@@ -688,6 +688,29 @@ ordo_status_t ordo_program_load(struct ordo_device_t device,
                                 size_t size,
                                 struct ordo_program_t *out);
 
+// Compiles CUDA C++ `source` (NUL-terminated) with NVRTC for a CUDA device and loads the
+// result as a program, as `ordo_program_load` loads PTX. `options` holds `option_count`
+// NVRTC options (NUL-terminated; NULL when `option_count` is 0), such as `-std=c++17`,
+// `-DBLOCK=256`, `-I<dir>`, `-lineinfo`; without `--gpu-architecture=<arch>` (or `-arch=<arch>`)
+// the device's own architecture is used. Kernels declared `extern "C"` are found by their
+// names with `ordo_kernel_get`. Compilations are cached by source, options and architecture
+// for the process (and on disk in the directory `ORDO_NVRTC_CACHE` names, if set).
+// `ORDO_ERROR_INVALID_BINARY` for source that does not compile, with the compiler's log in
+// `ordo_last_error_detail()`; `ORDO_ERROR_NOT_PRESENT` without NVRTC (the detail names the
+// library and how to install it: `pip install nvidia-cuda-nvrtc`, its lib directory on
+// `LD_LIBRARY_PATH`); `ORDO_ERROR_INVALID_ARGUMENT` for options NVRTC refuses or text that is
+// not UTF-8; `ORDO_ERROR_UNSUPPORTED` for a device that is not CUDA's, or a library built
+// without CUDA.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_program_compile(struct ordo_device_t device,
+                                   const char *source,
+                                   const char *const *options,
+                                   uint32_t option_count,
+                                   struct ordo_program_t *out);
+
 // Unloads a program; its kernel handles become invalid, and graphs that launch its kernels can
 // no longer be launched or updated. `ORDO_ERROR_INVALID_ARGUMENT` while a queue of its device is
 // capturing.
@@ -903,7 +926,8 @@ ordo_status_t ordo_queue_native(struct ordo_queue_t queue, void **out);
 // and calls without a queue on its device (synchronous copies and fills, frees) are refused,
 // each with `ORDO_ERROR_INVALID_ARGUMENT`. `ORDO_ERROR_INVALID_ARGUMENT` when the queue is
 // capturing already (captures do not nest); `ORDO_ERROR_UNSUPPORTED` on platforms without
-// graphs (the host device and AMDGPU in this version).
+// graphs (AMDGPU in this version); on the host device, event records and waits on a capturing
+// queue are `ORDO_ERROR_UNSUPPORTED`.
 ordo_status_t ordo_queue_begin_capture(struct ordo_queue_t queue);
 
 // Ends the queue's capture; `*out` gets the captured work as a graph of the queue's device

@@ -40,7 +40,7 @@ pub use c::objects::{
 };
 pub use c::program::{
     ordo_builtin_program_image, ordo_graph_kernel_count, ordo_graph_set_args, ordo_kernel_get, ordo_kernel_native,
-    ordo_kernel_optimal_block_size, ordo_kernel_param_layout, ordo_launch, ordo_program_global,
+    ordo_kernel_optimal_block_size, ordo_kernel_param_layout, ordo_launch, ordo_program_compile, ordo_program_global,
     ordo_program_image_check, ordo_program_load, ordo_program_unload,
 };
 pub use c::queue::{

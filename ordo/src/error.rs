@@ -68,8 +68,9 @@ pub enum Error {
     /// No device of a present platform (the runtime has none to offer).
     NoDevice,
     /// A module the driver's compiler refused, with the compiler's log (the CUDA JIT's error
-    /// log: the PTX line and what is wrong with it). Loads that fail without a log are
-    /// [`Error::Runtime`].
+    /// log: the PTX line and what is wrong with it), or CUDA C++ source NVRTC refused
+    /// ([`Module::compile_cuda`](crate::Module::compile_cuda): its errors with their lines).
+    /// Failures without a log are [`Error::Runtime`].
     #[cfg(feature = "cuda")]
     #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
     Load {

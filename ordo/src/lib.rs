@@ -66,6 +66,11 @@ pub use host_buffer::HostBuffer;
 pub use host_kernel::{In, Out, TypedFunction, TypedHostKernel};
 pub use launch_builder::{KernelArg, LaunchBuilder, MAX_LAUNCH_ARGS};
 pub use module::{Function, Module, ProgramImages};
+/// Kernels from CUDA C++ source at run time (NVRTC, loaded when first used): [`nvrtc::compile`]
+/// needs no device; [`Module::compile_cuda`] compiles for a device and loads the result.
+#[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
+pub use ordo_cuda::nvrtc;
 pub use queue::{Event, Queue, Scope};
 
 /// bytemuck, whose `Pod` makes a type [`DeviceCopy`] (derive it with `ordo::bytemuck::Pod`).

@@ -149,6 +149,61 @@ impl<'r> Module<'r> {
         }
     }
 
+    /// Compiles CUDA C++ `source` with NVRTC for this CUDA device (the architecture defaults to
+    /// the device's own, `compute_XY` of its compute capability) and loads the PTX; returns the
+    /// module and the compilation (its log, and the mangled names of
+    /// [`name_expressions`](crate::nvrtc::CompileOptions::name_expressions), to look template
+    /// instantiations up by). Compilations are cached (see [`nvrtc::compile`](crate::nvrtc::compile)).
+    /// Errors: [`Error::Load`] with the compiler's log for source that does not compile;
+    /// `NotPresent` without NVRTC (the message says how to install it); `Unsupported` on a
+    /// device that is not CUDA's.
+    ///
+    /// ```no_run
+    /// # fn main() -> ordo::Result<()> {
+    /// use ordo::{In, Out};
+    /// let ctx = ordo::Context::new()?;
+    /// let gpu = ctx.default_device()?; // a CUDA device
+    /// let source = r#"extern "C" __global__ void twice(const float* x, float* y, unsigned n) {
+    ///     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    ///     if (i < n) y[i] = 2.0f * x[i];
+    /// }"#;
+    /// let (module, _) = ordo::Module::compile_cuda(&gpu, source, &Default::default())?;
+    /// let twice = module.typed_function::<(In<'static, f32>, Out<'static, f32>, u32)>("twice")?;
+    /// let x = ordo::DeviceBuffer::from_slice(&gpu, &[1.0f32, 2.0])?;
+    /// let mut y = ordo::DeviceBuffer::<f32>::zeroed(&gpu, 2)?;
+    /// let queue = gpu.queue()?;
+    /// // SAFETY: twice reads 2 elements of x and writes 2 of y.
+    /// unsafe { queue.launch(&twice, twice.dims_for(2)?, (&x, &mut y, 2u32))? };
+    /// queue.synchronize()?;
+    /// assert_eq!(y.to_vec()?, [2.0, 4.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "cuda")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
+    pub fn compile_cuda(
+        device: &Device<'r>,
+        source: &str,
+        options: &crate::nvrtc::CompileOptions,
+    ) -> Result<(Self, std::sync::Arc<crate::nvrtc::Compiled>)> {
+        device.ctx.check_current()?;
+        if device.kind() != ordo_core::BackendKind::Cuda {
+            return Err(ordo_core::Error::new(ErrorCode::Unsupported, "CUDA C++ compiles for CUDA devices only").into());
+        }
+        let mut options = options.clone();
+        if options.arch.is_none() {
+            if let ordo_core::InfoValue::Version(major, minor) =
+                device.info(ordo_core::DeviceInfo::ComputeCapability)?
+            {
+                options.arch = Some(crate::nvrtc::arch_of(major, minor));
+            }
+        }
+        let compiled = crate::nvrtc::compile(source, &options).map_err(|e| {
+            if e.log.is_empty() { Error::Runtime(e.error) } else { Error::Load { error: e.error, log: e.log } }
+        })?;
+        Ok((Self::load(device, compiled.ptx())?, compiled))
+    }
+
     /// Loads ordo's built-in program for the device's platform (`vector_add_f32`,
     /// `reduce_sum_f32`, and on CUDA `empty` and `spin_cycles`). `Unsupported` for a platform
     /// without one, or whose backend is not compiled into the default runtime.

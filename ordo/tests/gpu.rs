@@ -486,3 +486,63 @@ fn an_event_of_one_gpu_gates_work_on_the_other() {
     q1.scope(|s| s.copy_between(&from, &mut to)).unwrap();
     assert!(on_g1.to_vec().unwrap().iter().all(|&v| v == 2.0), "the copy waited for the other GPU's kernel");
 }
+
+/// CUDA C++ compiled at run time (NVRTC) for the GPU's own architecture, loaded and launched
+/// through the typed API: an `extern "C"` kernel by its name, a template instantiation by the
+/// mangled name its name expression reports; source that does not compile comes back with the
+/// compiler's log. Needs NVRTC on the GPU machine (skips saying so without it, unless
+/// `ORDO_REQUIRE_NVRTC=1`).
+#[test]
+fn kernels_compiled_from_source_run_on_the_gpu() {
+    let ctx = Context::new().unwrap();
+    let Some(gpu) = cuda(&ctx) else { return };
+    if !ordo::nvrtc::available() {
+        assert!(std::env::var("ORDO_REQUIRE_NVRTC").as_deref() != Ok("1"), "{}", ordo::nvrtc::NVRTC_MISSING);
+        eprintln!("skipped: {}", ordo::nvrtc::NVRTC_MISSING);
+        return;
+    }
+    let source = r#"
+extern "C" __global__ void axpb(float a, const float* x, float b, float* y, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + b;
+}
+template <typename T> __global__ void square(T* v, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) v[i] = v[i] * v[i];
+}
+"#;
+    let options = ordo::nvrtc::CompileOptions { name_expressions: vec!["square<float>".into()], ..Default::default() };
+    let (module, compiled) = Module::compile_cuda(&gpu, source, &options).unwrap();
+    let ordo::InfoValue::Version(major, minor) = gpu.info(ordo::DeviceInfo::ComputeCapability).unwrap() else {
+        panic!("a compute capability")
+    };
+    assert!(compiled.ptx_text().contains(&format!(".target sm_{major}{minor}")), "the device's own architecture");
+    let axpb =
+        module.typed_function::<(f32, ordo::In<'static, f32>, f32, ordo::Out<'static, f32>, u32)>("axpb").unwrap();
+    let square = module
+        .typed_function::<(ordo::Out<'static, f32>, u32)>(compiled.lowered_name("square<float>").unwrap())
+        .unwrap();
+    let n = 1000u32;
+    let x = DeviceBuffer::from_slice(&gpu, &(0..n).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+    let mut y = DeviceBuffer::<f32>::zeroed(&gpu, n as usize).unwrap();
+    let queue = gpu.queue().unwrap();
+    // SAFETY: axpb reads n elements of x and writes n of y; square rewrites n of y; all n long,
+    // alive until the queue is synchronised.
+    unsafe {
+        queue.launch(&axpb, axpb.dims_for(n).unwrap(), (2.0f32, &x, 1.0f32, &mut y, n)).unwrap();
+        queue.launch(&square, square.dims_for(n).unwrap(), (&mut y, n)).unwrap();
+    }
+    queue.synchronize().unwrap();
+    let want: Vec<f32> = (0..n).map(|i| (2.0 * i as f32 + 1.0).powi(2)).collect();
+    assert_eq!(y.to_vec().unwrap(), want);
+    let broken = Module::compile_cuda(&gpu, "__global__ void k() { nope(); }", &Default::default()).unwrap_err();
+    match broken {
+        ordo::Error::Load { error, log } => {
+            assert_eq!(error.code, ErrorCode::InvalidBinary);
+            assert!(log.contains("nope"), "{log}");
+        }
+        other => panic!("expected the compiler's log, got {other:?}"),
+    }
+    let host = ctx.device(0).unwrap();
+    assert_eq!(Module::compile_cuda(&host, source, &options).unwrap_err().code(), ErrorCode::Unsupported);
+}

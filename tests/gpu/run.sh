@@ -26,6 +26,15 @@ done
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 status=0
+# NVRTC for the runtime-compilation tests: the CUDA toolkit's, where the machine has one (then
+# required: ORDO_REQUIRE_NVRTC=1), else whatever LD_LIBRARY_PATH already finds.
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  if ls "$d"/libnvrtc.so.* >/dev/null 2>&1; then
+    export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ORDO_REQUIRE_NVRTC=1
+    echo "NVRTC: $d"
+    break
+  fi
+done
 step() { # name, command...
   local name=$1; shift
   local t0=$(date +%s%N)

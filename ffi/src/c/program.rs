@@ -63,6 +63,126 @@ pub unsafe extern "C" fn ordo_program_load(
     })
 }
 
+/// Compiles CUDA C++ `source` (NUL-terminated) with NVRTC for a CUDA device and loads the
+/// result as a program, as `ordo_program_load` loads PTX. `options` holds `option_count`
+/// NVRTC options (NUL-terminated; NULL when `option_count` is 0), such as `-std=c++17`,
+/// `-DBLOCK=256`, `-I<dir>`, `-lineinfo`; without `--gpu-architecture=<arch>` (or `-arch=<arch>`)
+/// the device's own architecture is used. Kernels declared `extern "C"` are found by their
+/// names with `ordo_kernel_get`. Compilations are cached by source, options and architecture
+/// for the process (and on disk in the directory `ORDO_NVRTC_CACHE` names, if set).
+/// `ORDO_ERROR_INVALID_BINARY` for source that does not compile, with the compiler's log in
+/// `ordo_last_error_detail()`; `ORDO_ERROR_NOT_PRESENT` without NVRTC (the detail names the
+/// library and how to install it: `pip install nvidia-cuda-nvrtc`, its lib directory on
+/// `LD_LIBRARY_PATH`); `ORDO_ERROR_INVALID_ARGUMENT` for options NVRTC refuses or text that is
+/// not UTF-8; `ORDO_ERROR_UNSUPPORTED` for a device that is not CUDA's, or a library built
+/// without CUDA.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_program_compile(
+    device: ordo_device_t,
+    source: *const c_char,
+    options: *const *const c_char,
+    option_count: u32,
+    out: *mut ordo_program_t,
+) -> ordo_status_t {
+    guard(|| {
+        if let Err(err) = non_null(out, "out is NULL").and_then(|()| ready()) {
+            return fail(err);
+        }
+        if option_count != 0 && options.is_null() {
+            return fail(Error::new(ErrorCode::NullPointer, "options is NULL but option_count is not 0"));
+        }
+        // SAFETY: the caller's contract: NULL or NUL-terminated.
+        let source = match unsafe { c_name(source, "source is NULL", "source is not UTF-8") } {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { compile_options_and_load(Device::from_raw(device.raw), source, options, option_count, out) }
+    })
+}
+
+/// `ordo_program_compile` after its first checks: the options read, then compiled and loaded.
+///
+/// # Safety
+/// `options` holds `option_count` pointers, each NULL or NUL-terminated.
+#[cfg(feature = "std")]
+unsafe fn compile_options_and_load(
+    device: Device,
+    source: &str,
+    options: *const *const c_char,
+    option_count: u32,
+    out: *mut ordo_program_t,
+) -> ordo_status_t {
+    let mut texts = std::vec::Vec::new();
+    for i in 0..option_count as usize {
+        // SAFETY: the caller's contract.
+        match unsafe { c_name(*options.add(i), "an option is NULL", "an option is not UTF-8") } {
+            Ok(o) => texts.push(o),
+            Err(e) => return fail(e),
+        }
+    }
+    compile_and_load(device, source, &texts, out)
+}
+
+/// Without std there is no NVRTC: `Unsupported`.
+///
+/// # Safety
+/// None beyond the arguments' types.
+#[cfg(not(feature = "std"))]
+unsafe fn compile_options_and_load(
+    _: Device,
+    _: &str,
+    _: *const *const c_char,
+    _: u32,
+    _: *mut ordo_program_t,
+) -> ordo_status_t {
+    fail(Error::new(ErrorCode::Unsupported, "runtime compilation needs a build with std and CUDA"))
+}
+
+#[cfg(feature = "cuda")]
+fn compile_and_load(device: Device, source: &str, texts: &[&str], out: *mut ordo_program_t) -> ordo_status_t {
+    use ordo::nvrtc::{CompileOptions, arch_of, compile};
+    let rt = runtime();
+    let kind = rt.device_platform(device).and_then(|p| rt.platform_info(p)).map(|i| i.kind);
+    match kind.and_then(|k| Ok((k, rt.device_info(device, ordo_core::DeviceInfo::ComputeCapability)?))) {
+        Err(e) => fail(e),
+        Ok((k, _)) if k != ordo_core::BackendKind::Cuda => {
+            fail(Error::new(ErrorCode::Unsupported, "CUDA C++ compiles for CUDA devices only"))
+        }
+        Ok((_, v)) => {
+            let mut options = CompileOptions::default();
+            if let ordo_core::InfoValue::Version(major, minor) = v {
+                options.arch = Some(arch_of(major, minor));
+            }
+            for t in texts {
+                match t.strip_prefix("--gpu-architecture=").or_else(|| t.strip_prefix("-arch=")) {
+                    Some(arch) => options.arch = Some(arch.into()),
+                    None => options.extra.push((*t).into()),
+                }
+            }
+            match compile(source, &options) {
+                Ok(c) => match rt.program_load(device, c.ptx()) {
+                    Ok(p) => output(out, Ok(ordo_program_t { raw: p.to_raw() })),
+                    Err(e) => fail(e),
+                },
+                Err(e) => fail_with(e.error, &e.log),
+            }
+        }
+    }
+}
+
+#[cfg(all(feature = "std", not(feature = "cuda")))]
+fn compile_and_load(device: Device, _: &str, _: &[&str], _: *mut ordo_program_t) -> ordo_status_t {
+    match runtime().device_info(device, ordo_core::DeviceInfo::Name) {
+        Err(e) => fail(e),
+        Ok(_) => fail(Error::new(ErrorCode::Unsupported, "this library was built without CUDA")),
+    }
+}
+
 /// Unloads a program; its kernel handles become invalid, and graphs that launch its kernels can
 /// no longer be launched or updated. `ORDO_ERROR_INVALID_ARGUMENT` while a queue of its device is
 /// capturing.

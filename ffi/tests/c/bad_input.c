@@ -150,6 +150,8 @@ static void check_order_outside_init(void) {
   EXPECT(ordo_queue_end_capture(q0, NULL), N);
   EXPECT(ordo_graph_launch((ordo_graph_t){0}, q0), U);
   EXPECT(ordo_graph_destroy((ordo_graph_t){0}), U);
+  EXPECT(ordo_program_compile(d0, "__global__ void k() {}", NULL, 0, NULL), N);
+  EXPECT(ordo_program_compile(d0, NULL, NULL, 0, &pp), U);
   EXPECT(ordo_graph_kernel_count((ordo_graph_t){0}, NULL), N);
   EXPECT(ordo_graph_kernel_count((ordo_graph_t){0}, &u32), U);
   EXPECT(ordo_graph_set_args((ordo_graph_t){0}, 0, k0, NULL, NULL, 1), U);
@@ -393,6 +395,14 @@ int main(void) {
   EXPECT(ordo_program_load(d, "ordo.builtin", 0, &p0), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_program_load(d, "ordo.builtin", SIZE_MAX, &p0), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_program_load(d, "no.such.program", 15, &p0), ORDO_ERROR_INVALID_BINARY);
+  /* CUDA C++ compiles for CUDA devices only; bad pointers first. */
+  const char *opts[] = {"-std=c++17", NULL};
+  EXPECT(ordo_program_compile(d, "__global__ void k() {}", NULL, 0, &p0), ORDO_ERROR_UNSUPPORTED);
+  EXPECT(ordo_program_compile(d, NULL, NULL, 0, &p0), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_program_compile(d, "__global__ void k() {}", NULL, 1, &p0), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_program_compile(d, "__global__ void k() {}", opts, 2, &p0), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_program_compile(d, "\xff", opts, 1, &p0), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_program_compile((ordo_device_t){0}, "x", opts, 1, &p0), ORDO_ERROR_NULL_HANDLE);
   EXPECT(ordo_kernel_get(p, "no_such_kernel", &k0), ORDO_ERROR_NOT_FOUND);
   EXPECT(ordo_kernel_get(p, "", &k0), ORDO_ERROR_INVALID_ARGUMENT);
   EXPECT(ordo_kernel_get(p, "\xff\xfe", &k0), ORDO_ERROR_INVALID_ARGUMENT);
