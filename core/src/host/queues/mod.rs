@@ -26,6 +26,8 @@ mod deferred;
 mod graph;
 #[cfg(feature = "std")]
 mod threaded;
+#[cfg(feature = "std")]
+mod worker;
 
 pub use deferred::{DEFERRED_ERRORS, DEFERRED_PATTERN, DEFERRED_WORK, DeferredHost};
 pub use graph::HOST_CAPTURES;

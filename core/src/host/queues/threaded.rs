@@ -8,177 +8,31 @@
 //!
 //! The wrapped backend does the work itself (under its one execution lock, so work of several
 //! queues never races on the arena); this layer only decides when. Launches are kept as
-//! `CopiedLaunch`es, as the deferred queues keep them (`queues/mod.rs`). Destroying a queue
+//! `CopiedLaunch`es, as the deferred queues keep them (`queues/mod.rs`); the worker threads and
+//! events' record counts are `worker.rs`'s, graphs `graph.rs`'s. Destroying a queue
 //! returns at once; its worker finishes what was enqueued, then releases the queue, and `deinit`
 //! waits for such workers.
 
 use core::ffi::c_void;
 use std::boxed::Box;
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
+use std::sync::Arc;
 use std::vec::Vec;
 
 use super::graph::{self, Captures, Piece};
-use super::{CopiedLaunch, busy, forward_to_host_backend};
+use super::worker::{Job, Sendable, Track, Worker, lock};
+use super::{CopiedLaunch, forward_to_host_backend};
+
+use crate::backend::{
+    Backend, BackendResult, Capabilities, CopyKind, FillValue, HostFn, KernelArgs, LaunchDims, MemKind,
+};
+use crate::error::{BackendError, ErrorCode};
+use crate::host::{HostBackend, run_as_callback};
 
 /// Held shared by every running graph replay and exclusively by an argument update, so that an
 /// update never changes a graph a queue's thread is replaying (one for all `QueuedHost`s:
 /// updates are rare).
 static REPLAYS: std::sync::RwLock<()> = std::sync::RwLock::new(());
-use crate::backend::{
-    Backend, BackendResult, Capabilities, CopyKind, FillValue, HostFn, KernelArgs, LaunchDims, MemKind,
-};
-use crate::error::{BackendError, ErrorCode};
-use crate::host::{HostBackend, catch_panic, in_callback, panicked, run_as_callback, waiting_for_callbacks};
-
-type Job = Box<dyn FnOnce() -> BackendResult<()> + Send>;
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// A value that crosses to a worker thread: raw pointers of the caller's, valid (by the
-/// `Backend` contract) until the work that uses them has run.
-struct Sendable<T>(T);
-// SAFETY: see the type's doc; the worker is the only user of the value.
-unsafe impl<T> Send for Sendable<T> {}
-
-impl<T> Sendable<T> {
-    /// The value (a method, so that a closure captures the whole wrapper, not its field).
-    fn into_inner(self) -> T {
-        self.0
-    }
-}
-
-/// How far a queue's worker has come.
-#[derive(Default)]
-struct Progress {
-    submitted: u64,
-    done: u64,
-    /// The first error of enqueued work since the last `queue_synchronize`.
-    error: Option<BackendError>,
-}
-
-struct Worker {
-    /// Where work goes; `None` until the queue's first work starts its thread (a queue that
-    /// never gets any costs no thread).
-    jobs: Option<mpsc::Sender<Job>>,
-    progress: Arc<(Mutex<Progress>, Condvar)>,
-    /// The queue's thread (`None` before it starts, and in the transient copies made to wait on
-    /// it).
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Worker {
-    fn new() -> Self {
-        Self { jobs: None, progress: Arc::new((Mutex::new(Progress::default()), Condvar::new())), thread: None }
-    }
-
-    /// Starts the queue's thread if it has none yet.
-    fn start(&mut self) -> BackendResult<()> {
-        if self.jobs.is_some() {
-            return Ok(());
-        }
-        let (jobs, inbox) = mpsc::channel::<Job>();
-        let theirs = Arc::clone(&self.progress);
-        let thread = std::thread::Builder::new()
-            .name("ordo-host-queue".into())
-            .spawn(move || {
-                for job in inbox {
-                    // A panic in the work (a host kernel's is already the launch's error) is the
-                    // queue's error: the thread goes on, so the queue stays usable.
-                    let result = catch_panic("work on a host queue panicked", job).unwrap_or_else(|m| Err(panicked(m)));
-                    let mut p = lock(&theirs.0);
-                    p.done += 1;
-                    if let Err(e) = result {
-                        p.error.get_or_insert(e);
-                    }
-                    theirs.1.notify_all();
-                }
-            })
-            .map_err(|_| BackendError::new(ErrorCode::OutOfResources, 0, "could not start a host queue's thread"))?;
-        (self.jobs, self.thread) = (Some(jobs), Some(thread));
-        Ok(())
-    }
-
-    /// A handle to wait on this worker: its progress only (no sender, so that a waiter never
-    /// keeps a finished worker's thread alive).
-    fn handle(&self) -> Self {
-        Self { jobs: None, progress: Arc::clone(&self.progress), thread: None }
-    }
-
-    /// A handle to submit to this worker (a transient sender).
-    fn sender(&self) -> Self {
-        Self { jobs: self.jobs.clone(), ..self.handle() }
-    }
-
-    /// Submits to a started worker.
-    fn submit(&self, job: Job) -> BackendResult<()> {
-        let gone = || BackendError::new(ErrorCode::Internal, 0, "a host queue's thread has gone");
-        let jobs = self.jobs.as_ref().ok_or_else(gone)?;
-        lock(&self.progress.0).submitted += 1;
-        jobs.send(job).map_err(|_| {
-            lock(&self.progress.0).submitted -= 1;
-            gone()
-        })
-    }
-
-    /// Waits until everything submitted so far has run.
-    fn wait(&self) -> BackendResult<MutexGuard<'_, Progress>> {
-        let (m, cv) = &*self.progress;
-        let mut p = lock(m);
-        let target = p.submitted;
-        if p.done < target && in_callback() {
-            return Err(busy());
-        }
-        if p.done < target {
-            // The worker may be running a host function that calls into ordo meanwhile.
-            p = waiting_for_callbacks(|| {
-                while p.done < target {
-                    p = cv.wait(p).unwrap_or_else(|e| e.into_inner());
-                }
-                p
-            });
-        }
-        Ok(p)
-    }
-
-    /// Waits until everything submitted so far has run; returns (and clears) the first error.
-    fn drain(&self) -> BackendResult<()> {
-        self.wait()?.error.take().map_or(Ok(()), Err)
-    }
-
-    fn idle(&self) -> bool {
-        let p = lock(&self.progress.0);
-        p.done == p.submitted
-    }
-}
-
-/// An event's records: how many were enqueued and how many have run.
-#[derive(Default)]
-struct Track {
-    counts: Mutex<(u64, u64)>,
-    cv: Condvar,
-}
-
-impl Track {
-    /// Waits until the `target`-th record has run.
-    fn wait_for(&self, target: u64) -> BackendResult<()> {
-        let mut c = lock(&self.counts);
-        if c.1 < target && in_callback() {
-            return Err(busy());
-        }
-        if c.1 < target {
-            // The record may wait behind a host function that calls into ordo meanwhile.
-            waiting_for_callbacks(|| {
-                while c.1 < target {
-                    c = self.cv.wait(c).unwrap_or_else(|e| e.into_inner());
-                }
-            });
-        }
-        Ok(())
-    }
-}
 
 #[derive(Default)]
 struct State {
