@@ -261,8 +261,8 @@ impl Runtime {
     /// `InvalidArgument` for an event whose latest record was captured by a capture that has not
     /// ended (it has no completion to wait for, query or time).
     #[inline]
-    pub(super) fn not_captured(t: &Tables, event: crate::handle::Event) -> Result<()> {
-        if t.events.get(event.0)?.capturing() {
+    pub(super) fn not_captured(event: &super::EventEntry) -> Result<()> {
+        if event.capturing() {
             return fail(
                 ErrorCode::InvalidArgument,
                 "the event was recorded during a capture that has not ended: it has not run",

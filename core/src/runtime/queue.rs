@@ -191,11 +191,13 @@ impl Runtime {
     /// capture, or merge it with the queue's own).
     pub fn queue_wait_event(&self, queue: Queue, event: Event) -> Result<()> {
         self.with_shared(|t| {
-            let (d, q) = self.queue(t, queue)?;
-            let (ed, e) = self.event(t, event)?;
-            let mark = t.events.get(event.0)?.capture.load(Relaxed);
+            let qs = t.queues.resolve(queue.0)?;
+            let entry = t.events.get(event.0)?;
+            let (d, q) = (self.dev_at(t, t.queues.at(qs).device), t.queues.at(qs).raw);
+            let (ed, e) = (self.dev_at(t, entry.device), entry.raw);
+            let mark = entry.capture.load(Relaxed);
             if mark != 0 {
-                Self::wait_within_capture(mark, t.queues.resolve(queue.0)?)?;
+                Self::wait_within_capture(mark, qs)?;
             }
             if t.devices.at(ed.slot).backend != t.devices.at(d.slot).backend {
                 // SAFETY: a live event of its device.
@@ -249,15 +251,15 @@ impl Runtime {
     /// Records an event on a queue of the same device.
     pub fn event_record(&self, event: Event, queue: Queue) -> Result<()> {
         self.with_shared(|t| {
-            let (ed, e) = self.event(t, event)?;
-            let (qd, q) = self.queue(t, queue)?;
-            if ed.slot != qd.slot {
+            let entry = t.events.get(event.0)?;
+            let qs = t.queues.resolve(queue.0)?;
+            if entry.device != t.queues.at(qs).device {
                 return fail(ErrorCode::InvalidArgument, "event and queue belong to different devices");
             }
+            let d = self.dev_at(t, entry.device);
             // SAFETY: a live event and a live queue of this device.
-            unsafe { ed.backend.event_record(ed.ordinal, e, q) }?;
-            let mark = Self::capture_mark(t, t.queues.resolve(queue.0)?);
-            t.events.get(event.0)?.capture.store(mark, Relaxed);
+            unsafe { d.backend.event_record(d.ordinal, entry.raw, t.queues.at(qs).raw) }?;
+            entry.capture.store(Self::capture_mark(t, qs), Relaxed);
             Ok(())
         })
     }
@@ -266,10 +268,11 @@ impl Runtime {
     /// `InvalidArgument` for an event recorded during a capture that has not ended.
     pub fn event_synchronize(&self, event: Event) -> Result<()> {
         self.with_shared(|t| {
-            let (d, e) = self.event(t, event)?;
-            Self::not_captured(t, event)?;
+            let entry = t.events.get(event.0)?;
+            Self::not_captured(entry)?;
+            let d = self.dev_at(t, entry.device);
             // SAFETY: a live event of this device.
-            Ok(unsafe { d.backend.event_synchronize(d.ordinal, e) }?)
+            Ok(unsafe { d.backend.event_synchronize(d.ordinal, entry.raw) }?)
         })
     }
 
@@ -277,10 +280,11 @@ impl Runtime {
     /// that has not ended.
     pub fn event_query(&self, event: Event) -> Result<bool> {
         self.with_shared(|t| {
-            let (d, e) = self.event(t, event)?;
-            Self::not_captured(t, event)?;
+            let entry = t.events.get(event.0)?;
+            Self::not_captured(entry)?;
+            let d = self.dev_at(t, entry.device);
             // SAFETY: a live event of this device.
-            Ok(unsafe { d.backend.event_query(d.ordinal, e) }?)
+            Ok(unsafe { d.backend.event_query(d.ordinal, entry.raw) }?)
         })
     }
 
@@ -288,15 +292,15 @@ impl Runtime {
     /// event recorded during a capture that has not ended.
     pub fn event_elapsed_ms(&self, start: Event, end: Event) -> Result<f32> {
         self.with_shared(|t| {
-            let (sd, s) = self.event(t, start)?;
-            let (ed, e) = self.event(t, end)?;
-            Self::not_captured(t, start)?;
-            Self::not_captured(t, end)?;
-            if sd.slot != ed.slot {
+            let (s, e) = (t.events.get(start.0)?, t.events.get(end.0)?);
+            Self::not_captured(s)?;
+            Self::not_captured(e)?;
+            if s.device != e.device {
                 return fail(ErrorCode::InvalidArgument, "events belong to different devices");
             }
+            let d = self.dev_at(t, s.device);
             // SAFETY: two live events of this device.
-            Ok(unsafe { sd.backend.event_elapsed_ms(sd.ordinal, s, e) }?)
+            Ok(unsafe { d.backend.event_elapsed_ms(d.ordinal, s.raw, e.raw) }?)
         })
     }
 }
