@@ -498,7 +498,8 @@ impl Backend for DeferredHost {
     }
 
     unsafe fn graph_kernels(&self, _device: u32, graph: u64, each: &mut dyn FnMut(u64)) -> BackendResult<()> {
-        // SAFETY: a live graph; changed only by `graph_set_args`, an exclusive call of the runtime.
+        // SAFETY: a live graph, just ended (the runtime asks in `queue_end_capture`, an exclusive
+        // call, so no `graph_set_args` changes it meanwhile).
         unsafe { graph::kernels(graph, each) };
         Ok(())
     }
