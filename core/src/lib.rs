@@ -40,6 +40,7 @@ mod runtime;
 mod slots;
 mod sync;
 mod table;
+pub mod trace;
 
 pub use backend::{
     Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FastLaunch, FillValue, HostFn,

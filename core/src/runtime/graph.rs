@@ -12,6 +12,7 @@
 //! the teardown after the device's events and before its queues. Depends on the runtime's
 //! tables (`super`), `info` (lookups), `backend`, `handle` and `error`.
 
+use crate::trace::traced;
 use core::sync::atomic::Ordering::Relaxed;
 
 use crate::backend::KernelArgs;
@@ -30,12 +31,14 @@ impl Runtime {
     /// capturing already (captures do not nest); `Unsupported` from backends without graphs
     /// (AMDGPU, and the bare host backend whose queues run work at submission).
     pub fn queue_begin_capture(&self, queue: Queue) -> Result<()> {
-        self.with_exclusive(|t| {
-            let (d, raw) = self.queue_not_capturing(t, queue)?;
-            // SAFETY: a live queue of the device, not capturing.
-            unsafe { d.backend.queue_begin_capture(d.ordinal, raw) }?;
-            Self::set_capturing(t, queue, d, true);
-            Ok(())
+        traced!("queue_begin_capture", ["queue" = queue.0.0], {
+            self.with_exclusive(|t| {
+                let (d, raw) = self.queue_not_capturing(t, queue)?;
+                // SAFETY: a live queue of the device, not capturing.
+                unsafe { d.backend.queue_begin_capture(d.ordinal, raw) }?;
+                Self::set_capturing(t, queue, d, true);
+                Ok(())
+            })
         })
     }
 
@@ -46,28 +49,30 @@ impl Runtime {
     /// driver's error for a capture it invalidated (a call that was not allowed during
     /// capture); `OutOfResources` when the graph table is full (the captured graph is destroyed).
     pub fn queue_end_capture(&self, queue: Queue) -> Result<Graph> {
-        self.with_exclusive(|t| {
-            let (d, raw) = self.queue(t, queue)?;
-            if !t.queues.get(queue.0)?.capturing() {
-                return fail(ErrorCode::InvalidArgument, "the queue is not capturing");
-            }
-            Self::set_capturing(t, queue, d, false);
-            // SAFETY: a live queue of the device that is capturing.
-            let graph = unsafe { d.backend.queue_end_capture(d.ordinal, raw) }?;
-            if t.graphs.is_full() {
-                // SAFETY: the graph the backend just returned; never passed again.
-                let _ = unsafe { d.backend.graph_destroy(d.ordinal, graph) };
-                return fail(ErrorCode::OutOfResources, "graph table is full (ORDO_MAX_GRAPHS)");
-            }
-            let entry = Self::graph_entry(t, d, graph);
-            match t.graphs.insert(entry) {
-                Ok(h) => Ok(Graph(h)),
-                Err(_) => {
-                    // SAFETY: as above.
-                    let _ = unsafe { d.backend.graph_destroy(d.ordinal, graph) };
-                    fail(ErrorCode::OutOfResources, "graph table is full (ORDO_MAX_GRAPHS)")
+        traced!("queue_end_capture", ["queue" = queue.0.0], {
+            self.with_exclusive(|t| {
+                let (d, raw) = self.queue(t, queue)?;
+                if !t.queues.get(queue.0)?.capturing() {
+                    return fail(ErrorCode::InvalidArgument, "the queue is not capturing");
                 }
-            }
+                Self::set_capturing(t, queue, d, false);
+                // SAFETY: a live queue of the device that is capturing.
+                let graph = unsafe { d.backend.queue_end_capture(d.ordinal, raw) }?;
+                if t.graphs.is_full() {
+                    // SAFETY: the graph the backend just returned; never passed again.
+                    let _ = unsafe { d.backend.graph_destroy(d.ordinal, graph) };
+                    return fail(ErrorCode::OutOfResources, "graph table is full (ORDO_MAX_GRAPHS)");
+                }
+                let entry = Self::graph_entry(t, d, graph);
+                match t.graphs.insert(entry) {
+                    Ok(h) => Ok(Graph(h)),
+                    Err(_) => {
+                        // SAFETY: as above.
+                        let _ = unsafe { d.backend.graph_destroy(d.ordinal, graph) };
+                        fail(ErrorCode::OutOfResources, "graph table is full (ORDO_MAX_GRAPHS)")
+                    }
+                }
+            })
         })
     }
 
@@ -115,7 +120,9 @@ impl Runtime {
     /// How many kernel launches `graph` holds (`graph_set_args` numbers them from 0, in the
     /// order they were captured).
     pub fn graph_kernel_count(&self, graph: Graph) -> Result<u32> {
-        self.with_shared(|t| Ok(t.graphs.get(graph.0)?.kernels))
+        traced!("graph_kernel_count", ["graph" = graph.0.0], {
+            self.with_shared(|t| Ok(t.graphs.get(graph.0)?.kernels))
+        })
     }
 
     /// Sets the arguments of `graph`'s launch number `index` (capture order) for the graph's
@@ -132,23 +139,25 @@ impl Runtime {
     /// As `launch`: each argument pointer points to a value of the kernel's parameter type, and
     /// at each later launch of the graph the kernel only reaches memory it may.
     pub unsafe fn graph_set_args(&self, graph: Graph, index: u32, kernel: Kernel, args: &KernelArgs<'_>) -> Result<()> {
-        self.with_shared(|t| {
-            let g = t.graphs.get(graph.0)?;
-            let k = t.kernels.get(kernel.0)?;
-            if k.device != g.device {
-                return fail(ErrorCode::InvalidArgument, "the kernel belongs to another device than the graph");
-            }
-            if g.orphaned {
-                return Self::orphaned();
-            }
-            if index >= g.kernels {
-                return fail(ErrorCode::InvalidArgument, "the graph has no kernel launch at this index");
-            }
-            let d = t.devices.at(g.device);
-            Self::check_param_count(d, k, args)?;
-            // SAFETY: a live graph and kernel of this device; the arguments' contract is the
-            // caller's.
-            Ok(unsafe { d.driver.graph_set_args(d.ordinal, g.raw, index, k.raw, args) }?)
+        traced!("graph_set_args", ["graph" = graph.0.0, "index" = index, "kernel" = kernel.0.0], {
+            self.with_shared(|t| {
+                let g = t.graphs.get(graph.0)?;
+                let k = t.kernels.get(kernel.0)?;
+                if k.device != g.device {
+                    return fail(ErrorCode::InvalidArgument, "the kernel belongs to another device than the graph");
+                }
+                if g.orphaned {
+                    return Self::orphaned();
+                }
+                if index >= g.kernels {
+                    return fail(ErrorCode::InvalidArgument, "the graph has no kernel launch at this index");
+                }
+                let d = t.devices.at(g.device);
+                Self::check_param_count(d, k, args)?;
+                // SAFETY: a live graph and kernel of this device; the arguments' contract is the
+                // caller's.
+                Ok(unsafe { d.driver.graph_set_args(d.ordinal, g.raw, index, k.raw, args) }?)
+            })
         })
     }
 
@@ -172,7 +181,9 @@ impl Runtime {
 
     /// Whether `queue` is capturing into a graph.
     pub fn queue_is_capturing(&self, queue: Queue) -> Result<bool> {
-        self.with_shared(|t| Ok(t.queues.get(queue.0)?.capturing()))
+        traced!("queue_is_capturing", ["queue" = queue.0.0], {
+            self.with_shared(|t| Ok(t.queues.get(queue.0)?.capturing()))
+        })
     }
 
     /// Launches `graph` on `queue`, a queue of the graph's device, asynchronously: its work runs
@@ -186,37 +197,45 @@ impl Runtime {
     /// the kernels' programs are loaded, host functions may run again (a graph keeps the
     /// addresses and arguments it captured; the runtime cannot check them).
     pub unsafe fn graph_launch(&self, graph: Graph, queue: Queue) -> Result<()> {
-        self.with_shared(|t| {
-            let g = t.graphs.get(graph.0)?;
-            let (d, raw) = self.queue(t, queue)?;
-            if g.device != d.slot {
-                return fail(ErrorCode::InvalidArgument, "the queue belongs to another device than the graph");
-            }
-            if g.orphaned {
-                return Self::orphaned();
-            }
-            // SAFETY: a live graph and a live queue of this device.
-            Ok(unsafe { d.backend.graph_launch(d.ordinal, g.raw, raw) }?)
+        traced!(begun, "graph_launch", ["graph" = graph.0.0, "queue" = queue.0.0], {
+            self.with_shared(|t| {
+                let g = t.graphs.get(graph.0)?;
+                let (d, raw) = self.queue(t, queue)?;
+                if g.device != d.slot {
+                    return fail(ErrorCode::InvalidArgument, "the queue belongs to another device than the graph");
+                }
+                if g.orphaned {
+                    return Self::orphaned();
+                }
+                let timing = Self::time_work(t, begun, d.backend, d.ordinal, queue, raw);
+                // SAFETY: a live graph and a live queue of this device.
+                let r = unsafe { d.backend.graph_launch(d.ordinal, g.raw, raw) };
+                Self::work_done(timing, || crate::trace::WorkKind::Graph { graph: graph.0.0 }, r.map_err(Into::into))
+            })
         })
     }
 
     /// The device a graph belongs to.
     pub fn graph_device(&self, graph: Graph) -> Result<crate::handle::Device> {
-        self.with_shared(|t| Ok(crate::handle::Device(t.devices.handle_at(t.graphs.get(graph.0)?.device))))
+        traced!("graph_device", ["graph" = graph.0.0], {
+            self.with_shared(|t| Ok(crate::handle::Device(t.devices.handle_at(t.graphs.get(graph.0)?.device))))
+        })
     }
 
     /// Destroys a graph; launches of it already submitted still run. The handle is stale
     /// afterwards (a second destroy is `InvalidHandle`).
     pub fn graph_destroy(&self, graph: Graph) -> Result<()> {
-        // Host queues wait for the graph's submitted launches before its memory goes: before
-        // the runtime holds its tables, as for `mem_free`.
-        self.settle_backends();
-        self.with_exclusive(|t| {
-            let g = t.graphs.remove(graph.0)?;
-            let d = self.dev_at(t, g.device);
-            // SAFETY: a live graph of this device, removed from the table first so it is never
-            // passed again.
-            Ok(unsafe { d.backend.graph_destroy(d.ordinal, g.raw) }?)
+        traced!("graph_destroy", ["graph" = graph.0.0], {
+            // Host queues wait for the graph's submitted launches before its memory goes: before
+            // the runtime holds its tables, as for `mem_free`.
+            self.settle_backends();
+            self.with_exclusive(|t| {
+                let g = t.graphs.remove(graph.0)?;
+                let d = self.dev_at(t, g.device);
+                // SAFETY: a live graph of this device, removed from the table first so it is never
+                // passed again.
+                Ok(unsafe { d.backend.graph_destroy(d.ordinal, g.raw) }?)
+            })
         })
     }
 

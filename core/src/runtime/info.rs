@@ -10,6 +10,7 @@
 use crate::backend::{Backend, DeviceInfo, InfoValue};
 use crate::error::{BackendError, ErrorCode, Result, fail};
 use crate::handle::{Device, Event, Platform, Queue};
+use crate::trace::traced;
 
 use super::{Runtime, Tables};
 
@@ -74,63 +75,73 @@ impl Runtime {
 
     /// Number of platforms (one per registered backend, present or absent).
     pub fn platform_count(&self) -> Result<u32> {
-        self.with_shared(|t| Ok(t.platforms.len() as u32))
+        traced!("platform_count", [], { self.with_shared(|t| Ok(t.platforms.len() as u32)) })
     }
 
     /// The platform at `index` in registration order.
     pub fn platform(&self, index: u32) -> Result<Platform> {
-        self.with_shared(|t| {
-            let slot = t.platforms.iter_oldest_first().nth(index as usize);
-            match slot {
-                Some(s) => Ok(Platform(t.platforms.handle_at(s))),
-                None => fail(ErrorCode::InvalidValue, "platform index out of range"),
-            }
+        traced!("platform", ["index" = index], {
+            self.with_shared(|t| {
+                let slot = t.platforms.iter_oldest_first().nth(index as usize);
+                match slot {
+                    Some(s) => Ok(Platform(t.platforms.handle_at(s))),
+                    None => fail(ErrorCode::InvalidValue, "platform index out of range"),
+                }
+            })
         })
     }
 
     /// Kind, name, device count and absence reason of a platform.
     pub fn platform_info(&self, platform: Platform) -> Result<PlatformInfo> {
-        self.with_shared(|t| {
-            let p = t.platforms.get(platform.0)?;
-            let backend = self.backends[usize::from(p.backend)];
-            Ok(PlatformInfo {
-                kind: backend.kind(),
-                name: backend.name(),
-                device_count: p.devices.len() as u32,
-                absent: p.absent,
-                capabilities: backend.capabilities(),
+        traced!("platform_info", ["platform" = platform.0.0], {
+            self.with_shared(|t| {
+                let p = t.platforms.get(platform.0)?;
+                let backend = self.backends[usize::from(p.backend)];
+                Ok(PlatformInfo {
+                    kind: backend.kind(),
+                    name: backend.name(),
+                    device_count: p.devices.len() as u32,
+                    absent: p.absent,
+                    capabilities: backend.capabilities(),
+                })
             })
         })
     }
 
     /// The device at `index` of a platform.
     pub fn device(&self, platform: Platform, index: u32) -> Result<Device> {
-        self.with_shared(|t| {
-            let p = t.platforms.get(platform.0)?;
-            match p.devices.get(index as usize) {
-                Some(&slot) => Ok(Device(t.devices.handle_at(slot))),
-                None => fail(ErrorCode::InvalidValue, "device index out of range"),
-            }
+        traced!("device", ["platform" = platform.0.0, "index" = index], {
+            self.with_shared(|t| {
+                let p = t.platforms.get(platform.0)?;
+                match p.devices.get(index as usize) {
+                    Some(&slot) => Ok(Device(t.devices.handle_at(slot))),
+                    None => fail(ErrorCode::InvalidValue, "device index out of range"),
+                }
+            })
         })
     }
 
     /// The platform a device belongs to.
     pub fn device_platform(&self, device: Device) -> Result<Platform> {
-        self.with_shared(|t| {
-            let d = t.devices.get(device.0)?;
-            Ok(Platform(t.platforms.handle_at(d.platform)))
+        traced!("device_platform", ["device" = device.0.0], {
+            self.with_shared(|t| {
+                let d = t.devices.get(device.0)?;
+                Ok(Platform(t.platforms.handle_at(d.platform)))
+            })
         })
     }
 
     /// A device property. The launch limits (`MaxThreadsPerBlock`, `MaxBlockDim*`,
     /// `MaxGridDim*`, `MaxThreadsPerLaunch`) are the ones launches are checked against.
     pub fn device_info(&self, device: Device, key: DeviceInfo) -> Result<InfoValue> {
-        self.with_shared(|t| {
-            let d = self.dev(t, device)?;
-            if let Some(v) = t.devices.at(d.slot).limits().info(key) {
-                return Ok(v);
-            }
-            Ok(d.backend.device_info(d.ordinal, key)?)
+        traced!("device_info", ["device" = device.0.0], {
+            self.with_shared(|t| {
+                let d = self.dev(t, device)?;
+                if let Some(v) = t.devices.at(d.slot).limits().info(key) {
+                    return Ok(v);
+                }
+                Ok(d.backend.device_info(d.ordinal, key)?)
+            })
         })
     }
 }

@@ -93,6 +93,20 @@ impl Runtime {
 
     #[inline(never)]
     fn init_slow(&self) -> Result<()> {
+        #[cfg(feature = "std")]
+        crate::trace::chrome::start_from_env();
+        let begun = crate::trace::begin("init\0");
+        let result = self.init_slower();
+        crate::trace::step(
+            "init",
+            begun,
+            &[("runtime", u64::from(self.identity()))],
+            result.as_ref().err().map(|e| e.code),
+        );
+        result
+    }
+
+    fn init_slower(&self) -> Result<()> {
         match self.state.gate.begin_init(false)? {
             InitStep::Referenced => Ok(()),
             InitStep::MustInitialize => {
@@ -235,6 +249,7 @@ impl Runtime {
         match self.state.gate.begin_shutdown(patience, all)? {
             ShutdownStep::Released(remaining) => Ok(Shutdown::Released { remaining }),
             ShutdownStep::MustTearDown => {
+                let begun = crate::trace::begin("teardown\0");
                 // Forgets what is left and reopens the gate if a panic unwinds out of the teardown.
                 let unwind = TeardownUnwindGuard(self);
                 // SAFETY: the gate is `ShuttingDown` with no call in flight and no writer; only this
@@ -253,6 +268,14 @@ impl Runtime {
                 drop(last);
                 core::mem::forget(unwind);
                 self.state.gate.finish_shutdown();
+                let failures = u64::from(summary.failures);
+                crate::trace::step(
+                    "teardown",
+                    begun,
+                    &[("runtime", u64::from(self.identity())), ("failures", failures)],
+                    None,
+                );
+                crate::trace::checkpoint();
                 Ok(Shutdown::TornDown(summary))
             }
         }

@@ -5,6 +5,7 @@
 use crate::backend::{KernelArgs, LaunchDims, ParamLayout};
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{Device, Kernel, Queue};
+use crate::trace::traced;
 
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -28,15 +29,19 @@ impl Runtime {
         cluster: [u32; 3],
         args: &KernelArgs<'_>,
     ) -> Result<()> {
-        self.with_shared(|t| {
-            let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-            if cluster.iter().zip(dims.grid).any(|(&c, g)| c == 0 || g % c != 0) {
-                return fail(ErrorCode::InvalidValue, "a cluster dimension is 0 or does not divide the grid's");
-            }
-            Self::check_param_count(d, k, args)?;
-            // SAFETY: a live queue and kernel of this device, dimensions within its limits and
-            // divisible by the cluster's; the argument contract is the caller's.
-            Ok(unsafe { d.driver.launch_cluster(d.ordinal, q, k.raw, dims, cluster, args) }?)
+        traced!(begun, "launch_cluster", ["queue" = queue.0.0, "kernel" = kernel.0.0], {
+            self.with_shared(|t| {
+                let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+                if cluster.iter().zip(dims.grid).any(|(&c, g)| c == 0 || g % c != 0) {
+                    return fail(ErrorCode::InvalidValue, "a cluster dimension is 0 or does not divide the grid's");
+                }
+                Self::check_param_count(d, k, args)?;
+                let timing = Self::time_work(t, begun, d.driver, d.ordinal, queue, q);
+                // SAFETY: a live queue and kernel of this device, dimensions within its limits and
+                // divisible by the cluster's; the argument contract is the caller's.
+                let r = unsafe { d.driver.launch_cluster(d.ordinal, q, k.raw, dims, cluster, args) };
+                Self::work_done(timing, || kernel_work(kernel, dims), r.map_err(Into::into))
+            })
         })
     }
 
@@ -50,22 +55,26 @@ impl Runtime {
     /// must only access memory it may (e.g. pointers in its arguments must be large enough).
     #[inline(always)]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
-        self.with_shared_inline(
-            #[inline(always)]
-            |t| {
-                let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-                Self::check_param_count(d, k, args)?;
-                if let Some(f) = d.fast {
-                    // SAFETY: as below (the fast function has `launch`'s contract).
-                    if unsafe { (f.params)(k.raw, q, dims, args) } {
-                        return Ok(());
+        traced!(begun, "launch", ["queue" = queue.0.0, "kernel" = kernel.0.0], {
+            self.with_shared_inline(
+                #[inline(always)]
+                |t| {
+                    let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+                    Self::check_param_count(d, k, args)?;
+                    let timing = Self::time_work(t, begun, d.driver, d.ordinal, queue, q);
+                    if let Some(f) = d.fast {
+                        // SAFETY: as below (the fast function has `launch`'s contract).
+                        if unsafe { (f.params)(k.raw, q, dims, args) } {
+                            return Self::work_done(timing, || kernel_work(kernel, dims), Ok(()));
+                        }
                     }
-                }
-                // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
-                // argument contract is the caller's.
-                unsafe { Self::backend_launch(d, q, k.raw, dims, args) }
-            },
-        )
+                    // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
+                    // argument contract is the caller's.
+                    let r = unsafe { Self::backend_launch(d, q, k.raw, dims, args) };
+                    Self::work_done(timing, || kernel_work(kernel, dims), r)
+                },
+            )
+        })
     }
 
     /// As `launch`, and each `(owner, address, bytes)` of `owned` must lie in the live allocation
@@ -84,15 +93,19 @@ impl Runtime {
         args: &KernelArgs<'_>,
         owned: &[(crate::handle::Allocation, u64, usize)],
     ) -> Result<()> {
-        self.with_shared(|t| {
-            for &(owner, addr, bytes) in owned {
-                Self::owned_range(t, owner, addr, bytes)?;
-            }
-            let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-            Self::check_param_count(d, k, args)?;
-            // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
-            // argument contract is the caller's.
-            unsafe { Self::backend_launch(d, q, k.raw, dims, args) }
+        traced!(begun, "launch_owned", ["queue" = queue.0.0, "kernel" = kernel.0.0], {
+            self.with_shared(|t| {
+                for &(owner, addr, bytes) in owned {
+                    Self::owned_range(t, owner, addr, bytes)?;
+                }
+                let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+                Self::check_param_count(d, k, args)?;
+                let timing = Self::time_work(t, begun, d.driver, d.ordinal, queue, q);
+                // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
+                // argument contract is the caller's.
+                let r = unsafe { Self::backend_launch(d, q, k.raw, dims, args) };
+                Self::work_done(timing, || kernel_work(kernel, dims), r)
+            })
         })
     }
 
@@ -110,16 +123,20 @@ impl Runtime {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> Result<()> {
-        self.with_shared(|t| {
-            let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-            Self::check_param_count(d, k, args)?;
-            // The queue's device is live: a handle equal to its handle names it (one compare);
-            // anything else is a bad handle or another device, told apart off the fast path.
-            if t.devices.handle_at(slot) != device.0 {
-                return Self::other_device(t, device);
-            }
-            // SAFETY: as in `launch`.
-            Ok(unsafe { d.driver.launch(d.ordinal, q, k.raw, dims, args) }?)
+        traced!(begun, "launch_on", ["device" = device.0.0, "queue" = queue.0.0, "kernel" = kernel.0.0], {
+            self.with_shared(|t| {
+                let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+                Self::check_param_count(d, k, args)?;
+                // The queue's device is live: a handle equal to its handle names it (one compare);
+                // anything else is a bad handle or another device, told apart off the fast path.
+                if t.devices.handle_at(slot) != device.0 {
+                    return Self::other_device(t, device);
+                }
+                let timing = Self::time_work(t, begun, d.driver, d.ordinal, queue, q);
+                // SAFETY: as in `launch`.
+                let r = unsafe { d.driver.launch(d.ordinal, q, k.raw, dims, args) };
+                Self::work_done(timing, || kernel_work(kernel, dims), r.map_err(Into::into))
+            })
         })
     }
 
@@ -142,46 +159,55 @@ impl Runtime {
         dims: &LaunchDims,
         args: &[u8],
     ) -> Result<()> {
-        self.with_shared_inline(
-            #[inline(always)]
-            |t| {
-                let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-                // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
-                // the kernel's first packed launch takes the other side too).
-                let mut end = k.args_end.load(Relaxed) & ARGS_END_MASK;
-                let ok = (t.devices.handle_at(slot) == device.0)
-                    & (end != ARGS_END_UNAVAILABLE)
-                    & (end as usize <= args.len());
-                if !ok {
-                    crate::sync::cold_path();
-                    if t.devices.handle_at(slot) != device.0 {
-                        return Self::other_device(t, device);
-                    }
-                    if end == ARGS_END_UNAVAILABLE {
-                        end = Self::launch_facts(d, k)? & ARGS_END_MASK;
-                        if end == ARGS_END_UNAVAILABLE {
-                            // No layout (the backend's error), or one past what the word holds.
-                            end = Self::args_end(d, k.raw)?;
+        traced!(
+            begun,
+            "launch_packed_on",
+            ["device" = device.0.0, "queue" = queue.0.0, "kernel" = kernel.0.0, "args_bytes" = args.len()],
+            {
+                self.with_shared_inline(
+                    #[inline(always)]
+                    |t| {
+                        let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+                        // The device's handle and the buffer's end in one branch (`ARGS_END_UNKNOWN` before
+                        // the kernel's first packed launch takes the other side too).
+                        let mut end = k.args_end.load(Relaxed) & ARGS_END_MASK;
+                        let ok = (t.devices.handle_at(slot) == device.0)
+                            & (end != ARGS_END_UNAVAILABLE)
+                            & (end as usize <= args.len());
+                        if !ok {
+                            crate::sync::cold_path();
+                            if t.devices.handle_at(slot) != device.0 {
+                                return Self::other_device(t, device);
+                            }
+                            if end == ARGS_END_UNAVAILABLE {
+                                end = Self::launch_facts(d, k)? & ARGS_END_MASK;
+                                if end == ARGS_END_UNAVAILABLE {
+                                    // No layout (the backend's error), or one past what the word holds.
+                                    end = Self::args_end(d, k.raw)?;
+                                }
+                            }
+                            if end as usize > args.len() {
+                                return fail(
+                                    ErrorCode::InvalidSize,
+                                    "the argument buffer ends before the kernel's last parameter",
+                                );
+                            }
                         }
-                    }
-                    if end as usize > args.len() {
-                        return fail(
-                            ErrorCode::InvalidSize,
-                            "the argument buffer ends before the kernel's last parameter",
-                        );
-                    }
-                }
-                // SAFETY: `end` is at most the buffer's length (checked on one side or the other).
-                let args = unsafe { args.get_unchecked(..end as usize) };
-                if let Some(f) = d.fast {
-                    // SAFETY: as below (the fast function has `launch_packed`'s contract).
-                    if unsafe { (f.packed)(k.raw, q, dims, args) } {
-                        return Ok(());
-                    }
-                }
-                // SAFETY: as in `launch`; `args` ends where the last parameter does.
-                unsafe { Self::backend_launch_packed(d, q, k.raw, dims, args) }
-            },
+                        // SAFETY: `end` is at most the buffer's length (checked on one side or the other).
+                        let args = unsafe { args.get_unchecked(..end as usize) };
+                        let timing = Self::time_work(t, begun, d.driver, d.ordinal, queue, q);
+                        if let Some(f) = d.fast {
+                            // SAFETY: as below (the fast function has `launch_packed`'s contract).
+                            if unsafe { (f.packed)(k.raw, q, dims, args) } {
+                                return Self::work_done(timing, || kernel_work(kernel, dims), Ok(()));
+                            }
+                        }
+                        // SAFETY: as in `launch`; `args` ends where the last parameter does.
+                        let r = unsafe { Self::backend_launch_packed(d, q, k.raw, dims, args) };
+                        Self::work_done(timing, || kernel_work(kernel, dims), r)
+                    },
+                )
+            }
         )
     }
 
@@ -330,4 +356,9 @@ impl Runtime {
 /// Where a layout's last parameter ends (bytes), or `None` when that overflows.
 fn layout_end(layout: &ParamLayout) -> Option<u32> {
     layout.iter().try_fold(0u32, |end, s| Some(end.max(s.offset.checked_add(s.size)?)))
+}
+
+/// What a launch's span on its queue says (`trace`).
+fn kernel_work(kernel: Kernel, dims: &LaunchDims) -> crate::trace::WorkKind {
+    crate::trace::WorkKind::Kernel { kernel: kernel.0.0, grid: dims.grid, block: dims.block }
 }

@@ -12,6 +12,7 @@ use crate::alloc_table::{AllocEntry, NO_OWNER};
 use crate::backend::{CopyKind, FillValue, MemKind};
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{Allocation, Device, DevicePtr, Queue};
+use crate::trace::{WorkKind, traced};
 
 use super::{Runtime, Tables};
 
@@ -32,7 +33,9 @@ impl Runtime {
 
     /// Allocates `size` bytes of `kind` memory on a device; returns its address.
     pub fn mem_alloc(&self, device: Device, kind: MemKind, size: usize) -> Result<DevicePtr> {
-        self.mem_allocate(device, kind, size).map(|(_, ptr)| ptr)
+        traced!("mem_alloc", ["device" = device.0.0, "size" = size], {
+            self.mem_allocate(device, kind, size).map(|(_, ptr)| ptr)
+        })
     }
 
     /// Allocates as `mem_alloc` does; returns the allocation's handle and its address. The
@@ -40,31 +43,33 @@ impl Runtime {
     /// (by handle, by address or by a teardown) is `InvalidHandle`, even when the backend has
     /// since handed the same address to a new allocation.
     pub fn mem_allocate(&self, device: Device, kind: MemKind, size: usize) -> Result<(Allocation, DevicePtr)> {
-        self.with_exclusive(|t| {
-            check_size(size)?;
-            if let MemKind::Registered | MemKind::Global | MemKind::Ordered = kind {
-                // Not allocation kinds of `mem_alloc`: `ORDO_MEM_REGISTERED`, `ORDO_MEM_GLOBAL`
-                // and `ORDO_MEM_ORDERED` are as unknown to it as they were before registration,
-                // globals and queue-ordered memory existed (`mem_alloc_on` makes the last).
-                return fail(
-                    ErrorCode::InvalidEnumeration,
-                    "registered memory, program globals and queue-ordered memory are not mem_alloc kinds",
-                );
-            }
-            let d = self.dev(t, device)?;
-            if t.allocations.slots.is_full() {
-                return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
-            }
-            let base = d.backend.mem_alloc(d.ordinal, kind, size)?;
-            let entry = AllocEntry { base, size, device: d.slot, kind, owner: NO_OWNER };
-            match t.allocations.insert(entry) {
-                Ok(h) => Ok((Allocation(h), DevicePtr(base))),
-                Err(e) => {
-                    // SAFETY: the allocation the backend just returned, with its kind and size.
-                    let _ = unsafe { d.backend.mem_free(d.ordinal, kind, base, size) };
-                    Err(e)
+        traced!("mem_allocate", ["device" = device.0.0, "size" = size], {
+            self.with_exclusive(|t| {
+                check_size(size)?;
+                if let MemKind::Registered | MemKind::Global | MemKind::Ordered = kind {
+                    // Not allocation kinds of `mem_alloc`: `ORDO_MEM_REGISTERED`, `ORDO_MEM_GLOBAL`
+                    // and `ORDO_MEM_ORDERED` are as unknown to it as they were before registration,
+                    // globals and queue-ordered memory existed (`mem_alloc_on` makes the last).
+                    return fail(
+                        ErrorCode::InvalidEnumeration,
+                        "registered memory, program globals and queue-ordered memory are not mem_alloc kinds",
+                    );
                 }
-            }
+                let d = self.dev(t, device)?;
+                if t.allocations.slots.is_full() {
+                    return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
+                }
+                let base = d.backend.mem_alloc(d.ordinal, kind, size)?;
+                let entry = AllocEntry { base, size, device: d.slot, kind, owner: NO_OWNER };
+                match t.allocations.insert(entry) {
+                    Ok(h) => Ok((Allocation(h), DevicePtr(base))),
+                    Err(e) => {
+                        // SAFETY: the allocation the backend just returned, with its kind and size.
+                        let _ = unsafe { d.backend.mem_free(d.ordinal, kind, base, size) };
+                        Err(e)
+                    }
+                }
+            })
         })
     }
 
@@ -72,31 +77,41 @@ impl Runtime {
     /// already (by handle, by address or by a teardown), comes from another runtime, or names a
     /// program's global variable; `NullHandle` for the null handle. Nothing changes on error.
     pub fn mem_release(&self, allocation: Allocation) -> Result<()> {
-        self.settle_backends();
-        self.with_exclusive(|t| {
-            let slot = t.allocations.slots.resolve(allocation.0)?;
-            if t.allocations.slots.at(slot).owner != NO_OWNER {
-                return fail(ErrorCode::InvalidHandle, "handle names a program's global variable, not an allocation");
-            }
-            let d = self.dev_at(t, t.allocations.slots.at(slot).device);
-            Self::no_capture_on(t, d.slot)?;
-            Self::unpin(t, slot);
-            let m = t.allocations.remove_at(slot);
-            // SAFETY: a live allocation of this device (found by its handle), removed from the
-            // table first so it is never passed again.
-            Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
+        traced!("mem_release", ["allocation" = allocation.0.0], {
+            self.settle_backends();
+            self.with_exclusive(|t| {
+                let slot = t.allocations.slots.resolve(allocation.0)?;
+                if t.allocations.slots.at(slot).owner != NO_OWNER {
+                    return fail(
+                        ErrorCode::InvalidHandle,
+                        "handle names a program's global variable, not an allocation",
+                    );
+                }
+                let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+                Self::no_capture_on(t, d.slot)?;
+                Self::unpin(t, slot);
+                let m = t.allocations.remove_at(slot);
+                // SAFETY: a live allocation of this device (found by its handle), removed from the
+                // table first so it is never passed again.
+                Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
+            })
         })
     }
 
     /// The address, size, kind and device of the live allocation a handle names (the same
     /// errors as `mem_release` for a bad handle).
     pub fn allocation_info(&self, allocation: Allocation) -> Result<(DevicePtr, usize, MemKind, Device)> {
-        self.with_shared(|t| {
-            let m = t.allocations.slots.get(allocation.0)?;
-            if m.owner != NO_OWNER {
-                return fail(ErrorCode::InvalidHandle, "handle names a program's global variable, not an allocation");
-            }
-            Ok((DevicePtr(m.base), m.size, m.kind, Device(t.devices.handle_at(m.device))))
+        traced!("allocation_info", ["allocation" = allocation.0.0], {
+            self.with_shared(|t| {
+                let m = t.allocations.slots.get(allocation.0)?;
+                if m.owner != NO_OWNER {
+                    return fail(
+                        ErrorCode::InvalidHandle,
+                        "handle names a program's global variable, not an allocation",
+                    );
+                }
+                Ok((DevicePtr(m.base), m.size, m.kind, Device(t.devices.handle_at(m.device))))
+            })
         })
     }
 
@@ -115,28 +130,30 @@ impl Runtime {
     /// `[ptr, ptr + size)` is host memory that stays valid until it is unregistered or the
     /// runtime is torn down.
     pub unsafe fn host_register(&self, device: Device, ptr: *mut u8, size: usize) -> Result<DevicePtr> {
-        self.with_exclusive(|t| {
-            if ptr.is_null() {
-                return fail(ErrorCode::NullPointer, "host memory to register is null");
-            }
-            check_size(size)?;
-            let d = self.dev(t, device)?;
-            if t.allocations.slots.is_full() {
-                return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
-            }
-            let base = ptr as u64;
-            if t.allocations.overlaps(base, size) {
-                return fail(ErrorCode::InvalidArgument, "the range overlaps memory ordo knows already");
-            }
-            // SAFETY: the caller's contract; the table holds no range containing its start.
-            unsafe { d.backend.host_register(d.ordinal, base, size) }?;
-            let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Registered, owner: NO_OWNER };
-            if let Err(e) = t.allocations.insert(entry) {
-                // SAFETY: the range just registered, unregistered once.
-                let _ = unsafe { d.backend.mem_free(d.ordinal, MemKind::Registered, base, size) };
-                return Err(e);
-            }
-            Ok(DevicePtr(base))
+        traced!("host_register", ["device" = device.0.0, "size" = size], {
+            self.with_exclusive(|t| {
+                if ptr.is_null() {
+                    return fail(ErrorCode::NullPointer, "host memory to register is null");
+                }
+                check_size(size)?;
+                let d = self.dev(t, device)?;
+                if t.allocations.slots.is_full() {
+                    return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
+                }
+                let base = ptr as u64;
+                if t.allocations.overlaps(base, size) {
+                    return fail(ErrorCode::InvalidArgument, "the range overlaps memory ordo knows already");
+                }
+                // SAFETY: the caller's contract; the table holds no range containing its start.
+                unsafe { d.backend.host_register(d.ordinal, base, size) }?;
+                let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Registered, owner: NO_OWNER };
+                if let Err(e) = t.allocations.insert(entry) {
+                    // SAFETY: the range just registered, unregistered once.
+                    let _ = unsafe { d.backend.mem_free(d.ordinal, MemKind::Registered, base, size) };
+                    return Err(e);
+                }
+                Ok(DevicePtr(base))
+            })
         })
     }
 
@@ -144,31 +161,33 @@ impl Runtime {
     /// `NotFound` (it is no allocation: `host_unregister` ends it), a program's global variable
     /// `InvalidArgument` (it leaves with its program); nothing changes on error.
     pub fn mem_free(&self, ptr: DevicePtr) -> Result<()> {
-        self.settle_backends();
-        self.with_exclusive(|t| {
-            let slot = t.allocations.find_base(ptr.0)?;
-            match t.allocations.slots.at(slot).kind {
-                MemKind::Global => {
-                    return fail(
-                        ErrorCode::InvalidArgument,
-                        "the address is a program's global variable: unload the program",
-                    );
+        traced!("mem_free", ["ptr" = ptr.0], {
+            self.settle_backends();
+            self.with_exclusive(|t| {
+                let slot = t.allocations.find_base(ptr.0)?;
+                match t.allocations.slots.at(slot).kind {
+                    MemKind::Global => {
+                        return fail(
+                            ErrorCode::InvalidArgument,
+                            "the address is a program's global variable: unload the program",
+                        );
+                    }
+                    MemKind::Registered => {
+                        return fail(
+                            ErrorCode::NotFound,
+                            "the address is registered host memory, not an allocation: unregister it",
+                        );
+                    }
+                    _ => {}
                 }
-                MemKind::Registered => {
-                    return fail(
-                        ErrorCode::NotFound,
-                        "the address is registered host memory, not an allocation: unregister it",
-                    );
-                }
-                _ => {}
-            }
-            let d = self.dev_at(t, t.allocations.slots.at(slot).device);
-            Self::no_capture_on(t, d.slot)?;
-            Self::unpin(t, slot);
-            let m = t.allocations.remove_at(slot);
-            // SAFETY: a live allocation of this device (found by its base), removed from the
-            // table first so it is never passed again.
-            Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
+                let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+                Self::no_capture_on(t, d.slot)?;
+                Self::unpin(t, slot);
+                let m = t.allocations.remove_at(slot);
+                // SAFETY: a live allocation of this device (found by its base), removed from the
+                // table first so it is never passed again.
+                Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
+            })
         })
     }
 
@@ -178,26 +197,30 @@ impl Runtime {
     /// program's unload end those) and for an address inside a registered range; nothing
     /// changes on error.
     pub fn host_unregister(&self, ptr: DevicePtr) -> Result<()> {
-        self.settle_backends();
-        self.with_exclusive(|t| {
-            let slot = t.allocations.find_base(ptr.0)?;
-            if t.allocations.slots.at(slot).kind != MemKind::Registered {
-                return fail(ErrorCode::InvalidArgument, "the address is not the start of registered host memory");
-            }
-            let d = self.dev_at(t, t.allocations.slots.at(slot).device);
-            let m = t.allocations.remove_at(slot);
-            // SAFETY: a live registration of this device (found by its start), removed from the
-            // table first so it is never passed again.
-            Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
+        traced!("host_unregister", ["ptr" = ptr.0], {
+            self.settle_backends();
+            self.with_exclusive(|t| {
+                let slot = t.allocations.find_base(ptr.0)?;
+                if t.allocations.slots.at(slot).kind != MemKind::Registered {
+                    return fail(ErrorCode::InvalidArgument, "the address is not the start of registered host memory");
+                }
+                let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+                let m = t.allocations.remove_at(slot);
+                // SAFETY: a live registration of this device (found by its start), removed from the
+                // table first so it is never passed again.
+                Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
+            })
         })
     }
 
     /// The base address, size, kind and device of the allocation containing `ptr`.
     pub fn mem_info(&self, ptr: DevicePtr) -> Result<(DevicePtr, usize, MemKind, Device)> {
-        self.with_shared(|t| {
-            let slot = t.allocations.find_range(ptr.0, 1)?;
-            let m = t.allocations.slots.at(slot);
-            Ok((DevicePtr(m.base), m.size, m.kind, Device(t.devices.handle_at(m.device))))
+        traced!("mem_info", ["ptr" = ptr.0], {
+            self.with_shared(|t| {
+                let slot = t.allocations.find_range(ptr.0, 1)?;
+                let m = t.allocations.slots.at(slot);
+                Ok((DevicePtr(m.base), m.size, m.kind, Device(t.devices.handle_at(m.device))))
+            })
         })
     }
 
@@ -235,14 +258,17 @@ impl Runtime {
     /// # Safety
     /// Host pointers must be valid for `size` bytes; with a queue, until the copy completes.
     pub unsafe fn memcpy(&self, kind: CopyKind, dst: u64, src: u64, size: usize, queue: Option<Queue>) -> Result<()> {
-        // SAFETY: forwarded contract.
-        self.with_shared(|t| unsafe { self.copy_in(t, kind, dst, src, size, queue) })
+        traced!(begun, "memcpy", ["dst" = dst, "src" = src, "size" = size, "queue" = queue.map_or(0, |h| h.0.0)], {
+            // SAFETY: forwarded contract.
+            self.with_shared(|t| unsafe { self.copy_in(t, kind, dst, src, size, queue, begun) })
+        })
     }
 
     /// `memcpy`'s body, in a shared section the caller holds.
     ///
     /// # Safety
     /// As `memcpy`.
+    #[allow(clippy::too_many_arguments, reason = "memcpy's five, the tables, and the call's trace start")]
     unsafe fn copy_in(
         &self,
         t: &Tables,
@@ -251,6 +277,7 @@ impl Runtime {
         src: u64,
         size: usize,
         queue: Option<Queue>,
+        begun: Option<crate::trace::Begun>,
     ) -> Result<()> {
         let q = queue.map(|q| self.queue(t, q)).transpose()?;
         if size == 0 {
@@ -283,9 +310,14 @@ impl Runtime {
         if q.is_none() {
             Self::no_capture_on(t, d.slot)?;
         }
+        let timing = match (queue, q) {
+            (Some(queue), Some(raw)) => Self::time_work(t, begun, d.backend, d.ordinal, queue, raw),
+            _ => None,
+        };
         // SAFETY: the device ranges lie in live allocations of this device, the queue is a live
         // queue of it; host ranges are the caller's contract.
-        Ok(unsafe { d.backend.memcpy(d.ordinal, kind, dst, src, size, q) }?)
+        let r = unsafe { d.backend.memcpy(d.ordinal, kind, dst, src, size, q) };
+        Self::work_done(timing, || WorkKind::Copy { bytes: size as u64 }, r.map_err(Into::into))
     }
 
     /// Copies `size` bytes between memory named with its device (liboffload's `olMemcpy`):
@@ -306,61 +338,88 @@ impl Runtime {
         size: usize,
         queue: Option<Queue>,
     ) -> Result<()> {
-        let kind = match (dst_device, src_device) {
-            (Some(_), None) => Some(CopyKind::HostToDevice),
-            (None, Some(_)) => Some(CopyKind::DeviceToHost),
-            (Some(_), Some(_)) => Some(CopyKind::DeviceToDevice),
-            (None, None) => None,
-        };
-        self.with_shared(|t| {
-            // No range may be larger than isize::MAX bytes (a host-to-host copy of such a size
-            // would run past both buffers before any driver could refuse it).
-            if size > MAX_SIZE {
-                return fail(ErrorCode::InvalidSize, "size is larger than isize::MAX");
-            }
-            // A zero-byte copy checks no address.
-            for (addr, named) in [(dst, dst_device), (src, src_device)].into_iter().filter(|_| size != 0) {
-                let found = t.allocations.find_range(addr, 1).map(|slot| t.allocations.slots.at(slot));
-                match (named, found) {
-                    (None, Ok(m)) if matches!(m.kind, MemKind::Device | MemKind::Global) => {
-                        return fail(ErrorCode::InvalidArgument, "a device pointer is named with the host device");
+        traced!(
+            begun,
+            "memcpy_between",
+            [
+                "dst" = dst,
+                "dst_device" = dst_device.map_or(0, |h| h.0.0),
+                "src" = src,
+                "src_device" = src_device.map_or(0, |h| h.0.0),
+                "size" = size,
+                "queue" = queue.map_or(0, |h| h.0.0)
+            ],
+            {
+                let kind = match (dst_device, src_device) {
+                    (Some(_), None) => Some(CopyKind::HostToDevice),
+                    (None, Some(_)) => Some(CopyKind::DeviceToHost),
+                    (Some(_), Some(_)) => Some(CopyKind::DeviceToDevice),
+                    (None, None) => None,
+                };
+                self.with_shared(|t| {
+                    // No range may be larger than isize::MAX bytes (a host-to-host copy of such a size
+                    // would run past both buffers before any driver could refuse it).
+                    if size > MAX_SIZE {
+                        return fail(ErrorCode::InvalidSize, "size is larger than isize::MAX");
                     }
-                    (None, _) => {}
-                    (Some(d), Ok(m)) if m.device != self.dev(t, d)?.slot => {
-                        return fail(ErrorCode::InvalidArgument, "a pointer is not memory of the device named with it");
+                    // A zero-byte copy checks no address.
+                    for (addr, named) in [(dst, dst_device), (src, src_device)].into_iter().filter(|_| size != 0) {
+                        let found = t.allocations.find_range(addr, 1).map(|slot| t.allocations.slots.at(slot));
+                        match (named, found) {
+                            (None, Ok(m)) if matches!(m.kind, MemKind::Device | MemKind::Global) => {
+                                return fail(
+                                    ErrorCode::InvalidArgument,
+                                    "a device pointer is named with the host device",
+                                );
+                            }
+                            (None, _) => {}
+                            (Some(d), Ok(m)) if m.device != self.dev(t, d)?.slot => {
+                                return fail(
+                                    ErrorCode::InvalidArgument,
+                                    "a pointer is not memory of the device named with it",
+                                );
+                            }
+                            (Some(_), Ok(_)) => {}
+                            (Some(_), Err(e)) if e.code == ErrorCode::NotFound => {
+                                return fail(
+                                    ErrorCode::InvalidArgument,
+                                    "a device pointer is in no allocation of its device",
+                                );
+                            }
+                            (Some(_), Err(e)) => return Err(e),
+                        }
                     }
-                    (Some(_), Ok(_)) => {}
-                    (Some(_), Err(e)) if e.code == ErrorCode::NotFound => {
-                        return fail(ErrorCode::InvalidArgument, "a device pointer is in no allocation of its device");
+                    match kind {
+                        // SAFETY: forwarded contract.
+                        Some(kind) => unsafe { self.copy_in(t, kind, dst, src, size, queue, begun) },
+                        None if queue.is_some() => {
+                            fail(ErrorCode::InvalidArgument, "a copy on a queue needs a non-host device")
+                        }
+                        None => {
+                            // SAFETY: two host ranges of `size` bytes (the caller's contract).
+                            unsafe { crate::host::copy_addresses(dst, src, size) };
+                            Ok(())
+                        }
                     }
-                    (Some(_), Err(e)) => return Err(e),
-                }
+                })
             }
-            match kind {
-                // SAFETY: forwarded contract.
-                Some(kind) => unsafe { self.copy_in(t, kind, dst, src, size, queue) },
-                None if queue.is_some() => {
-                    fail(ErrorCode::InvalidArgument, "a copy on a queue needs a non-host device")
-                }
-                None => {
-                    // SAFETY: two host ranges of `size` bytes (the caller's contract).
-                    unsafe { crate::host::copy_addresses(dst, src, size) };
-                    Ok(())
-                }
-            }
-        })
+        )
     }
 
     /// Copies `src` into device memory at `dst` and waits for it.
     pub fn copy_to_device(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        // SAFETY: `src` is valid for its length for the whole (synchronous) copy.
-        unsafe { self.memcpy(CopyKind::HostToDevice, dst.0, src.as_ptr() as u64, src.len(), None) }
+        traced!("copy_to_device", ["dst" = dst.0, "src_bytes" = src.len()], {
+            // SAFETY: `src` is valid for its length for the whole (synchronous) copy.
+            unsafe { self.memcpy(CopyKind::HostToDevice, dst.0, src.as_ptr() as u64, src.len(), None) }
+        })
     }
 
     /// Copies device memory at `src` into `dst` and waits for it.
     pub fn copy_from_device(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
-        // SAFETY: `dst` is valid for its length for the whole (synchronous) copy.
-        unsafe { self.memcpy(CopyKind::DeviceToHost, dst.as_mut_ptr() as u64, src.0, dst.len(), None) }
+        traced!("copy_from_device", ["dst_bytes" = dst.len(), "src" = src.0], {
+            // SAFETY: `dst` is valid for its length for the whole (synchronous) copy.
+            unsafe { self.memcpy(CopyKind::DeviceToHost, dst.as_mut_ptr() as u64, src.0, dst.len(), None) }
+        })
     }
 
     /// Copies `size` bytes between device allocations; with a queue, asynchronously. The two may
@@ -408,8 +467,15 @@ impl Runtime {
     /// # Ok::<(), ordo_core::Error>(())
     /// ```
     pub fn copy_device(&self, dst: DevicePtr, src: DevicePtr, size: usize, queue: Option<Queue>) -> Result<()> {
-        // SAFETY: both sides are device ranges that the runtime validates.
-        unsafe { self.memcpy(CopyKind::DeviceToDevice, dst.0, src.0, size, queue) }
+        traced!(
+            begun,
+            "copy_device",
+            ["dst" = dst.0, "src" = src.0, "size" = size, "queue" = queue.map_or(0, |h| h.0.0)],
+            {
+                // SAFETY: both sides are device ranges that the runtime validates.
+                unsafe { self.memcpy(CopyKind::DeviceToDevice, dst.0, src.0, size, queue) }
+            }
+        )
     }
 
     /// Enqueues a host-to-device copy of `size` bytes from `src` on `queue`.
@@ -417,8 +483,10 @@ impl Runtime {
     /// # Safety
     /// `src` must stay valid and unchanged for `size` bytes until the queue has passed the copy.
     pub unsafe fn copy_to_device_async(&self, queue: Queue, dst: DevicePtr, src: *const u8, size: usize) -> Result<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.memcpy(CopyKind::HostToDevice, dst.0, src as u64, size, Some(queue)) }
+        traced!(begun, "copy_to_device_async", ["queue" = queue.0.0, "dst" = dst.0, "size" = size], {
+            // SAFETY: forwarded contract.
+            unsafe { self.memcpy(CopyKind::HostToDevice, dst.0, src as u64, size, Some(queue)) }
+        })
     }
 
     /// Enqueues a device-to-host copy of `size` bytes into `dst` on `queue`.
@@ -426,8 +494,10 @@ impl Runtime {
     /// # Safety
     /// `dst` must stay valid for `size` bytes, and unread, until the queue has passed the copy.
     pub unsafe fn copy_from_device_async(&self, queue: Queue, dst: *mut u8, src: DevicePtr, size: usize) -> Result<()> {
-        // SAFETY: forwarded contract.
-        unsafe { self.memcpy(CopyKind::DeviceToHost, dst as u64, src.0, size, Some(queue)) }
+        traced!(begun, "copy_from_device_async", ["queue" = queue.0.0, "src" = src.0, "size" = size], {
+            // SAFETY: forwarded contract.
+            unsafe { self.memcpy(CopyKind::DeviceToHost, dst as u64, src.0, size, Some(queue)) }
+        })
     }
 
     /// As `memcpy`, and the device side (the destination of a host-to-device or device-to-device
@@ -449,12 +519,19 @@ impl Runtime {
         size: usize,
         queue: Option<Queue>,
     ) -> Result<()> {
-        self.with_shared(|t| {
-            let side = if kind == CopyKind::DeviceToHost { src } else { dst };
-            Self::owned_range(t, owner, side, size)?;
-            // SAFETY: forwarded contract.
-            unsafe { self.copy_in(t, kind, dst, src, size, queue) }
-        })
+        traced!(
+            begun,
+            "memcpy_owned",
+            ["owner" = owner.0.0, "dst" = dst, "src" = src, "size" = size, "queue" = queue.map_or(0, |h| h.0.0)],
+            {
+                self.with_shared(|t| {
+                    let side = if kind == CopyKind::DeviceToHost { src } else { dst };
+                    Self::owned_range(t, owner, side, size)?;
+                    // SAFETY: forwarded contract.
+                    unsafe { self.copy_in(t, kind, dst, src, size, queue, begun) }
+                })
+            }
+        )
     }
 
     /// A copy of `size` bytes between two device ranges, each of which must lie in the live
@@ -469,12 +546,26 @@ impl Runtime {
         size: usize,
         queue: Option<Queue>,
     ) -> Result<()> {
-        self.with_shared(|t| {
-            Self::owned_range(t, dst_owner, dst.0, size)?;
-            Self::owned_range(t, src_owner, src.0, size)?;
-            // SAFETY: both sides are device ranges that the runtime validates.
-            unsafe { self.copy_in(t, CopyKind::DeviceToDevice, dst.0, src.0, size, queue) }
-        })
+        traced!(
+            begun,
+            "copy_device_owned",
+            [
+                "dst_owner" = dst_owner.0.0,
+                "dst" = dst.0,
+                "src_owner" = src_owner.0.0,
+                "src" = src.0,
+                "size" = size,
+                "queue" = queue.map_or(0, |h| h.0.0)
+            ],
+            {
+                self.with_shared(|t| {
+                    Self::owned_range(t, dst_owner, dst.0, size)?;
+                    Self::owned_range(t, src_owner, src.0, size)?;
+                    // SAFETY: both sides are device ranges that the runtime validates.
+                    unsafe { self.copy_in(t, CopyKind::DeviceToDevice, dst.0, src.0, size, queue, begun) }
+                })
+            }
+        )
     }
 
     /// As `fill_pattern`, and the written range must lie in the live allocation `owner` names
@@ -487,10 +578,23 @@ impl Runtime {
         size: usize,
         queue: Option<Queue>,
     ) -> Result<()> {
-        self.with_shared(|t| {
-            Self::owned_range(t, owner, dst.0, size)?;
-            self.fill_pattern_in(t, dst, pattern, size, queue)
-        })
+        traced!(
+            begun,
+            "fill_pattern_owned",
+            [
+                "owner" = owner.0.0,
+                "dst" = dst.0,
+                "pattern_bytes" = pattern.len(),
+                "size" = size,
+                "queue" = queue.map_or(0, |h| h.0.0)
+            ],
+            {
+                self.with_shared(|t| {
+                    Self::owned_range(t, owner, dst.0, size)?;
+                    self.fill_pattern_in(t, dst, pattern, size, queue, begun)
+                })
+            }
+        )
     }
 
     /// As `fill`, and the written range must lie in the live allocation `owner` names (the
@@ -503,10 +607,17 @@ impl Runtime {
         count: usize,
         queue: Option<Queue>,
     ) -> Result<()> {
-        self.with_shared(|t| {
-            Self::owned_range(t, owner, dst.0, count.saturating_mul(value.width()))?;
-            self.fill_in(t, dst, value, count, queue)
-        })
+        traced!(
+            begun,
+            "fill_owned",
+            ["owner" = owner.0.0, "dst" = dst.0, "count" = count, "queue" = queue.map_or(0, |h| h.0.0)],
+            {
+                self.with_shared(|t| {
+                    Self::owned_range(t, owner, dst.0, count.saturating_mul(value.width()))?;
+                    self.fill_in(t, dst, value, count, queue, begun)
+                })
+            }
+        )
     }
 
     /// Whether `[addr, addr + size)` lies in the live allocation `owner` names (an allocation of
@@ -527,11 +638,21 @@ impl Runtime {
     /// a copy without a queue. A zero-count fill succeeds and does nothing (a queue, when given,
     /// is still checked).
     pub fn fill(&self, dst: DevicePtr, value: FillValue, count: usize, queue: Option<Queue>) -> Result<()> {
-        self.with_shared(|t| self.fill_in(t, dst, value, count, queue))
+        traced!(begun, "fill", ["dst" = dst.0, "count" = count, "queue" = queue.map_or(0, |h| h.0.0)], {
+            self.with_shared(|t| self.fill_in(t, dst, value, count, queue, begun))
+        })
     }
 
     /// `fill` inside a shared call.
-    fn fill_in(&self, t: &Tables, dst: DevicePtr, value: FillValue, count: usize, queue: Option<Queue>) -> Result<()> {
+    fn fill_in(
+        &self,
+        t: &Tables,
+        dst: DevicePtr,
+        value: FillValue,
+        count: usize,
+        queue: Option<Queue>,
+        begun: Option<crate::trace::Begun>,
+    ) -> Result<()> {
         let q = queue.map(|q| self.queue(t, q)).transpose()?;
         if count == 0 {
             return Ok(());
@@ -550,9 +671,14 @@ impl Runtime {
         if q.is_none() {
             Self::no_capture_on(t, d.slot)?;
         }
+        let timing = match (queue, q) {
+            (Some(queue), Some(raw)) => Self::time_work(t, begun, d.backend, d.ordinal, queue, raw),
+            _ => None,
+        };
         // SAFETY: `count` aligned elements from `dst` lie in a live allocation of this device;
         // the queue is a live queue of it.
-        Ok(unsafe { d.backend.fill(d.ordinal, dst.0, value, count, q) }?)
+        let r = unsafe { d.backend.fill(d.ordinal, dst.0, value, count, q) };
+        Self::work_done(timing, || WorkKind::Fill { bytes: size as u64 }, r.map_err(Into::into))
     }
 
     /// Writes the bytes of `pattern` repeatedly over `size` bytes from `dst` (liboffload's
@@ -562,7 +688,12 @@ impl Runtime {
     /// (the AMDGPU backend writes 1-, 2- and 4-byte patterns only); then as `fill`. A zero size
     /// succeeds and does nothing (a queue, when given, is still checked).
     pub fn fill_pattern(&self, dst: DevicePtr, pattern: &[u8], size: usize, queue: Option<Queue>) -> Result<()> {
-        self.with_shared(|t| self.fill_pattern_in(t, dst, pattern, size, queue))
+        traced!(
+            begun,
+            "fill_pattern",
+            ["dst" = dst.0, "pattern_bytes" = pattern.len(), "size" = size, "queue" = queue.map_or(0, |h| h.0.0)],
+            { self.with_shared(|t| self.fill_pattern_in(t, dst, pattern, size, queue, begun)) }
+        )
     }
 
     /// `fill_pattern` inside a shared call.
@@ -573,6 +704,7 @@ impl Runtime {
         pattern: &[u8],
         size: usize,
         queue: Option<Queue>,
+        begun: Option<crate::trace::Begun>,
     ) -> Result<()> {
         let q = queue.map(|q| self.queue(t, q)).transpose()?;
         if pattern.is_empty() {
@@ -592,8 +724,13 @@ impl Runtime {
         if q.is_none() {
             Self::no_capture_on(t, d.slot)?;
         }
+        let timing = match (queue, q) {
+            (Some(queue), Some(raw)) => Self::time_work(t, begun, d.backend, d.ordinal, queue, raw),
+            _ => None,
+        };
         // SAFETY: `size` bytes from `dst` lie in a live allocation of this device, `size` is a
         // non-zero multiple of the non-empty pattern; the queue is a live queue of it.
-        Ok(unsafe { d.backend.fill_pattern(d.ordinal, dst.0, pattern, size / pattern.len(), q) }?)
+        let r = unsafe { d.backend.fill_pattern(d.ordinal, dst.0, pattern, size / pattern.len(), q) };
+        Self::work_done(timing, || WorkKind::Fill { bytes: size as u64 }, r.map_err(Into::into))
     }
 }

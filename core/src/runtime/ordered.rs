@@ -8,6 +8,7 @@ use crate::alloc_table::{AllocEntry, NO_OWNER};
 use crate::backend::MemKind;
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{Allocation, DevicePtr, Queue};
+use crate::trace::traced;
 
 use super::memory::check_size;
 use super::{Runtime, Tables};
@@ -24,23 +25,25 @@ impl Runtime {
     /// Errors: `InvalidSize` (0 or above `isize::MAX`), the queue's handle errors,
     /// `OutOfResources` when the allocation table is full, and the driver's errors.
     pub fn mem_alloc_on(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
-        self.with_exclusive(|t| {
-            check_size(size)?;
-            let (d, raw) = self.queue_not_capturing(t, queue)?;
-            if t.allocations.slots.is_full() {
-                return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
-            }
-            // SAFETY: a live queue of the device.
-            let base = unsafe { d.backend.mem_alloc_on(d.ordinal, raw, size) }?;
-            let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Ordered, owner: NO_OWNER };
-            match t.allocations.insert(entry) {
-                Ok(h) => Ok((Allocation(h), DevicePtr(base))),
-                Err(e) => {
-                    // SAFETY: the allocation the backend just returned, freed in the queue's order.
-                    let _ = unsafe { d.backend.mem_free_on(d.ordinal, raw, base, size) };
-                    Err(e)
+        traced!("mem_alloc_on", ["queue" = queue.0.0, "size" = size], {
+            self.with_exclusive(|t| {
+                check_size(size)?;
+                let (d, raw) = self.queue_not_capturing(t, queue)?;
+                if t.allocations.slots.is_full() {
+                    return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
                 }
-            }
+                // SAFETY: a live queue of the device.
+                let base = unsafe { d.backend.mem_alloc_on(d.ordinal, raw, size) }?;
+                let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Ordered, owner: NO_OWNER };
+                match t.allocations.insert(entry) {
+                    Ok(h) => Ok((Allocation(h), DevicePtr(base))),
+                    Err(e) => {
+                        // SAFETY: the allocation the backend just returned, freed in the queue's order.
+                        let _ = unsafe { d.backend.mem_free_on(d.ordinal, raw, base, size) };
+                        Err(e)
+                    }
+                }
+            })
         })
     }
 
@@ -52,18 +55,22 @@ impl Runtime {
     /// is not queue-ordered (`mem_free` frees it) and for a queue of another device. Nothing
     /// changes on error.
     pub fn mem_free_on(&self, queue: Queue, ptr: DevicePtr) -> Result<()> {
-        self.with_exclusive(|t| {
-            let slot = t.allocations.find_base(ptr.0)?;
-            Self::free_on(t, queue, slot)
+        traced!("mem_free_on", ["queue" = queue.0.0, "ptr" = ptr.0], {
+            self.with_exclusive(|t| {
+                let slot = t.allocations.find_base(ptr.0)?;
+                Self::free_on(t, queue, slot)
+            })
         })
     }
 
     /// `mem_free_on` by the allocation's handle (the Rust API's queue-ordered buffers): the
     /// handle's errors as `mem_release`, then as `mem_free_on`.
     pub fn mem_release_on(&self, queue: Queue, allocation: Allocation) -> Result<()> {
-        self.with_exclusive(|t| {
-            let slot = t.allocations.slots.resolve(allocation.0)?;
-            Self::free_on(t, queue, slot)
+        traced!("mem_release_on", ["queue" = queue.0.0, "allocation" = allocation.0.0], {
+            self.with_exclusive(|t| {
+                let slot = t.allocations.slots.resolve(allocation.0)?;
+                Self::free_on(t, queue, slot)
+            })
         })
     }
 

@@ -7,6 +7,7 @@
 use crate::backend::{Capabilities, CopyKind, MemKind, PeerAccess};
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::Device;
+use crate::trace::traced;
 
 use super::info::Dev;
 use super::{Runtime, Tables};
@@ -225,15 +226,17 @@ impl Runtime {
     /// # Ok::<(), ordo_core::Error>(())
     /// ```
     pub fn peer_access(&self, device: Device, peer: Device) -> Result<PeerAccess> {
-        self.with_shared(|t| {
-            let (d, p) = (self.dev(t, device)?, self.dev(t, peer)?);
-            if d.slot == p.slot {
-                return Ok(PeerAccess { same_device: true, ..PeerAccess::NONE });
-            }
-            if !core::ptr::addr_eq(d.backend, p.backend) {
-                return Ok(PeerAccess::NONE);
-            }
-            Ok(d.backend.peer_access(d.ordinal, p.ordinal)?)
+        traced!("peer_access", ["device" = device.0.0, "peer" = peer.0.0], {
+            self.with_shared(|t| {
+                let (d, p) = (self.dev(t, device)?, self.dev(t, peer)?);
+                if d.slot == p.slot {
+                    return Ok(PeerAccess { same_device: true, ..PeerAccess::NONE });
+                }
+                if !core::ptr::addr_eq(d.backend, p.backend) {
+                    return Ok(PeerAccess::NONE);
+                }
+                Ok(d.backend.peer_access(d.ordinal, p.ordinal)?)
+            })
         })
     }
 }

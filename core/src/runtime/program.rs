@@ -12,6 +12,7 @@ use crate::alloc_table::{AllocEntry, NO_OWNER};
 use crate::backend::{MemKind, ParamLayout, TensorMap, TensorMapTiled};
 use crate::error::{Error, ErrorCode, Result, fail};
 use crate::handle::{Device, DevicePtr, Global, Kernel, Program};
+use crate::trace::traced;
 
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -23,29 +24,31 @@ impl Runtime {
     /// Loads a program image on a device. The image is copied (by the backend) as needed and
     /// need not outlive the call.
     pub fn program_load(&self, device: Device, image: &[u8]) -> Result<Program> {
-        self.with_exclusive(|t| {
-            if image.is_empty() {
-                return fail(ErrorCode::InvalidSize, "program image is empty");
-            }
-            let d = self.dev(t, device)?;
-            if t.programs.is_full() {
-                return fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)");
-            }
-            let raw = d.backend.program_load(d.ordinal, image)?;
-            match t.programs.insert(ProgramEntry {
-                device: d.slot,
-                raw,
-                first_kernel: NO_SLOT,
-                globals: 0,
-                retained: AtomicU32::new(0),
-            }) {
-                Ok(h) => Ok(Program(h)),
-                Err(_) => {
-                    // SAFETY: the program the backend just returned; never passed again.
-                    let _ = unsafe { d.backend.program_unload(d.ordinal, raw) };
-                    fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)")
+        traced!("program_load", ["device" = device.0.0, "image_bytes" = image.len()], {
+            self.with_exclusive(|t| {
+                if image.is_empty() {
+                    return fail(ErrorCode::InvalidSize, "program image is empty");
                 }
-            }
+                let d = self.dev(t, device)?;
+                if t.programs.is_full() {
+                    return fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)");
+                }
+                let raw = d.backend.program_load(d.ordinal, image)?;
+                match t.programs.insert(ProgramEntry {
+                    device: d.slot,
+                    raw,
+                    first_kernel: NO_SLOT,
+                    globals: 0,
+                    retained: AtomicU32::new(0),
+                }) {
+                    Ok(h) => Ok(Program(h)),
+                    Err(_) => {
+                        // SAFETY: the program the backend just returned; never passed again.
+                        let _ = unsafe { d.backend.program_unload(d.ordinal, raw) };
+                        fail(ErrorCode::OutOfResources, "program table is full (ORDO_MAX_PROGRAMS)")
+                    }
+                }
+            })
         })
     }
 
@@ -53,13 +56,15 @@ impl Runtime {
     /// (`InvalidBinary`) and kept a log of why (CUDA: the JIT compiler's), hands the log to `log`
     /// before returning the error.
     pub fn program_load_logged(&self, device: Device, image: &[u8], log: &mut dyn FnMut(&str)) -> Result<Program> {
-        let loaded = self.program_load(device, image);
-        if matches!(loaded, Err(e) if e.code == ErrorCode::InvalidBinary) {
-            if let Ok(d) = self.with_shared(|t| self.dev(t, device)) {
-                d.backend.take_load_log(log);
+        traced!("program_load_logged", ["device" = device.0.0, "image_bytes" = image.len()], {
+            let loaded = self.program_load(device, image);
+            if matches!(loaded, Err(e) if e.code == ErrorCode::InvalidBinary) {
+                if let Ok(d) = self.with_shared(|t| self.dev(t, device)) {
+                    d.backend.take_load_log(log);
+                }
             }
-        }
-        loaded
+            loaded
+        })
     }
 
     /// Takes another reference to a loaded program: the next `program_unload` then gives that
@@ -87,12 +92,14 @@ impl Runtime {
     /// # Ok::<(), ordo_core::Error>(())
     /// ```
     pub fn program_retain(&self, program: Program) -> Result<()> {
-        self.with_shared(|t| {
-            let p = t.programs.get(program.0)?;
-            p.retained
-                .fetch_update(Relaxed, Relaxed, |n| n.checked_add(1))
-                .map(|_| ())
-                .map_err(|_| Error::new(ErrorCode::OutOfResources, "too many references to the program"))
+        traced!("program_retain", ["program" = program.0.0], {
+            self.with_shared(|t| {
+                let p = t.programs.get(program.0)?;
+                p.retained
+                    .fetch_update(Relaxed, Relaxed, |n| n.checked_add(1))
+                    .map(|_| ())
+                    .map_err(|_| Error::new(ErrorCode::OutOfResources, "too many references to the program"))
+            })
         })
     }
 
@@ -101,92 +108,110 @@ impl Runtime {
     /// launches and argument updates are refused). `InvalidArgument` while a queue of its device
     /// is capturing (a captured launch of its kernels would outlive them).
     pub fn program_unload(&self, program: Program) -> Result<()> {
-        // A retained reference is given back under the shared gate, with no wait for queues.
-        let released = self.with_shared(|t| {
-            let p = t.programs.get(program.0)?;
-            Ok(p.retained.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).is_ok())
-        })?;
-        if released {
-            return Ok(());
-        }
-        self.settle_backends();
-        self.with_exclusive(|t| {
-            let slot = t.programs.resolve(program.0)?;
-            // A reference retained since the check above is given back instead (decided here,
-            // where nothing else changes the count).
-            let p = t.programs.at(slot);
-            if p.retained.load(Relaxed) > 0 {
-                p.retained.fetch_sub(1, Relaxed);
+        traced!("program_unload", ["program" = program.0.0], {
+            // A retained reference is given back under the shared gate, with no wait for queues.
+            let released = self.with_shared(|t| {
+                let p = t.programs.get(program.0)?;
+                Ok(p.retained.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).is_ok())
+            })?;
+            if released {
                 return Ok(());
             }
-            let d = self.dev_at(t, t.programs.at(slot).device);
-            // A launch of its kernels may be in an open capture, whose graph would outlive them.
-            Self::no_capture_on(t, d.slot)?;
-            let entry = t.programs.remove_at(slot);
-            teardown::forget_kernels(t, entry.first_kernel);
-            Self::orphan_graphs(t, entry.device, slot);
-            if entry.globals > 0 {
-                teardown::forget_globals(t, slot);
-            }
-            // SAFETY: a live program of this device, removed from the table (with its kernels)
-            // so never passed again.
-            Ok(unsafe { d.backend.program_unload(d.ordinal, entry.raw) }?)
+            self.settle_backends();
+            self.with_exclusive(|t| {
+                let slot = t.programs.resolve(program.0)?;
+                // A reference retained since the check above is given back instead (decided here,
+                // where nothing else changes the count).
+                let p = t.programs.at(slot);
+                if p.retained.load(Relaxed) > 0 {
+                    p.retained.fetch_sub(1, Relaxed);
+                    return Ok(());
+                }
+                let d = self.dev_at(t, t.programs.at(slot).device);
+                // A launch of its kernels may be in an open capture, whose graph would outlive them.
+                Self::no_capture_on(t, d.slot)?;
+                let entry = t.programs.remove_at(slot);
+                teardown::forget_kernels(t, entry.first_kernel);
+                Self::orphan_graphs(t, entry.device, slot);
+                if entry.globals > 0 {
+                    teardown::forget_globals(t, slot);
+                }
+                // SAFETY: a live program of this device, removed from the table (with its kernels)
+                // so never passed again.
+                Ok(unsafe { d.backend.program_unload(d.ordinal, entry.raw) }?)
+            })
         })
     }
 
     /// The kernel called `name` in a program; the same name gives the same handle.
     pub fn kernel_get(&self, program: Program, name: &str) -> Result<Kernel> {
-        self.with_exclusive(|t| {
-            if name.is_empty() || name.contains('\0') {
-                return fail(ErrorCode::InvalidArgument, "kernel name is empty or contains NUL");
-            }
-            let slot = t.programs.resolve(program.0)?;
-            let (device, raw_program, first) = {
-                let p = t.programs.at(slot);
-                (p.device, p.raw, p.first_kernel)
-            };
-            let d = self.dev_at(t, device);
-            // SAFETY: a live program of this device; the name is non-empty without NUL.
-            let raw = unsafe { d.backend.kernel_get(d.ordinal, raw_program, name) }?;
-            let mut k = first;
-            while k != NO_SLOT {
-                let entry = t.kernels.at(k);
-                if entry.raw == raw {
-                    return Ok(Kernel(t.kernels.handle_at(k)));
+        let kernel = self.kernel_get_in(program, name);
+        if let Ok(k) = kernel
+            && crate::trace::enabled()
+        {
+            crate::trace::kernel_named(k.0.0, name);
+        }
+        kernel
+    }
+
+    fn kernel_get_in(&self, program: Program, name: &str) -> Result<Kernel> {
+        traced!("kernel_get", ["program" = program.0.0], {
+            self.with_exclusive(|t| {
+                if name.is_empty() || name.contains('\0') {
+                    return fail(ErrorCode::InvalidArgument, "kernel name is empty or contains NUL");
                 }
-                k = entry.next;
-            }
-            let h = t
-                .kernels
-                .insert(KernelEntry {
-                    program: slot,
-                    device,
-                    raw,
-                    next: first,
-                    args_end: AtomicU32::new(ARGS_END_UNKNOWN),
-                })
-                .map_err(|_| Error::new(ErrorCode::OutOfResources, "kernel table is full (ORDO_MAX_KERNELS)"))?;
-            t.programs.at_mut(slot).first_kernel = h.index() as u32;
-            Ok(Kernel(h))
+                let slot = t.programs.resolve(program.0)?;
+                let (device, raw_program, first) = {
+                    let p = t.programs.at(slot);
+                    (p.device, p.raw, p.first_kernel)
+                };
+                let d = self.dev_at(t, device);
+                // SAFETY: a live program of this device; the name is non-empty without NUL.
+                let raw = unsafe { d.backend.kernel_get(d.ordinal, raw_program, name) }?;
+                let mut k = first;
+                while k != NO_SLOT {
+                    let entry = t.kernels.at(k);
+                    if entry.raw == raw {
+                        return Ok(Kernel(t.kernels.handle_at(k)));
+                    }
+                    k = entry.next;
+                }
+                let h = t
+                    .kernels
+                    .insert(KernelEntry {
+                        program: slot,
+                        device,
+                        raw,
+                        next: first,
+                        args_end: AtomicU32::new(ARGS_END_UNKNOWN),
+                    })
+                    .map_err(|_| Error::new(ErrorCode::OutOfResources, "kernel table is full (ORDO_MAX_KERNELS)"))?;
+                t.programs.at_mut(slot).first_kernel = h.index() as u32;
+                Ok(Kernel(h))
+            })
         })
     }
 
     /// The program a kernel belongs to.
     pub fn kernel_program(&self, kernel: Kernel) -> Result<Program> {
-        self.with_shared(|t| {
-            let k = t.kernels.get(kernel.0)?;
-            Ok(Program(t.programs.handle_at(k.program)))
+        traced!("kernel_program", ["kernel" = kernel.0.0], {
+            self.with_shared(|t| {
+                let k = t.kernels.get(kernel.0)?;
+                Ok(Program(t.programs.handle_at(k.program)))
+            })
         })
     }
 
     /// How many parameters a kernel takes, from the backend (CUDA: `cuFuncGetParamInfo`;
     /// `Unsupported` where the backend cannot tell, as the host backend).
     pub fn kernel_param_count(&self, kernel: Kernel) -> Result<usize> {
-        self.with_shared(|t| {
-            let k = t.kernels.get(kernel.0)?;
-            let d = self.dev_at(t, k.device);
-            // SAFETY: a live kernel of this device.
-            Ok(unsafe { d.backend.kernel_param_count(d.ordinal, k.raw) }?)
+        traced!("kernel_param_count", ["kernel" = kernel.0.0], {
+            self.with_shared(|t| {
+                let k = t.kernels.get(kernel.0)?;
+                let d = self.dev_at(t, k.device);
+                // SAFETY: a live kernel of this device.
+                Ok(unsafe { d.backend.kernel_param_count(d.ordinal, k.raw) }?)
+            })
         })
     }
 
@@ -194,20 +219,22 @@ impl Runtime {
     /// index), for interoperation with the driver (attributes, launches ordo does not make). It
     /// names the kernel only while the kernel's program is loaded.
     pub fn kernel_native(&self, kernel: Kernel) -> Result<u64> {
-        self.with_shared(|t| Ok(t.kernels.get(kernel.0)?.raw))
+        traced!("kernel_native", ["kernel" = kernel.0.0], { self.with_shared(|t| Ok(t.kernels.get(kernel.0)?.raw)) })
     }
 
     /// A kernel's parameter layout: the offset and size of each parameter in a packed argument
     /// buffer, in order (CUDA: `cuFuncGetParamInfo`, drivers 12.4 and up; AMDGPU: the code
     /// object's metadata; the host backend: the sizes its kernels declare, in C struct layout).
     pub fn kernel_param_layout(&self, kernel: Kernel) -> Result<ParamLayout> {
-        self.with_shared(|t| {
-            let k = t.kernels.get(kernel.0)?;
-            let d = self.dev_at(t, k.device);
-            let mut layout = ParamLayout::new();
-            // SAFETY: a live kernel of this device.
-            unsafe { d.backend.kernel_param_layout(d.ordinal, k.raw, &mut layout) }?;
-            Ok(layout)
+        traced!("kernel_param_layout", ["kernel" = kernel.0.0], {
+            self.with_shared(|t| {
+                let k = t.kernels.get(kernel.0)?;
+                let d = self.dev_at(t, k.device);
+                let mut layout = ParamLayout::new();
+                // SAFETY: a live kernel of this device.
+                unsafe { d.backend.kernel_param_layout(d.ordinal, k.raw, &mut layout) }?;
+                Ok(layout)
+            })
         })
     }
 
@@ -215,11 +242,13 @@ impl Runtime {
     /// for a kernel of a device backend; the kernel's handle errors otherwise. What the typed API
     /// uses to make sure a kernel handle names the typed host kernel it was looked up for.
     pub fn host_kernel_fn(&self, kernel: Kernel) -> Result<Option<usize>> {
-        self.with_shared(|t| {
-            let k = t.kernels.get(kernel.0)?;
-            let d = self.dev_at(t, k.device);
-            // SAFETY: a live kernel of this device.
-            Ok(unsafe { d.backend.host_kernel_fn(d.ordinal, k.raw) })
+        traced!("host_kernel_fn", ["kernel" = kernel.0.0], {
+            self.with_shared(|t| {
+                let k = t.kernels.get(kernel.0)?;
+                let d = self.dev_at(t, k.device);
+                // SAFETY: a live kernel of this device.
+                Ok(unsafe { d.backend.host_kernel_fn(d.ordinal, k.raw) })
+            })
         })
     }
 
@@ -228,11 +257,13 @@ impl Runtime {
     /// `cuOccupancyMaxPotentialBlockSize`; the host backend, which runs one thread at a time: 1).
     /// `Unsupported` where the backend cannot tell (AMDGPU).
     pub fn kernel_optimal_block_size(&self, kernel: Kernel, dynamic_shared: usize) -> Result<u32> {
-        self.with_shared(|t| {
-            let k = t.kernels.get(kernel.0)?;
-            let d = self.dev_at(t, k.device);
-            // SAFETY: a live kernel of this device.
-            Ok(unsafe { d.backend.kernel_optimal_block_size(d.ordinal, k.raw, dynamic_shared) }?)
+        traced!("kernel_optimal_block_size", ["kernel" = kernel.0.0, "dynamic_shared" = dynamic_shared], {
+            self.with_shared(|t| {
+                let k = t.kernels.get(kernel.0)?;
+                let d = self.dev_at(t, k.device);
+                // SAFETY: a live kernel of this device.
+                Ok(unsafe { d.backend.kernel_optimal_block_size(d.ordinal, k.raw, dynamic_shared) }?)
+            })
         })
     }
 
@@ -244,45 +275,49 @@ impl Runtime {
     /// no such variable (host programs have none), `OutOfResources` when the allocation table is
     /// full, `Unsupported` from backends without globals (AMDGPU).
     pub fn program_global(&self, program: Program, name: &str) -> Result<(Global, DevicePtr, usize)> {
-        self.with_exclusive(|t| {
-            if name.is_empty() || name.contains('\0') {
-                return fail(ErrorCode::InvalidArgument, "global variable name is empty or contains NUL");
-            }
-            let slot = t.programs.resolve(program.0)?;
-            let (device, raw_program) = {
-                let p = t.programs.at(slot);
-                (p.device, p.raw)
-            };
-            let d = self.dev_at(t, device);
-            // SAFETY: a live program of this device; the name is non-empty without NUL.
-            let (base, size) = unsafe { d.backend.program_global(d.ordinal, raw_program, name) }?;
-            if base == 0 || size == 0 {
-                return fail(ErrorCode::NotFound, "the program's global variable has no storage");
-            }
-            if let Ok(a) = t.allocations.find_base(base) {
-                let e = t.allocations.slots.at(a);
-                if e.owner == slot && e.size == size {
-                    return Ok((Global(t.allocations.slots.handle_at(a)), DevicePtr(base), size));
+        traced!("program_global", ["program" = program.0.0], {
+            self.with_exclusive(|t| {
+                if name.is_empty() || name.contains('\0') {
+                    return fail(ErrorCode::InvalidArgument, "global variable name is empty or contains NUL");
                 }
-            }
-            if t.allocations.overlaps(base, size) {
-                return fail(ErrorCode::BackendFailure, "the driver placed a global variable over known memory");
-            }
-            let h = t.allocations.insert(AllocEntry { base, size, device, kind: MemKind::Global, owner: slot })?;
-            t.programs.at_mut(slot).globals += 1;
-            Ok((Global(h), DevicePtr(base), size))
+                let slot = t.programs.resolve(program.0)?;
+                let (device, raw_program) = {
+                    let p = t.programs.at(slot);
+                    (p.device, p.raw)
+                };
+                let d = self.dev_at(t, device);
+                // SAFETY: a live program of this device; the name is non-empty without NUL.
+                let (base, size) = unsafe { d.backend.program_global(d.ordinal, raw_program, name) }?;
+                if base == 0 || size == 0 {
+                    return fail(ErrorCode::NotFound, "the program's global variable has no storage");
+                }
+                if let Ok(a) = t.allocations.find_base(base) {
+                    let e = t.allocations.slots.at(a);
+                    if e.owner == slot && e.size == size {
+                        return Ok((Global(t.allocations.slots.handle_at(a)), DevicePtr(base), size));
+                    }
+                }
+                if t.allocations.overlaps(base, size) {
+                    return fail(ErrorCode::BackendFailure, "the driver placed a global variable over known memory");
+                }
+                let h = t.allocations.insert(AllocEntry { base, size, device, kind: MemKind::Global, owner: slot })?;
+                t.programs.at_mut(slot).globals += 1;
+                Ok((Global(h), DevicePtr(base), size))
+            })
         })
     }
 
     /// The address, size and program of a global variable handle.
     pub fn global_info(&self, global: Global) -> Result<(DevicePtr, usize, Program)> {
-        self.with_shared(|t| {
-            let g = t.allocations.slots.get(global.0)?;
-            // Only program globals' slots carry an owner; other allocations are not `Global`s.
-            if g.owner == NO_OWNER {
-                return fail(ErrorCode::InvalidHandle, "handle names an allocation, not a global variable");
-            }
-            Ok((DevicePtr(g.base), g.size, Program(t.programs.handle_at(g.owner))))
+        traced!("global_info", ["global" = global.0.0], {
+            self.with_shared(|t| {
+                let g = t.allocations.slots.get(global.0)?;
+                // Only program globals' slots carry an owner; other allocations are not `Global`s.
+                if g.owner == NO_OWNER {
+                    return fail(ErrorCode::InvalidHandle, "handle names an allocation, not a global variable");
+                }
+                Ok((DevicePtr(g.base), g.size, Program(t.programs.handle_at(g.owner))))
+            })
         })
     }
 
@@ -292,12 +327,14 @@ impl Runtime {
     /// the host backend compares program names. `InvalidSize` for an empty image, the device's
     /// handle errors, `Unsupported` where the backend cannot tell (AMDGPU).
     pub fn program_check(&self, device: Device, image: &[u8]) -> Result<bool> {
-        self.with_shared(|t| {
-            if image.is_empty() {
-                return fail(ErrorCode::InvalidSize, "program image is empty");
-            }
-            let d = self.dev(t, device)?;
-            Ok(d.backend.program_check(d.ordinal, image)?)
+        traced!("program_check", ["device" = device.0.0, "image_bytes" = image.len()], {
+            self.with_shared(|t| {
+                if image.is_empty() {
+                    return fail(ErrorCode::InvalidSize, "program image is empty");
+                }
+                let d = self.dev(t, device)?;
+                Ok(d.backend.program_check(d.ordinal, image)?)
+            })
         })
     }
 
@@ -307,12 +344,14 @@ impl Runtime {
     /// promotion or fill, the device's handle errors, `Unsupported` from backends without tensor
     /// maps, the driver's error for a map it refuses.
     pub fn tensor_map_encode_tiled(&self, device: Device, tensor: &TensorMapTiled<'_>) -> Result<TensorMap> {
-        self.with_shared(|t| {
-            let d = self.dev(t, device)?;
-            if !tensor.shape_is_valid() {
-                return fail(ErrorCode::InvalidValue, "tensor-map rank or dimension lists are wrong");
-            }
-            Ok(d.backend.tensor_map_encode_tiled(d.ordinal, tensor)?)
+        traced!("tensor_map_encode_tiled", ["device" = device.0.0], {
+            self.with_shared(|t| {
+                let d = self.dev(t, device)?;
+                if !tensor.shape_is_valid() {
+                    return fail(ErrorCode::InvalidValue, "tensor-map rank or dimension lists are wrong");
+                }
+                Ok(d.backend.tensor_map_encode_tiled(d.ordinal, tensor)?)
+            })
         })
     }
 }

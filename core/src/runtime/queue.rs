@@ -7,6 +7,7 @@
 //! run exclusive. A failed destroy still retires the handle. Depends on `info` (handle resolution),
 //! the runtime's tables, `backend`, `handle` and `error`.
 
+use crate::trace::traced;
 use core::sync::atomic::Ordering::Relaxed;
 
 use crate::backend::HostFn;
@@ -25,7 +26,9 @@ impl Runtime {
     /// for interoperation with the driver. It names the queue only while the queue lives; work
     /// the caller puts on it directly is outside ordo's bookkeeping.
     pub fn queue_native(&self, queue: Queue) -> Result<u64> {
-        self.with_shared(|t| self.queue(t, queue).map(|(_, raw)| raw))
+        traced!("queue_native", ["queue" = queue.0.0], {
+            self.with_shared(|t| self.queue(t, queue).map(|(_, raw)| raw))
+        })
     }
 
     /// Enqueues `f(data)` on a queue (liboffload's `olLaunchHostFunction`): it runs on the host
@@ -40,16 +43,20 @@ impl Runtime {
     /// (CUDA forbids driver calls there; ordo calls that would wait for it fail with `Busy` on
     /// the host backend).
     pub unsafe fn queue_host_function(&self, queue: Queue, f: HostFn, data: *mut core::ffi::c_void) -> Result<()> {
-        self.with_shared(|t| {
-            let (d, q) = self.queue(t, queue)?;
-            // SAFETY: a live queue of this device; the function's contract is the caller's.
-            Ok(unsafe { d.backend.queue_host_function(d.ordinal, q, f, data) }?)
+        traced!(begun, "queue_host_function", ["queue" = queue.0.0], {
+            self.with_shared(|t| {
+                let (d, q) = self.queue(t, queue)?;
+                let timing = Self::time_work(t, begun, d.backend, d.ordinal, queue, q);
+                // SAFETY: a live queue of this device; the function's contract is the caller's.
+                let r = unsafe { d.backend.queue_host_function(d.ordinal, q, f, data) };
+                Self::work_done(timing, || crate::trace::WorkKind::HostFunction, r.map_err(Into::into))
+            })
         })
     }
 
     /// Creates an in-order queue on a device.
     pub fn queue_create(&self, device: Device) -> Result<Queue> {
-        self.create_queue(device, false)
+        traced!("queue_create", ["device" = device.0.0], { self.create_queue(device, false) })
     }
 
     /// Creates a queue whose work later calls *without* a queue do not wait for (CUDA: a
@@ -57,7 +64,7 @@ impl Runtime {
     /// does: launches on it avoid the driver's bookkeeping for the legacy stream. Everything else
     /// is as `queue_create` (the teardown synchronises it like any queue).
     pub fn queue_create_independent(&self, device: Device) -> Result<Queue> {
-        self.create_queue(device, true)
+        traced!("queue_create_independent", ["device" = device.0.0], { self.create_queue(device, true) })
     }
 
     /// The device's default queue: one independent queue per device, made by the first call and
@@ -66,22 +73,24 @@ impl Runtime {
     /// queue, and no other is made. If it was destroyed, the next call makes another. The final
     /// shutdown releases it with the device's other queues.
     pub fn default_queue(&self, device: Device) -> Result<Queue> {
-        let known = self.with_shared(|t| {
-            let slot = t.devices.resolve(device.0)?;
-            Ok(t.devices.at(slot).default_queue.filter(|q| t.queues.resolve(q.0).is_ok()))
-        })?;
-        if let Some(q) = known {
-            return Ok(q);
-        }
-        self.with_exclusive(|t| {
-            let slot = t.devices.resolve(device.0)?;
-            // Made by a racing call between the two sections?
-            if let Some(q) = t.devices.at(slot).default_queue.filter(|q| t.queues.resolve(q.0).is_ok()) {
+        traced!("default_queue", ["device" = device.0.0], {
+            let known = self.with_shared(|t| {
+                let slot = t.devices.resolve(device.0)?;
+                Ok(t.devices.at(slot).default_queue.filter(|q| t.queues.resolve(q.0).is_ok()))
+            })?;
+            if let Some(q) = known {
                 return Ok(q);
             }
-            let q = self.create_queue_in(t, device, true)?;
-            t.devices.at_mut(slot).default_queue = Some(q);
-            Ok(q)
+            self.with_exclusive(|t| {
+                let slot = t.devices.resolve(device.0)?;
+                // Made by a racing call between the two sections?
+                if let Some(q) = t.devices.at(slot).default_queue.filter(|q| t.queues.resolve(q.0).is_ok()) {
+                    return Ok(q);
+                }
+                let q = self.create_queue_in(t, device, true)?;
+                t.devices.at_mut(slot).default_queue = Some(q);
+                Ok(q)
+            })
         })
     }
 
@@ -115,11 +124,18 @@ impl Runtime {
     /// Destroys a queue (without waiting for its work). `InvalidArgument` for a queue that is
     /// capturing (end the capture first).
     pub fn queue_destroy(&self, queue: Queue) -> Result<()> {
-        self.with_exclusive(|t| {
-            let (d, raw) = self.queue_not_capturing(t, queue)?;
-            t.queues.remove(queue.0)?;
-            // SAFETY: a live queue of this device, removed from the table so never passed again.
-            Ok(unsafe { d.backend.queue_destroy(d.ordinal, raw) }?)
+        traced!("queue_destroy", ["queue" = queue.0.0], {
+            self.with_exclusive(|t| {
+                let (d, raw) = self.queue_not_capturing(t, queue)?;
+                if crate::trace::holds_events() {
+                    // The timeline's spans of this queue are resolved and its anchor released.
+                    let target = crate::trace::Target { backend: d.backend, ordinal: d.ordinal, raw };
+                    crate::trace::resolve(crate::trace::Scope::Queue(target), true);
+                }
+                t.queues.remove(queue.0)?;
+                // SAFETY: a live queue of this device, removed from the table so never passed again.
+                Ok(unsafe { d.backend.queue_destroy(d.ordinal, raw) }?)
+            })
         })
     }
 
@@ -134,25 +150,29 @@ impl Runtime {
     /// asked). `OutOfResources` (and nothing changes) once the queue's slot has named
     /// `MAX_GENERATION` objects.
     pub fn queue_reissue(&self, queue: Queue) -> Result<Queue> {
-        self.with_shared(|t| Ok(Queue(t.queues.reissue(queue.0)?)))
+        traced!("queue_reissue", ["queue" = queue.0.0], { self.with_shared(|t| Ok(Queue(t.queues.reissue(queue.0)?))) })
     }
 
     /// Waits until all work on a queue has finished. `InvalidArgument` for a queue that is
     /// capturing (its work runs only when its graph is launched).
     pub fn queue_synchronize(&self, queue: Queue) -> Result<()> {
-        self.with_shared(|t| {
-            let (d, raw) = self.queue_not_capturing(t, queue)?;
-            // SAFETY: a live queue of this device.
-            Ok(unsafe { d.backend.queue_synchronize(d.ordinal, raw) }?)
+        traced!("queue_synchronize", ["queue" = queue.0.0], {
+            self.with_shared(|t| {
+                let (d, raw) = self.queue_not_capturing(t, queue)?;
+                // SAFETY: a live queue of this device.
+                Ok(unsafe { d.backend.queue_synchronize(d.ordinal, raw) }?)
+            })
         })
     }
 
     /// Whether all work on a queue has finished. `InvalidArgument` for a queue that is capturing.
     pub fn queue_query(&self, queue: Queue) -> Result<bool> {
-        self.with_shared(|t| {
-            let (d, raw) = self.queue_not_capturing(t, queue)?;
-            // SAFETY: a live queue of this device.
-            Ok(unsafe { d.backend.queue_query(d.ordinal, raw) }?)
+        traced!("queue_query", ["queue" = queue.0.0], {
+            self.with_shared(|t| {
+                let (d, raw) = self.queue_not_capturing(t, queue)?;
+                // SAFETY: a live queue of this device.
+                Ok(unsafe { d.backend.queue_query(d.ordinal, raw) }?)
+            })
         })
     }
 
@@ -168,17 +188,21 @@ impl Runtime {
 
     /// The device an event belongs to.
     pub fn event_device(&self, event: Event) -> Result<Device> {
-        self.with_shared(|t| {
-            let e = t.events.get(event.0)?;
-            Ok(Device(t.devices.handle_at(e.device)))
+        traced!("event_device", ["event" = event.0.0], {
+            self.with_shared(|t| {
+                let e = t.events.get(event.0)?;
+                Ok(Device(t.devices.handle_at(e.device)))
+            })
         })
     }
 
     /// The device a queue belongs to.
     pub fn queue_device(&self, queue: Queue) -> Result<Device> {
-        self.with_shared(|t| {
-            let q = t.queues.get(queue.0)?;
-            Ok(Device(t.devices.handle_at(q.device)))
+        traced!("queue_device", ["queue" = queue.0.0], {
+            self.with_shared(|t| {
+                let q = t.queues.get(queue.0)?;
+                Ok(Device(t.devices.handle_at(q.device)))
+            })
         })
     }
 
@@ -190,21 +214,23 @@ impl Runtime {
     /// recorded during another queue's capture that has not ended (the wait would join that
     /// capture, or merge it with the queue's own).
     pub fn queue_wait_event(&self, queue: Queue, event: Event) -> Result<()> {
-        self.with_shared(|t| {
-            let qs = t.queues.resolve(queue.0)?;
-            let entry = t.events.get(event.0)?;
-            let (d, q) = (self.dev_at(t, t.queues.at(qs).device), t.queues.at(qs).raw);
-            let (ed, e) = (self.dev_at(t, entry.device), entry.raw);
-            let mark = entry.capture.load(Relaxed);
-            if mark != 0 {
-                Self::wait_within_capture(mark, qs)?;
-            }
-            if t.devices.at(ed.slot).backend != t.devices.at(d.slot).backend {
-                // SAFETY: a live event of its device.
-                return Ok(unsafe { ed.backend.event_synchronize(ed.ordinal, e) }?);
-            }
-            // SAFETY: a live queue of this device and a live event of the same backend.
-            Ok(unsafe { d.backend.queue_wait_event(d.ordinal, q, e) }?)
+        traced!("queue_wait_event", ["queue" = queue.0.0, "event" = event.0.0], {
+            self.with_shared(|t| {
+                let qs = t.queues.resolve(queue.0)?;
+                let entry = t.events.get(event.0)?;
+                let (d, q) = (self.dev_at(t, t.queues.at(qs).device), t.queues.at(qs).raw);
+                let (ed, e) = (self.dev_at(t, entry.device), entry.raw);
+                let mark = entry.capture.load(Relaxed);
+                if mark != 0 {
+                    Self::wait_within_capture(mark, qs)?;
+                }
+                if t.devices.at(ed.slot).backend != t.devices.at(d.slot).backend {
+                    // SAFETY: a live event of its device.
+                    return Ok(unsafe { ed.backend.event_synchronize(ed.ordinal, e) }?);
+                }
+                // SAFETY: a live queue of this device and a live event of the same backend.
+                Ok(unsafe { d.backend.queue_wait_event(d.ordinal, q, e) }?)
+            })
         })
     }
 
@@ -212,31 +238,35 @@ impl Runtime {
 
     /// Creates an event on a device.
     pub fn event_create(&self, device: Device) -> Result<Event> {
-        self.with_exclusive(|t| {
-            let d = self.dev(t, device)?;
-            if t.events.is_full() {
-                return fail(ErrorCode::OutOfResources, "event table is full (ORDO_MAX_EVENTS)");
-            }
-            let raw = d.backend.event_create(d.ordinal)?;
-            match t.events.insert(EventEntry::new(d.slot, raw)) {
-                Ok(h) => Ok(Event(h)),
-                Err(_) => {
-                    // SAFETY: the event the backend just returned; never passed again.
-                    let _ = unsafe { d.backend.event_destroy(d.ordinal, raw) };
-                    fail(ErrorCode::OutOfResources, "event table is full (ORDO_MAX_EVENTS)")
+        traced!("event_create", ["device" = device.0.0], {
+            self.with_exclusive(|t| {
+                let d = self.dev(t, device)?;
+                if t.events.is_full() {
+                    return fail(ErrorCode::OutOfResources, "event table is full (ORDO_MAX_EVENTS)");
                 }
-            }
+                let raw = d.backend.event_create(d.ordinal)?;
+                match t.events.insert(EventEntry::new(d.slot, raw)) {
+                    Ok(h) => Ok(Event(h)),
+                    Err(_) => {
+                        // SAFETY: the event the backend just returned; never passed again.
+                        let _ = unsafe { d.backend.event_destroy(d.ordinal, raw) };
+                        fail(ErrorCode::OutOfResources, "event table is full (ORDO_MAX_EVENTS)")
+                    }
+                }
+            })
         })
     }
 
     /// Destroys an event.
     pub fn event_destroy(&self, event: Event) -> Result<()> {
-        self.settle_backends();
-        self.with_exclusive(|t| {
-            let (d, raw) = self.event(t, event)?;
-            t.events.remove(event.0)?;
-            // SAFETY: a live event of this device, removed from the table so never passed again.
-            Ok(unsafe { d.backend.event_destroy(d.ordinal, raw) }?)
+        traced!("event_destroy", ["event" = event.0.0], {
+            self.settle_backends();
+            self.with_exclusive(|t| {
+                let (d, raw) = self.event(t, event)?;
+                t.events.remove(event.0)?;
+                // SAFETY: a live event of this device, removed from the table so never passed again.
+                Ok(unsafe { d.backend.event_destroy(d.ordinal, raw) }?)
+            })
         })
     }
 
@@ -245,62 +275,70 @@ impl Runtime {
     /// event counterpart of `queue_reissue` (MLIR's `mgpuEventDestroy` pools events this way),
     /// with the same guarantees.
     pub fn event_reissue(&self, event: Event) -> Result<Event> {
-        self.with_shared(|t| Ok(Event(t.events.reissue(event.0)?)))
+        traced!("event_reissue", ["event" = event.0.0], { self.with_shared(|t| Ok(Event(t.events.reissue(event.0)?))) })
     }
 
     /// Records an event on a queue of the same device.
     pub fn event_record(&self, event: Event, queue: Queue) -> Result<()> {
-        self.with_shared(|t| {
-            let entry = t.events.get(event.0)?;
-            let qs = t.queues.resolve(queue.0)?;
-            if entry.device != t.queues.at(qs).device {
-                return fail(ErrorCode::InvalidArgument, "event and queue belong to different devices");
-            }
-            let d = self.dev_at(t, entry.device);
-            // SAFETY: a live event and a live queue of this device.
-            unsafe { d.backend.event_record(d.ordinal, entry.raw, t.queues.at(qs).raw) }?;
-            entry.capture.store(Self::capture_mark(t, qs), Relaxed);
-            Ok(())
+        traced!("event_record", ["event" = event.0.0, "queue" = queue.0.0], {
+            self.with_shared(|t| {
+                let entry = t.events.get(event.0)?;
+                let qs = t.queues.resolve(queue.0)?;
+                if entry.device != t.queues.at(qs).device {
+                    return fail(ErrorCode::InvalidArgument, "event and queue belong to different devices");
+                }
+                let d = self.dev_at(t, entry.device);
+                // SAFETY: a live event and a live queue of this device.
+                unsafe { d.backend.event_record(d.ordinal, entry.raw, t.queues.at(qs).raw) }?;
+                entry.capture.store(Self::capture_mark(t, qs), Relaxed);
+                Ok(())
+            })
         })
     }
 
     /// Waits until an event has completed (an event never recorded counts as completed).
     /// `InvalidArgument` for an event recorded during a capture that has not ended.
     pub fn event_synchronize(&self, event: Event) -> Result<()> {
-        self.with_shared(|t| {
-            let entry = t.events.get(event.0)?;
-            Self::not_captured(entry)?;
-            let d = self.dev_at(t, entry.device);
-            // SAFETY: a live event of this device.
-            Ok(unsafe { d.backend.event_synchronize(d.ordinal, entry.raw) }?)
+        traced!("event_synchronize", ["event" = event.0.0], {
+            self.with_shared(|t| {
+                let entry = t.events.get(event.0)?;
+                Self::not_captured(entry)?;
+                let d = self.dev_at(t, entry.device);
+                // SAFETY: a live event of this device.
+                Ok(unsafe { d.backend.event_synchronize(d.ordinal, entry.raw) }?)
+            })
         })
     }
 
     /// Whether an event has completed. `InvalidArgument` for an event recorded during a capture
     /// that has not ended.
     pub fn event_query(&self, event: Event) -> Result<bool> {
-        self.with_shared(|t| {
-            let entry = t.events.get(event.0)?;
-            Self::not_captured(entry)?;
-            let d = self.dev_at(t, entry.device);
-            // SAFETY: a live event of this device.
-            Ok(unsafe { d.backend.event_query(d.ordinal, entry.raw) }?)
+        traced!("event_query", ["event" = event.0.0], {
+            self.with_shared(|t| {
+                let entry = t.events.get(event.0)?;
+                Self::not_captured(entry)?;
+                let d = self.dev_at(t, entry.device);
+                // SAFETY: a live event of this device.
+                Ok(unsafe { d.backend.event_query(d.ordinal, entry.raw) }?)
+            })
         })
     }
 
     /// Milliseconds between two completed events of the same device. `InvalidArgument` for an
     /// event recorded during a capture that has not ended.
     pub fn event_elapsed_ms(&self, start: Event, end: Event) -> Result<f32> {
-        self.with_shared(|t| {
-            let (s, e) = (t.events.get(start.0)?, t.events.get(end.0)?);
-            Self::not_captured(s)?;
-            Self::not_captured(e)?;
-            if s.device != e.device {
-                return fail(ErrorCode::InvalidArgument, "events belong to different devices");
-            }
-            let d = self.dev_at(t, s.device);
-            // SAFETY: two live events of this device.
-            Ok(unsafe { d.backend.event_elapsed_ms(d.ordinal, s.raw, e.raw) }?)
+        traced!("event_elapsed_ms", ["start" = start.0.0, "end" = end.0.0], {
+            self.with_shared(|t| {
+                let (s, e) = (t.events.get(start.0)?, t.events.get(end.0)?);
+                Self::not_captured(s)?;
+                Self::not_captured(e)?;
+                if s.device != e.device {
+                    return fail(ErrorCode::InvalidArgument, "events belong to different devices");
+                }
+                let d = self.dev_at(t, s.device);
+                // SAFETY: two live events of this device.
+                Ok(unsafe { d.backend.event_elapsed_ms(d.ordinal, s.raw, e.raw) }?)
+            })
         })
     }
 }

@@ -46,7 +46,18 @@ impl Walk<'_> {
         address: u64,
         call: impl FnOnce() -> Result<(), BackendError>,
     ) {
+        let begun = crate::trace::begin(trace_name(step));
         let result = reentry::contain(call).unwrap_or(Err(BACKEND_PANICKED));
+        if begun.is_some() {
+            let name = trace_name(step);
+            let args = [
+                ("platform", u64::from(self.platform)),
+                ("ordinal", u64::from(self.device)),
+                ("handle", handle.0),
+                ("address", address),
+            ];
+            crate::trace::step(&name[..name.len() - 1], begun, &args, result.as_ref().err().map(|e| e.code));
+        }
         let outcome = match result {
             Ok(()) => StepOutcome::Done,
             Err(e) if e.released_by_driver => StepOutcome::ReleasedByDriver,
@@ -63,6 +74,20 @@ impl Walk<'_> {
             }
         }
         self.report.record(&event);
+    }
+}
+
+/// A teardown step's name on the timeline (NUL-terminated, as `trace::begin` takes it).
+fn trace_name(step: TeardownStep) -> &'static str {
+    match step {
+        TeardownStep::SynchronizeQueue => "teardown: synchronize queue\0",
+        TeardownStep::DestroyEvent => "teardown: destroy event\0",
+        TeardownStep::DestroyQueue => "teardown: destroy queue\0",
+        TeardownStep::UnloadProgram => "teardown: unload program\0",
+        TeardownStep::FreeMemory => "teardown: free memory\0",
+        TeardownStep::ReleaseDevice => "teardown: release device\0",
+        TeardownStep::DeinitBackend => "teardown: deinit backend\0",
+        TeardownStep::DestroyGraph => "teardown: destroy graph\0",
     }
 }
 
@@ -97,6 +122,14 @@ pub(super) fn tear_down(
             let synced = backend.queue_synchronize(ordinal, raw);
             ended.and(synced)
         });
+    }
+
+    // 1a. Device work the timeline still waits for is resolved and its events released (the
+    // queues are idle now), before any queue or backend goes.
+    if crate::trace::holds_events() {
+        for b in backends {
+            crate::trace::resolve(crate::trace::Scope::Backend(*b), true);
+        }
     }
 
     // 1b. Host-device memory page-locked for copies between platforms is unregistered by the

@@ -1,0 +1,665 @@
+//! The timeline: every call of the runtime (whatever ABI made it), the device work it submits
+//! (device-timed) and the lifecycle's steps, handed to a [`Sink`] while one is installed.
+//!
+//! Off (no sink), a call pays one relaxed load of [`ON`]. On, a call's start and end times come
+//! from the sink's clock and the call is handed to [`Sink::call`] when it returns; work a call
+//! puts on a queue (launches, copies, fills, host functions, graph launches) is bracketed by two
+//! backend events, and once they have completed it is handed to [`Sink::work`] with its start and
+//! end on the host's clock. A queue's first timed work records a reference event and waits for
+//! it (once per queue per trace: the host time when it completed anchors the queue's device
+//! times); each later span is measured from the previous one's end on the same queue, so that
+//! spans on a queue never overlap and never start before their call did.
+//!
+//! Spans wait in a fixed list (`MAX_PENDING`) until their events complete; they are resolved
+//! without blocking when calls submit more work, and with blocking when their queue is
+//! destroyed, when the runtime tears down (before any object is released) and when the sink is
+//! removed. When the list is full and nothing in it has completed, the new work runs untimed and
+//! is counted ([`lost_work`]). The std writer of the Chrome trace format is [`chrome`].
+//! Depends on `backend`, `error` and `reentry`; the runtime's calls depend on it.
+
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
+pub mod chrome;
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+
+use crate::backend::{Backend, BackendKind};
+use crate::error::ErrorCode;
+
+/// Whether a sink is installed: the one load a call makes while tracing is off.
+static ON: AtomicBool = AtomicBool::new(false);
+static SINK: spin::Mutex<Option<&'static dyn Sink>> = spin::Mutex::new(None);
+/// Work that ran untimed because the pending list was full (since the process started).
+static LOST: AtomicU64 = AtomicU64::new(0);
+
+/// How many timed pieces of work wait for their events at most.
+pub const MAX_PENDING: usize = 256;
+/// How many queues keep an anchor (the host time of a completed event) at once; past it the
+/// oldest is dropped and its queue takes a new reference at its next timed work.
+const MAX_ANCHORS: usize = 64;
+/// Completed events kept for reuse.
+const MAX_SPARE: usize = 64;
+
+/// Where the timeline goes: the Chrome trace writer ([`chrome`]) or a test's collector.
+pub trait Sink: Sync {
+    /// Nanoseconds of a monotonic clock; every time handed to the sink is on it.
+    fn now_ns(&self) -> u64;
+    /// A call named `name` begins on the calling thread (NVTX ranges start here). `name` ends
+    /// with a NUL byte, which [`Call::name`] does not have.
+    fn enter(&self, name: &'static str) {
+        let _ = name;
+    }
+    /// A call (or a lifecycle step) returned.
+    fn call(&self, call: &Call<'_>);
+    /// A piece of device work completed.
+    fn work(&self, work: &Work);
+    /// A kernel handle was looked up under this name (what `work` spans of it are called).
+    fn kernel_named(&self, kernel: u64, name: &str) {
+        let _ = (kernel, name);
+    }
+    /// A runtime's final teardown ended: what was handed so far should be complete where it is
+    /// kept (the Chrome writer closes its array, and reopens it at the next event).
+    fn checkpoint(&self) {}
+}
+
+/// What a span on a thread's track stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Category {
+    /// A call of the runtime.
+    Api,
+    /// A step of init, shutdown or teardown.
+    Lifecycle,
+}
+
+/// A call of the runtime, or a lifecycle step, as it returned.
+#[derive(Clone, Copy, Debug)]
+pub struct Call<'a> {
+    /// The runtime's name for it (`launch`, `mem_alloc`, `teardown: free memory`, ...).
+    pub name: &'static str,
+    /// A call or a lifecycle step.
+    pub category: Category,
+    /// When it began and returned ([`Sink::now_ns`]).
+    pub start_ns: u64,
+    /// See `start_ns`.
+    pub end_ns: u64,
+    /// Its handles (raw values) and sizes, by name.
+    pub args: &'a [(&'static str, u64)],
+    /// `None` when it succeeded, else its error's code.
+    pub status: Option<ErrorCode>,
+}
+
+/// What a piece of device work was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkKind {
+    /// A kernel launch.
+    Kernel {
+        /// The kernel's handle (raw).
+        kernel: u64,
+        /// Blocks per dimension.
+        grid: [u32; 3],
+        /// Threads per block per dimension.
+        block: [u32; 3],
+    },
+    /// A copy of `bytes`.
+    Copy {
+        /// Bytes copied.
+        bytes: u64,
+    },
+    /// A fill of `bytes`.
+    Fill {
+        /// Bytes written.
+        bytes: u64,
+    },
+    /// A host function on the queue.
+    HostFunction,
+    /// A graph's launch.
+    Graph {
+        /// The graph's handle (raw).
+        graph: u64,
+    },
+}
+
+/// A piece of work that ran on a queue, timed by the device.
+#[derive(Clone, Copy, Debug)]
+pub struct Work {
+    /// The device's backend.
+    pub backend: BackendKind,
+    /// The device's ordinal in its backend.
+    pub ordinal: u32,
+    /// The queue's handle (raw).
+    pub queue: u64,
+    /// What ran.
+    pub kind: WorkKind,
+    /// When the call that submitted it began ([`Sink::now_ns`]).
+    pub submit_ns: u64,
+    /// When it started and ended on the device, on the sink's clock.
+    pub start_ns: u64,
+    /// See `start_ns`.
+    pub end_ns: u64,
+}
+
+/// Installs `sink`: from now on calls are traced. `false` (and nothing changes) when a sink is
+/// installed already.
+pub fn install(sink: &'static dyn Sink) -> bool {
+    let mut s = SINK.lock();
+    if s.is_some() {
+        return false;
+    }
+    *s = Some(sink);
+    ON.store(true, Relaxed);
+    true
+}
+
+/// Stops tracing: resolves every span still waiting for its events (waiting for them), then
+/// removes the sink and returns it. `None` when none was installed.
+pub fn uninstall() -> Option<&'static dyn Sink> {
+    let sink = *SINK.lock();
+    sink?;
+    resolve(Scope::All, true);
+    ON.store(false, Relaxed);
+    let taken = SINK.lock().take();
+    // Spans of calls that were in flight meanwhile found no sink, or were handed to it; events
+    // they left are resolved (without a sink: released).
+    resolve(Scope::All, true);
+    taken
+}
+
+/// Whether a sink is installed (one relaxed load).
+#[inline(always)]
+pub fn enabled() -> bool {
+    ON.load(Relaxed)
+}
+
+/// Work that ran untimed because [`MAX_PENDING`] spans waited already (since the process began).
+pub fn lost_work() -> u64 {
+    LOST.load(Relaxed)
+}
+
+fn sink() -> Option<&'static dyn Sink> {
+    *SINK.lock()
+}
+
+/// A call's start, while tracing is on.
+#[derive(Clone, Copy)]
+pub(crate) struct Begun {
+    start_ns: u64,
+}
+
+/// The start of a call named `name` (ending with NUL): `None` while tracing is off.
+#[inline(always)]
+pub(crate) fn begin(name: &'static str) -> Option<Begun> {
+    if !ON.load(Relaxed) {
+        return None;
+    }
+    begin_slow(name)
+}
+
+#[cold]
+#[inline(never)]
+fn begin_slow(name: &'static str) -> Option<Begun> {
+    let s = sink()?;
+    s.enter(name);
+    Some(Begun { start_ns: s.now_ns() })
+}
+
+/// The end of a call begun with [`begin`].
+#[cold]
+#[inline(never)]
+pub(crate) fn end(
+    begun: Begun,
+    name: &'static str,
+    category: Category,
+    args: &[(&'static str, u64)],
+    status: Option<ErrorCode>,
+) {
+    if let Some(s) = sink() {
+        let name = name.strip_suffix('\0').unwrap_or(name);
+        s.call(&Call { name, category, start_ns: begun.start_ns, end_ns: s.now_ns(), args, status });
+    }
+}
+
+/// A lifecycle step that took from `start_ns` to now.
+pub(crate) fn step(name: &'static str, start: Option<Begun>, args: &[(&'static str, u64)], status: Option<ErrorCode>) {
+    if let Some(b) = start {
+        end(b, name, Category::Lifecycle, args, status);
+    }
+}
+
+/// Tells the sink a kernel's name.
+#[cold]
+pub(crate) fn kernel_named(kernel: u64, name: &str) {
+    if let Some(s) = sink() {
+        s.kernel_named(kernel, name);
+    }
+}
+
+/// Tells the sink that a final teardown ended.
+pub(crate) fn checkpoint() {
+    if ON.load(Relaxed)
+        && let Some(s) = sink()
+    {
+        s.checkpoint();
+    }
+}
+
+/// Traces a runtime call: `traced!(begun, "name", [key = value, ...], body)` evaluates `body`
+/// (a `Result`) with `begun` bound to the call's start (`None` while tracing is off, the one
+/// load), then hands the call to the sink.
+macro_rules! traced {
+    ($begun:ident, $name:literal, [$($k:literal = $v:expr),* $(,)?], $body:expr) => {{
+        let $begun = $crate::trace::begin(concat!($name, "\0"));
+        // A closure, so that the body's `return` and `?` end the body, not the call.
+        let result = $crate::trace::run(
+            #[inline(always)]
+            || $body,
+        );
+        if let Some(b) = $begun {
+            $crate::trace::end(
+                b,
+                $name,
+                $crate::trace::Category::Api,
+                &[$(($k, ($v) as u64)),*],
+                result.as_ref().err().map(|e: &$crate::Error| e.code),
+            );
+        }
+        result
+    }};
+    ($name:literal, [$($k:literal = $v:expr),* $(,)?], $body:expr) => {
+        traced!(_begun, $name, [$($k = $v),*], $body)
+    };
+}
+pub(crate) use traced;
+
+/// Runs a traced call's body (`traced!`).
+#[inline(always)]
+pub(crate) fn run<R>(body: impl FnOnce() -> R) -> R {
+    body()
+}
+
+// ---- device work ---------------------------------------------------------------------------
+
+/// Where a queue's work runs: its backend, device ordinal and backend queue.
+#[derive(Clone, Copy)]
+pub(crate) struct Target {
+    pub backend: &'static dyn Backend,
+    pub ordinal: u32,
+    pub raw: u64,
+}
+
+impl Target {
+    fn same_device(&self, backend: &'static dyn Backend, ordinal: u32) -> bool {
+        core::ptr::addr_eq(self.backend, backend) && self.ordinal == ordinal
+    }
+    fn same_queue(&self, other: &Target) -> bool {
+        self.same_device(other.backend, other.ordinal) && self.raw == other.raw
+    }
+}
+
+/// A piece of work whose start event is recorded (`timed`'s first half).
+pub(crate) struct Timing {
+    target: Target,
+    queue: u64,
+    start: u64,
+    submit_ns: u64,
+}
+
+struct Pending {
+    target: Target,
+    queue: u64,
+    kind: WorkKind,
+    start: u64,
+    end: u64,
+    submit_ns: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Anchor {
+    target: Target,
+    event: u64,
+    ns: u64,
+}
+
+struct Spare {
+    backend: &'static dyn Backend,
+    ordinal: u32,
+    event: u64,
+}
+
+struct Waiting {
+    pending: heapless::Deque<Pending, MAX_PENDING>,
+    spare: heapless::Vec<Spare, MAX_SPARE>,
+}
+
+static WAITING: spin::Mutex<Waiting> =
+    spin::Mutex::new(Waiting { pending: heapless::Deque::new(), spare: heapless::Vec::new() });
+/// Each timed queue's anchor. An anchor's event is replaced or released only by the thread
+/// holding `RESOLVER`.
+static ANCHORS: spin::Mutex<heapless::Vec<Anchor, MAX_ANCHORS>> = spin::Mutex::new(heapless::Vec::new());
+/// Held by the one thread that resolves spans; nothing blocks on it but the calls that must see
+/// their spans resolved (queue destroy, teardown, uninstall), which are never callbacks.
+static RESOLVER: spin::Mutex<()> = spin::Mutex::new(());
+/// Whether this module ever kept a backend event (so that a queue's destroy and a teardown
+/// look for spans only then).
+static HELD: AtomicBool = AtomicBool::new(false);
+
+fn take_event(backend: &'static dyn Backend, ordinal: u32) -> Option<u64> {
+    {
+        let mut w = WAITING.lock();
+        if let Some(i) = w.spare.iter().position(|s| core::ptr::addr_eq(s.backend, backend) && s.ordinal == ordinal) {
+            return Some(w.spare.swap_remove(i).event);
+        }
+    }
+    HELD.store(true, Relaxed);
+    backend.event_create(ordinal).ok()
+}
+
+/// Gives an event back for reuse, or destroys it.
+fn give_event(backend: &'static dyn Backend, ordinal: u32, event: u64) {
+    let kept = WAITING.lock().spare.push(Spare { backend, ordinal, event });
+    if let Err(s) = kept {
+        // SAFETY: an event this module created on that device and no longer uses.
+        let _ = unsafe { s.backend.event_destroy(s.ordinal, s.event) };
+    }
+}
+
+fn anchored(target: &Target) -> bool {
+    ANCHORS.lock().iter().any(|x| x.target.same_queue(target))
+}
+
+/// Starts timing a piece of work about to be submitted to `target` (queue handle `queue`): its
+/// start event recorded. `None` (the work runs untimed) when tracing is off, when the queue is
+/// capturing (events would join the capture), when the queue has no anchor and the caller is a
+/// callback (taking one waits for the queue), or when no event can be had.
+///
+/// # Safety
+/// `target` names a live queue of a live device of an initialised backend, for the rest of the
+/// call (a shared call in flight).
+#[inline(always)]
+pub(crate) unsafe fn work_begin(begun: Option<Begun>, target: Target, queue: u64, capturing: bool) -> Option<Timing> {
+    let b = begun?;
+    // SAFETY: forwarded.
+    unsafe { work_begin_slow(b, target, queue, capturing) }
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn work_begin_slow(begun: Begun, target: Target, queue: u64, capturing: bool) -> Option<Timing> {
+    if capturing {
+        return None;
+    }
+    if !anchored(&target) {
+        if crate::reentry::in_callback() {
+            return None;
+        }
+        // SAFETY: forwarded.
+        unsafe { take_anchor(target)? };
+    }
+    if WAITING.lock().pending.is_full() {
+        resolve(Scope::All, false);
+        if WAITING.lock().pending.is_full() {
+            LOST.fetch_add(1, Relaxed);
+            return None;
+        }
+    }
+    let start = take_event(target.backend, target.ordinal)?;
+    // SAFETY: a live queue and an event of its device.
+    if unsafe { target.backend.event_record(target.ordinal, start, target.raw) }.is_err() {
+        give_event(target.backend, target.ordinal, start);
+        return None;
+    }
+    Some(Timing { target, queue, start, submit_ns: begun.start_ns })
+}
+
+/// Records a reference event on the queue and waits for it: its anchor, at the host time the
+/// wait returned (not before the event completed, so device times derived from it lie after
+/// their calls).
+///
+/// # Safety
+/// As `work_begin`.
+unsafe fn take_anchor(target: Target) -> Option<()> {
+    let s = sink()?;
+    let event = take_event(target.backend, target.ordinal)?;
+    // SAFETY: a live queue and an event of its device.
+    let ok = unsafe {
+        target.backend.event_record(target.ordinal, event, target.raw).is_ok()
+            && target.backend.event_synchronize(target.ordinal, event).is_ok()
+    };
+    let ns = s.now_ns();
+    if !ok {
+        give_event(target.backend, target.ordinal, event);
+        return None;
+    }
+    let mut anchors = ANCHORS.lock();
+    if anchors.iter().any(|x| x.target.same_queue(&target)) {
+        drop(anchors);
+        give_event(target.backend, target.ordinal, event);
+        return Some(());
+    }
+    if anchors.is_full() {
+        // The oldest anchor goes, if no thread is resolving (which may be using it).
+        let Some(_resolver) = RESOLVER.try_lock() else {
+            drop(anchors);
+            give_event(target.backend, target.ordinal, event);
+            return None;
+        };
+        let old = anchors.remove(0);
+        drop(anchors);
+        give_event(old.target.backend, old.target.ordinal, old.event);
+        anchors = ANCHORS.lock();
+    }
+    if let Err(a) = anchors.push(Anchor { target, event, ns }) {
+        drop(anchors);
+        give_event(a.target.backend, a.target.ordinal, a.event);
+        return None;
+    }
+    Some(())
+}
+
+/// Ends timing a piece of work submitted with [`work_begin`]'s timing: its end event recorded,
+/// the span queued until both complete. Work whose submission failed is not kept.
+///
+/// # Safety
+/// As `work_begin`, for the timing's queue.
+#[cold]
+#[inline(never)]
+pub(crate) unsafe fn work_end(timing: Timing, kind: WorkKind, submitted: bool) {
+    let Timing { target, queue, start, submit_ns } = timing;
+    let end = if submitted { take_event(target.backend, target.ordinal) } else { None };
+    let recorded = end.filter(|&e| {
+        // SAFETY: a live queue and an event of its device.
+        let ok = unsafe { target.backend.event_record(target.ordinal, e, target.raw) }.is_ok();
+        if !ok {
+            give_event(target.backend, target.ordinal, e);
+        }
+        ok
+    });
+    let Some(end) = recorded else {
+        // The start event may still be pending on the queue: a later record replaces this one
+        // for every backend, so it is reused.
+        give_event(target.backend, target.ordinal, start);
+        return;
+    };
+    let span = Pending { target, queue, kind, start, end, submit_ns };
+    if let Err(span) = WAITING.lock().pending.push_back(span) {
+        // Filled by other threads meanwhile: this one goes untimed.
+        LOST.fetch_add(1, Relaxed);
+        give_event(target.backend, target.ordinal, span.start);
+        give_event(target.backend, target.ordinal, span.end);
+        return;
+    }
+    resolve(Scope::All, false);
+}
+
+/// Which waiting spans to resolve.
+#[derive(Clone, Copy)]
+pub(crate) enum Scope {
+    /// Every span.
+    All,
+    /// The spans of one queue (and its anchor).
+    Queue(Target),
+    /// The spans of one backend's devices (and their anchors and spare events).
+    Backend(&'static dyn Backend),
+}
+
+impl Scope {
+    fn covers(&self, t: &Target) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Queue(q) => q.same_queue(t),
+            Scope::Backend(b) => core::ptr::addr_eq(t.backend, *b),
+        }
+    }
+}
+
+/// Whether a queue's destroy or a teardown must resolve spans first (one relaxed load).
+#[inline]
+pub(crate) fn holds_events() -> bool {
+    HELD.load(Relaxed)
+}
+
+/// Resolves the waiting spans in `scope`. With `wait`, waits for their events (and for the
+/// resolver), and drops the scope's anchors (a queue about to be destroyed, a backend about to
+/// be deinitialised, the end of a trace) and, for a backend or all, the spare events; without,
+/// resolves completed spans from the oldest on, if no other thread is resolving.
+pub(crate) fn resolve(scope: Scope, wait: bool) {
+    let _resolver = if wait {
+        RESOLVER.lock()
+    } else {
+        match RESOLVER.try_lock() {
+            Some(r) => r,
+            None => return,
+        }
+    };
+    loop {
+        let next = {
+            let mut w = WAITING.lock();
+            let i = w.pending.iter().position(|p| scope.covers(&p.target));
+            match i {
+                // Without waiting only the list's oldest span is taken (spans of one queue are
+                // resolved in their order); with `wait`, any span of the scope.
+                Some(0) => w.pending.pop_front(),
+                Some(i) if wait => take_at(&mut w.pending, i),
+                _ => None,
+            }
+        };
+        let Some(p) = next else { break };
+        let (b, ordinal) = (p.target.backend, p.target.ordinal);
+        // SAFETY: the span's queue and events are live: queues resolve their spans before
+        // they are destroyed, backends before they are deinitialised.
+        let done = unsafe {
+            if wait { b.event_synchronize(ordinal, p.end).is_ok() } else { b.event_query(ordinal, p.end) == Ok(true) }
+        };
+        if !done && !wait {
+            // Not complete: back to the front, for a later call.
+            let back = WAITING.lock().pending.push_front(p);
+            if let Err(p) = back {
+                give_event(b, ordinal, p.start);
+                give_event(b, ordinal, p.end);
+            }
+            break;
+        }
+        // SAFETY: as above; both events completed (or the span is dropped).
+        let anchored_at_end = done && unsafe { finish(&p) };
+        give_event(b, ordinal, p.start);
+        if !anchored_at_end {
+            give_event(b, ordinal, p.end);
+        }
+    }
+    if wait {
+        let mut i = 0;
+        loop {
+            let a = {
+                let mut anchors = ANCHORS.lock();
+                while i < anchors.len() && !scope.covers(&anchors[i].target) {
+                    i += 1;
+                }
+                if i == anchors.len() {
+                    break;
+                }
+                anchors.remove(i)
+            };
+            give_event(a.target.backend, a.target.ordinal, a.event);
+        }
+        match scope {
+            Scope::All => release_spare(None),
+            Scope::Backend(b) => release_spare(Some(b)),
+            // A queue's destroy leaves its device's spare events alone.
+            Scope::Queue(_) => {}
+        }
+    }
+}
+
+fn take_at(d: &mut heapless::Deque<Pending, MAX_PENDING>, i: usize) -> Option<Pending> {
+    // The spans before `i` come off the front and go back in their order.
+    let mut before: heapless::Vec<Pending, MAX_PENDING> = heapless::Vec::new();
+    for _ in 0..i {
+        if let Some(p) = d.pop_front() {
+            let _ = before.push(p);
+        }
+    }
+    let taken = d.pop_front();
+    while let Some(p) = before.pop() {
+        let _ = d.push_front(p);
+    }
+    taken
+}
+
+fn release_spare(backend: Option<&'static dyn Backend>) {
+    loop {
+        let s = {
+            let mut w = WAITING.lock();
+            let i = w.spare.iter().position(|s| backend.is_none_or(|b| core::ptr::addr_eq(s.backend, b)));
+            match i {
+                Some(i) => w.spare.swap_remove(i),
+                None => break,
+            }
+        };
+        // SAFETY: an event this module created and no longer uses; its backend is initialised.
+        let _ = unsafe { s.backend.event_destroy(s.ordinal, s.event) };
+    }
+}
+
+/// Hands a completed span to the sink, measured from its queue's anchor, and makes its end
+/// event the queue's new anchor (`true`; the old anchor's event is given back). `false` when
+/// the queue has no anchor (dropped meanwhile) or the backend cannot time the events.
+///
+/// # Safety
+/// The span's events completed; called by the resolver.
+unsafe fn finish(p: &Pending) -> bool {
+    let Some(a) = ANCHORS.lock().iter().find(|a| a.target.same_queue(&p.target)).copied() else {
+        return false;
+    };
+    let (b, ordinal) = (p.target.backend, p.target.ordinal);
+    // SAFETY: forwarded; all three events are of this device and completed, and the anchor's
+    // event is released only by the resolver, this thread.
+    let elapsed =
+        unsafe { (b.event_elapsed_ms(ordinal, a.event, p.start), b.event_elapsed_ms(ordinal, a.event, p.end)) };
+    let (Ok(to_start), Ok(to_end)) = elapsed else {
+        return false;
+    };
+    let ns = |ms: f32| a.ns.saturating_add_signed((f64::from(ms) * 1.0e6) as i64);
+    // Not before the queue's previous span ended, nor before the call that submitted it.
+    let start_ns = ns(to_start).max(a.ns).max(p.submit_ns);
+    let end_ns = ns(to_end).max(start_ns);
+    if let Some(s) = sink() {
+        s.work(&Work {
+            backend: b.kind(),
+            ordinal,
+            queue: p.queue,
+            kind: p.kind,
+            submit_ns: p.submit_ns,
+            start_ns,
+            end_ns,
+        });
+    }
+    let new = Anchor { target: p.target, event: p.end, ns: end_ns };
+    let old = {
+        let mut anchors = ANCHORS.lock();
+        match anchors.iter_mut().find(|x| x.target.same_queue(&p.target)) {
+            Some(x) => core::mem::replace(x, new),
+            None => return false,
+        }
+    };
+    give_event(old.target.backend, old.target.ordinal, old.event);
+    true
+}
