@@ -98,6 +98,17 @@ fn run_devices(ctx: &Context<'_>) -> Result<(Vec<&'static str>, usize, usize), o
     Ok((names, ran, failures))
 }
 
+/// `run` with a trace of it written to `path` (`ordo demo --trace`).
+pub fn run_traced(path: &str) -> Result<(), String> {
+    ordo::trace::start(path).map_err(|e| format!("--trace {path}: {e}"))?;
+    let result = run();
+    match ordo::trace::stop() {
+        Ok((path, events)) => eprintln!("trace: {events} events written to {}", path.display()),
+        Err(e) => eprintln!("trace: {e}"),
+    }
+    result
+}
+
 pub fn run() -> Result<(), String> {
     let rt = crate::runtime();
     // The demo's own reference, given back by the observed final shutdown below; the context

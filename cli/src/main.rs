@@ -4,6 +4,7 @@
 mod bench;
 mod demo;
 mod info;
+mod trace;
 
 /// The process-wide runtime shared with the C library: host backend, plus CUDA when present.
 fn runtime() -> &'static ordo_core::Runtime {
@@ -21,8 +22,15 @@ commands:
   info [--json]   platforms, devices and their properties; absent platforms with the reason
   bench [--json]  the cost of ordo itself, each figure against a baseline measured in the
                   same run (see docs/PERFORMANCE.md)
-  demo            on every device: load a program, run a vector add and a reduction on real
-                  data, check every element, then shut down and print the teardown in order
+  demo [--trace FILE]
+                  on every device: load a program, run a vector add and a reduction on real
+                  data, check every element, then shut down and print the teardown in order;
+                  with --trace, write the run's timeline to FILE (Chrome trace-event JSON:
+                  open it in Perfetto or chrome://tracing)
+  trace summary FILE
+                  a trace's top kernels and copies by device time, bandwidths, call counts
+
+tracing: ORDO_TRACE=FILE traces any run (README, section Seeing what ran)
 
 logging: RUST_LOG=ordo=debug (env_logger)";
 
@@ -34,6 +42,8 @@ fn main() -> ExitCode {
         ["info"] => info::run(false),
         ["info", "--json"] => info::run(true),
         ["demo"] => demo::run(),
+        ["demo", "--trace", path] => demo::run_traced(path),
+        ["trace", "summary", path] => trace::summary(path),
         ["bench"] => bench::run(false),
         ["bench", "--json"] => bench::run(true),
         ["help" | "--help" | "-h"] => {

@@ -54,6 +54,7 @@ mod launch_builder;
 mod module;
 mod queue;
 mod slice;
+pub mod trace;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
 pub use context::{Context, Device};

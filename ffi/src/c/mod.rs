@@ -9,4 +9,5 @@ pub(crate) mod memory;
 pub(crate) mod objects;
 pub(crate) mod program;
 pub(crate) mod queue;
+pub(crate) mod trace;
 pub(crate) mod types;
