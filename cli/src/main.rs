@@ -29,6 +29,8 @@ commands:
                   open it in Perfetto or chrome://tracing)
   trace summary FILE
                   a trace's top kernels and copies by device time, bandwidths, call counts
+  trace check FILE
+                  every event well formed, device work after its call, no overlap on a queue
 
 tracing: ORDO_TRACE=FILE traces any run (README, section Seeing what ran)
 
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         ["demo"] => demo::run(),
         ["demo", "--trace", path] => demo::run_traced(path),
         ["trace", "summary", path] => trace::summary(path),
+        ["trace", "check", path] => trace::check(path),
         ["bench"] => bench::run(false),
         ["bench", "--json"] => bench::run(true),
         ["help" | "--help" | "-h"] => {

@@ -128,3 +128,70 @@ pub fn summary(path: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Checks the trace at `path` (`ordo trace check`): every event well formed (`ph`, `pid`, `tid`;
+/// spans with `name`, `ts` and `dur`; calls with their status), device work not before the call
+/// that submitted it, and spans on one queue never overlapping. Returns what it found.
+pub fn check(path: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let whole = serde_json::from_str::<Value>(&text).is_ok();
+    let events = parse(&text).map_err(|e| format!("{path}: {e}"))?;
+    let (mut calls, mut steps, mut work) = (0u64, 0u64, 0u64);
+    let mut queues: HashMap<(u64, u64), Vec<(f64, f64)>> = HashMap::new();
+    for (i, e) in events.iter().enumerate() {
+        let bad = |why: &str| format!("{path}: event {i} {why}: {e}");
+        let ph = e.get("ph").and_then(Value::as_str).ok_or_else(|| bad("has no ph"))?;
+        let pid = e.get("pid").and_then(Value::as_u64).ok_or_else(|| bad("has no integer pid"))?;
+        let tid = e.get("tid").and_then(Value::as_u64).ok_or_else(|| bad("has no integer tid"))?;
+        e.get("name").and_then(Value::as_str).ok_or_else(|| bad("has no name"))?;
+        match ph {
+            "M" => {
+                e.get("args").and_then(|a| a.get("name")).and_then(Value::as_str).ok_or_else(|| bad("names nothing"))?;
+            }
+            "C" => {}
+            "X" => {
+                let ts = e.get("ts").and_then(Value::as_f64).ok_or_else(|| bad("has no ts"))?;
+                let dur = e.get("dur").and_then(Value::as_f64).ok_or_else(|| bad("has no dur"))?;
+                if ts < 0.0 || dur < 0.0 {
+                    return Err(bad("has a negative time"));
+                }
+                let args = e.get("args").ok_or_else(|| bad("has no args"))?;
+                match e.get("cat").and_then(Value::as_str) {
+                    Some("api") => {
+                        args.get("status").and_then(Value::as_str).ok_or_else(|| bad("has no status"))?;
+                        calls += 1;
+                    }
+                    Some("lifecycle") => steps += 1,
+                    Some("kernel" | "copy" | "fill" | "host" | "graph") => {
+                        let submitted = args.get("submitted").and_then(Value::as_f64).ok_or_else(|| bad("has no submitted time"))?;
+                        if ts < submitted {
+                            return Err(bad("starts before the call that submitted it"));
+                        }
+                        queues.entry((pid, tid)).or_default().push((ts, ts + dur));
+                        work += 1;
+                    }
+                    _ => return Err(bad("has an unknown category")),
+                }
+            }
+            _ => return Err(bad("has an unknown phase")),
+        }
+    }
+    for ((pid, tid), spans) in &mut queues {
+        spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for w in spans.windows(2) {
+            if w[1].0 + 1e-6 < w[0].1 {
+                return Err(format!(
+                    "{path}: spans on queue track {pid}/{tid} overlap: [{}, {}] and [{}, {}]",
+                    w[0].0, w[0].1, w[1].0, w[1].1
+                ));
+            }
+        }
+    }
+    println!(
+        "{path}: ok: {} events ({calls} calls, {work} pieces of device work on {} queues, {steps} lifecycle steps){}",
+        events.len(),
+        queues.len(),
+        if whole { "" } else { "; cut short (no closing ])" }
+    );
+    Ok(())
+}

@@ -952,6 +952,26 @@ ordo_status_t ordo_graph_launch(struct ordo_graph_t graph, struct ordo_queue_t q
 // Destroys a graph (launches already submitted still run); the handle is stale afterwards.
 ordo_status_t ordo_graph_destroy(struct ordo_graph_t graph);
 
+// Starts writing a trace to the file at `path` (created or truncated), in the Chrome
+// trace-event format that Perfetto (ui.perfetto.dev) and `chrome://tracing` open: a track per
+// thread with every ordo call of every ABI (`ordo_*`, `ol*`, `mgpu*`, Rust), a track per queue
+// with the device work on it (device-timed kernels, copies, fills, host functions, graph
+// launches), and the lifecycle and teardown steps. What `ORDO_TRACE=path` does at the first
+// init. May be called before `ordo_init`. Events are written at least every 100 ms and at the
+// end of each final teardown, after which the file is valid JSON. `ORDO_ERROR_NULL_POINTER` for
+// a NULL `path`, `ORDO_ERROR_INVALID_ARGUMENT` for a path that is not UTF-8,
+// `ORDO_ERROR_BUSY` while a trace is being written, `ORDO_ERROR_OUT_OF_RESOURCES` when the file
+// cannot be created, `ORDO_ERROR_UNSUPPORTED` in builds without std.
+//
+// # Safety
+// `path` is NULL or a NUL-terminated string.
+ordo_status_t ordo_trace_start(const char *path);
+
+// Stops the trace `ordo_trace_start` (or `ORDO_TRACE`) began: device work still waiting for
+// its timing is resolved, the JSON array closed and the file written. `ORDO_ERROR_NOT_FOUND`
+// when no trace is being written, `ORDO_ERROR_UNSUPPORTED` in builds without std.
+ordo_status_t ordo_trace_stop(void);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

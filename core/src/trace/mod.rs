@@ -397,11 +397,17 @@ unsafe fn work_begin_slow(begun: Begun, target: Target, queue: u64, capturing: b
     if WAITING.lock().pending.is_full() {
         resolve(Scope::All, false);
         if WAITING.lock().pending.is_full() {
-            LOST.fetch_add(1, Relaxed);
-            return None;
+            if crate::reentry::in_callback() {
+                LOST.fetch_add(1, Relaxed);
+                return None;
+            }
+            resolve_oldest();
         }
     }
-    let start = take_event(target.backend, target.ordinal)?;
+    let Some(start) = take_event(target.backend, target.ordinal) else {
+        LOST.fetch_add(1, Relaxed);
+        return None;
+    };
     // SAFETY: a live queue and an event of its device.
     if unsafe { target.backend.event_record(target.ordinal, start, target.raw) }.is_err() {
         give_event(target.backend, target.ordinal, start);
@@ -520,72 +526,116 @@ pub(crate) fn holds_events() -> bool {
 /// Resolves the waiting spans in `scope`. With `wait`, waits for their events (and for the
 /// resolver), and drops the scope's anchors (a queue about to be destroyed, a backend about to
 /// be deinitialised, the end of a trace) and, for a backend or all, the spare events; without,
-/// resolves completed spans from the oldest on, if no other thread is resolving.
+/// resolves the spans that completed (`poll`), if no other thread is resolving.
 pub(crate) fn resolve(scope: Scope, wait: bool) {
-    let _resolver = if wait {
-        RESOLVER.lock()
-    } else {
-        match RESOLVER.try_lock() {
-            Some(r) => r,
-            None => return,
+    if !wait {
+        if let Some(_resolver) = RESOLVER.try_lock() {
+            poll();
         }
-    };
+        return;
+    }
+    let _resolver = RESOLVER.lock();
     loop {
         let next = {
             let mut w = WAITING.lock();
             let i = w.pending.iter().position(|p| scope.covers(&p.target));
-            match i {
-                // Without waiting only the list's oldest span is taken (spans of one queue are
-                // resolved in their order); with `wait`, any span of the scope.
-                Some(0) => w.pending.pop_front(),
-                Some(i) if wait => take_at(&mut w.pending, i),
-                _ => None,
-            }
+            i.and_then(|i| take_at(&mut w.pending, i))
         };
         let Some(p) = next else { break };
-        let (b, ordinal) = (p.target.backend, p.target.ordinal);
         // SAFETY: the span's queue and events are live: queues resolve their spans before
         // they are destroyed, backends before they are deinitialised.
-        let done = unsafe {
-            if wait { b.event_synchronize(ordinal, p.end).is_ok() } else { b.event_query(ordinal, p.end) == Ok(true) }
-        };
-        if !done && !wait {
-            // Not complete: back to the front, for a later call.
-            let back = WAITING.lock().pending.push_front(p);
-            if let Err(p) = back {
-                give_event(b, ordinal, p.start);
-                give_event(b, ordinal, p.end);
-            }
-            break;
-        }
+        let done = unsafe { p.target.backend.event_synchronize(p.target.ordinal, p.end) }.is_ok();
         // SAFETY: as above; both events completed (or the span is dropped).
-        let anchored_at_end = done && unsafe { finish(&p) };
-        give_event(b, ordinal, p.start);
-        if !anchored_at_end {
-            give_event(b, ordinal, p.end);
-        }
+        unsafe { retire(p, done) };
     }
-    if wait {
-        let mut i = 0;
-        loop {
-            let a = {
-                let mut anchors = ANCHORS.lock();
-                while i < anchors.len() && !scope.covers(&anchors[i].target) {
-                    i += 1;
-                }
-                if i == anchors.len() {
+    let mut i = 0;
+    loop {
+        let a = {
+            let mut anchors = ANCHORS.lock();
+            while i < anchors.len() && !scope.covers(&anchors[i].target) {
+                i += 1;
+            }
+            if i == anchors.len() {
+                break;
+            }
+            anchors.remove(i)
+        };
+        give_event(a.target.backend, a.target.ordinal, a.event);
+    }
+    match scope {
+        Scope::All => release_spare(None),
+        Scope::Backend(b) => release_spare(Some(b)),
+        // A queue's destroy leaves its device's spare events alone.
+        Scope::Queue(_) => {}
+    }
+}
+
+/// Waits for the oldest waiting span and resolves it (the list is full, and the caller is no
+/// callback: the queue's work cannot be waiting for it), then what else completed.
+fn resolve_oldest() {
+    let _resolver = RESOLVER.lock();
+    let oldest = WAITING.lock().pending.pop_front();
+    if let Some(p) = oldest {
+        // SAFETY: as in `resolve`.
+        let done = unsafe { p.target.backend.event_synchronize(p.target.ordinal, p.end) }.is_ok();
+        // SAFETY: as in `resolve`.
+        unsafe { retire(p, done) };
+    }
+    poll();
+}
+
+/// How many queues' first waiting spans one poll looks at.
+const POLL_QUEUES: usize = 32;
+
+/// Resolves the spans that completed, each queue's in order: the first waiting span of each
+/// queue (of the first `POLL_QUEUES` queues) is asked whether it completed, without waiting.
+/// Called by the resolver.
+fn poll() {
+    loop {
+        let mut heads: heapless::Vec<(Target, u64), POLL_QUEUES> = heapless::Vec::new();
+        {
+            let w = WAITING.lock();
+            for p in w.pending.iter() {
+                if !heads.iter().any(|(t, _)| t.same_queue(&p.target)) && heads.push((p.target, p.end)).is_err() {
                     break;
                 }
-                anchors.remove(i)
+            }
+        }
+        let mut resolved = false;
+        for (target, end) in heads {
+            // SAFETY: as in `resolve`.
+            if unsafe { target.backend.event_query(target.ordinal, end) } != Ok(true) {
+                continue;
+            }
+            let taken = {
+                let mut w = WAITING.lock();
+                let i = w.pending.iter().position(|p| p.end == end && p.target.same_queue(&target));
+                i.and_then(|i| take_at(&mut w.pending, i))
             };
-            give_event(a.target.backend, a.target.ordinal, a.event);
+            if let Some(p) = taken {
+                // SAFETY: as in `resolve`; its end event completed, so its start did.
+                unsafe { retire(p, true) };
+                resolved = true;
+            }
         }
-        match scope {
-            Scope::All => release_spare(None),
-            Scope::Backend(b) => release_spare(Some(b)),
-            // A queue's destroy leaves its device's spare events alone.
-            Scope::Queue(_) => {}
+        if !resolved {
+            break;
         }
+    }
+}
+
+/// Hands a span that completed (`done`) to the sink and gives its events back (its end event
+/// becomes its queue's anchor).
+///
+/// # Safety
+/// Called by the resolver; with `done`, both events completed.
+unsafe fn retire(p: Pending, done: bool) {
+    let (b, ordinal) = (p.target.backend, p.target.ordinal);
+    // SAFETY: forwarded.
+    let anchored_at_end = done && unsafe { finish(&p) };
+    give_event(b, ordinal, p.start);
+    if !anchored_at_end {
+        give_event(b, ordinal, p.end);
     }
 }
 
