@@ -100,13 +100,12 @@ pub fn summary(path: &str) -> Result<(), String> {
         println!("  (none)");
     }
     for ((cat, name), t) in &moves {
-        let bw = if t.total_us > 0.0 && t.bytes > 0 { format!("{:.3} GB/s", t.bytes as f64 / t.total_us / 1e3) } else { "-".into() };
-        println!(
-            "  {:>12.3} ms  {:>7} x  {:>14} bytes  {bw:>14}  {name} ({cat})",
-            t.total_us / 1e3,
-            t.count,
-            t.bytes
-        );
+        let bw = if t.total_us > 0.0 && t.bytes > 0 {
+            format!("{:.3} GB/s", t.bytes as f64 / t.total_us / 1e3)
+        } else {
+            "-".into()
+        };
+        println!("  {:>12.3} ms  {:>7} x  {:>14} bytes  {bw:>14}  {name} ({cat})", t.total_us / 1e3, t.count, t.bytes);
     }
     let mut by_count: Vec<_> = calls.iter().collect();
     by_count.sort_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(b.0)));
@@ -146,7 +145,10 @@ pub fn check(path: &str) -> Result<(), String> {
         e.get("name").and_then(Value::as_str).ok_or_else(|| bad("has no name"))?;
         match ph {
             "M" => {
-                e.get("args").and_then(|a| a.get("name")).and_then(Value::as_str).ok_or_else(|| bad("names nothing"))?;
+                e.get("args")
+                    .and_then(|a| a.get("name"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| bad("names nothing"))?;
             }
             "C" => {}
             "X" => {
@@ -163,7 +165,10 @@ pub fn check(path: &str) -> Result<(), String> {
                     }
                     Some("lifecycle") => steps += 1,
                     Some("kernel" | "copy" | "fill" | "host" | "graph") => {
-                        let submitted = args.get("submitted").and_then(Value::as_f64).ok_or_else(|| bad("has no submitted time"))?;
+                        let submitted = args
+                            .get("submitted")
+                            .and_then(Value::as_f64)
+                            .ok_or_else(|| bad("has no submitted time"))?;
                         if ts < submitted {
                             return Err(bad("starts before the call that submitted it"));
                         }

@@ -546,3 +546,84 @@ template <typename T> __global__ void square(T* v, unsigned n) {
     let host = ctx.device(0).unwrap();
     assert_eq!(Module::compile_cuda(&host, source, &options).unwrap_err().code(), ErrorCode::Unsupported);
 }
+
+/// What the timeline hands a sink, kept for `a_trace_times_cuda_work_on_the_device`.
+struct Collected {
+    work: std::sync::Mutex<Vec<ordo::trace::Work>>,
+    names: std::sync::Mutex<Vec<(u64, String)>>,
+    calls: std::sync::atomic::AtomicU64,
+}
+
+impl ordo::trace::Sink for Collected {
+    fn now_ns(&self) -> u64 {
+        ordo_core::std_clock_ns()
+    }
+    fn call(&self, _: &ordo::trace::Call<'_>) {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn work(&self, work: &ordo::trace::Work) {
+        self.work.lock().unwrap().push(*work);
+    }
+    fn kernel_named(&self, kernel: u64, name: &str) {
+        self.names.lock().unwrap().push((kernel, name.into()));
+    }
+}
+
+static COLLECTED: Collected = Collected {
+    work: std::sync::Mutex::new(Vec::new()),
+    names: std::sync::Mutex::new(Vec::new()),
+    calls: std::sync::atomic::AtomicU64::new(0),
+};
+
+#[test]
+fn a_trace_times_cuda_work_on_the_device() {
+    let ctx = Context::new().unwrap();
+    let Some(gpu) = cuda(&ctx) else { return };
+    let n = 1usize << 22;
+    let x = DeviceBuffer::from_slice(&gpu, &vec![1.0f32; n]).unwrap();
+    let queue = gpu.queue().unwrap();
+    assert!(ordo::trace::install(&COLLECTED), "no other sink");
+    let mut y = DeviceBuffer::<f32>::zeroed_on(&queue, n).unwrap();
+    for _ in 0..3 {
+        ordo::builtin::vector_add(&queue, &x, &x, &mut y).unwrap();
+    }
+    let mut back = vec![0f32; n];
+    queue.scope(|s| s.copy_from_device(&y.as_slice(), &mut back)).unwrap();
+    queue.synchronize().unwrap();
+    drop(queue); // resolves the queue's spans
+    ordo::trace::uninstall();
+    assert!(back.iter().all(|&v| v == 2.0));
+    let work = COLLECTED.work.lock().unwrap().clone();
+    let names = COLLECTED.names.lock().unwrap().clone();
+    println!("{} calls traced; device work:", COLLECTED.calls.load(std::sync::atomic::Ordering::Relaxed));
+    for w in &work {
+        println!(
+            "  {:?} {} ns (submitted {} ns before it started)",
+            w.kind,
+            w.end_ns - w.start_ns,
+            w.start_ns - w.submit_ns
+        );
+    }
+    let kernels: Vec<_> = work.iter().filter(|w| matches!(w.kind, ordo::trace::WorkKind::Kernel { .. })).collect();
+    assert_eq!(kernels.len(), 3, "three launches, each timed");
+    assert!(work.iter().all(|w| w.backend == BackendKind::Cuda && w.ordinal == gpu.ordinal()));
+    for k in &kernels {
+        let ordo::trace::WorkKind::Kernel { kernel, grid, block } = k.kind else { unreachable!() };
+        assert!(names.iter().any(|(h, name)| *h == kernel && name == "vector_add_f32"), "named at its lookup");
+        assert_eq!(u64::from(grid[0]) * u64::from(block[0]), n.next_multiple_of(block[0] as usize) as u64);
+        // 4 Mi elements, 48 MiB moved: more than a microsecond on any GPU.
+        assert!(k.end_ns - k.start_ns > 1_000, "a kernel of 4 Mi elements takes device time");
+    }
+    let copies: Vec<_> = work.iter().filter(|w| matches!(w.kind, ordo::trace::WorkKind::Copy { .. })).collect();
+    assert_eq!(copies.len(), 1);
+    assert_eq!(copies[0].kind, ordo::trace::WorkKind::Copy { bytes: 4 * n as u64 });
+    assert!(work.iter().any(|w| matches!(w.kind, ordo::trace::WorkKind::Fill { bytes } if bytes == 4 * n as u64)));
+    let mut spans: Vec<_> = work.iter().map(|w| (w.start_ns, w.end_ns, w.submit_ns)).collect();
+    spans.sort();
+    for (s, e, submitted) in &spans {
+        assert!(s >= submitted && e >= s, "after its call, not negative");
+    }
+    for p in spans.windows(2) {
+        assert!(p[1].0 >= p[0].1, "one queue: no overlap");
+    }
+}

@@ -81,6 +81,10 @@ echo "== ordo info / demo"
 step info gpu-bin/ordo info
 step info_json gpu-bin/ordo info --json
 step demo gpu-bin/ordo demo
+echo "== the demo traced (ORDO_TRACE): checked, summarised"
+step demo_traced env ORDO_TRACE="$out/trace-demo.json" gpu-bin/ordo demo
+step trace_check_demo gpu-bin/ordo trace check "$out/trace-demo.json"
+step trace_summary_demo gpu-bin/ordo trace summary "$out/trace-demo.json"
 
 echo "== real cubin and fatbin images (nvcc), for the image checks"
 images=()
@@ -121,7 +125,8 @@ if wants rust; then
 echo "== the typed Rust API (crate ordo) on the GPU: its tests and its examples"
 step ordo_gpu_tests env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --test-threads=1 --nocapture
 for example in gpu-bin/ordo-examples/*; do
-  step "ordo_example_$(basename "$example")" "$example"
+  step "ordo_example_$(basename "$example")" env ORDO_TRACE="$out/trace-$(basename "$example").json" "$example"
+  step "trace_check_$(basename "$example")" gpu-bin/ordo trace check "$out/trace-$(basename "$example").json"
 done
 step ordo_example_07_on_the_cpu env ORDO_DEVICE=host gpu-bin/ordo-examples/07_one_kernel_everywhere
 echo "== the typed launch against cudarc's launch builder and the raw driver (one process, ABBA)"
@@ -160,6 +165,9 @@ if [ -d gpu-bin/mlir ]; then
       continue
     fi
     quiet_exit "$name" "$prog"
+    # Traced too: still silent, and its trace well formed.
+    quiet_exit "${name}_traced" env ORDO_TRACE="$out/trace-$name.json" "$prog"
+    step "trace_check_$name" gpu-bin/ordo trace check "$out/trace-$name.json"
   done
 else
   echo "FAIL mlir (gpu-bin/mlir was not built: no mlir-22-tools where build.sh ran)"; status=1

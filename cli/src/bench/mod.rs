@@ -25,6 +25,7 @@ use serde_json::json;
 
 mod graph;
 mod noop;
+mod trace;
 mod typed;
 
 use noop::{NOOP_KERNEL_PARAMS, NoopBackend};
@@ -495,6 +496,7 @@ pub fn run(as_json: bool) -> Result<(), String> {
     typed::typed_launch_overhead(&mut rows);
     c_abi_overhead(&mut rows);
     graph::host_graph_replay(&mut rows);
+    trace::tracing_on(&mut rows);
     nested_init(&mut rows);
     concurrent(&mut rows);
     exclusive(&mut rows);

@@ -14,11 +14,11 @@
 //! later event reopens it. A run killed before that leaves an array without its `]`, every event
 //! in it whole: Perfetto opens it, and so does `ordo trace summary`.
 //!
-//! Where `libnvToolsExt.so.1` can be loaded, every call is also an NVTX range (pushed when it
+//! Where `libnvToolsExt.so.1` (or NVTX 3's `libnvtx3interop.so.1`) loads, every call is also an NVTX range (pushed when it
 //! begins, popped when it returns), so Nsight Systems shows ordo's calls on its timeline.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
+use core::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -432,17 +432,17 @@ fn load_nvtx() -> Option<Nvtx> {
         fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
     }
     const RTLD_NOW: c_int = 2;
+    // NVTX 2's library (CUDA toolkits up to 12), then NVTX 3's interoperation library (the same
+    // C functions: the `nvidia-nvtx-cu12` wheel ships it from 12.9 on).
+    let names = [c"libnvToolsExt.so.1", c"libnvtx3interop.so.1"];
     // SAFETY: NUL-terminated names; a library that is absent gives null.
-    let lib = unsafe { dlopen(c"libnvToolsExt.so.1".as_ptr(), RTLD_NOW) };
-    if lib.is_null() {
-        return None;
-    }
+    let lib = names.iter().map(|n| unsafe { dlopen(n.as_ptr(), RTLD_NOW) }).find(|l| !l.is_null())?;
     // SAFETY: the library stays loaded (never closed); symbols looked up by their C names.
     let (push, pop) = unsafe { (dlsym(lib, c"nvtxRangePushA".as_ptr()), dlsym(lib, c"nvtxRangePop".as_ptr())) };
     if push.is_null() || pop.is_null() {
         return None;
     }
-    log::info!("ordo: trace: NVTX ranges through libnvToolsExt.so.1");
+    log::info!("ordo: trace: NVTX ranges on");
     // SAFETY: NVTX's documented signatures: `int nvtxRangePushA(const char*)`, `int nvtxRangePop(void)`.
     Some(unsafe {
         Nvtx {

@@ -21,7 +21,7 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub mod chrome;
 
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
 use crate::backend::{Backend, BackendKind};
 use crate::error::ErrorCode;
@@ -30,7 +30,7 @@ use crate::error::ErrorCode;
 static ON: AtomicBool = AtomicBool::new(false);
 static SINK: spin::Mutex<Option<&'static dyn Sink>> = spin::Mutex::new(None);
 /// Work that ran untimed because the pending list was full (since the process started).
-static LOST: AtomicU64 = AtomicU64::new(0);
+static LOST: AtomicUsize = AtomicUsize::new(0);
 
 /// How many timed pieces of work wait for their events at most.
 pub const MAX_PENDING: usize = 256;
@@ -172,7 +172,7 @@ pub fn enabled() -> bool {
 
 /// Work that ran untimed because [`MAX_PENDING`] spans waited already (since the process began).
 pub fn lost_work() -> u64 {
-    LOST.load(Relaxed)
+    LOST.load(Relaxed) as u64
 }
 
 fn sink() -> Option<&'static dyn Sink> {

@@ -6,9 +6,9 @@ use core::ffi::c_char;
 #[cfg(not(feature = "std"))]
 use ordo_core::{Error, ErrorCode};
 
-use crate::boundary::{fail, guard};
 #[cfg(feature = "std")]
 use crate::boundary::{c_name, status};
+use crate::boundary::{fail, guard};
 use crate::c::types::*;
 
 /// Starts writing a trace to the file at `path` (created or truncated), in the Chrome
