@@ -132,6 +132,10 @@ step ordo_example_07_on_the_cpu env ORDO_DEVICE=host gpu-bin/ordo-examples/07_on
 echo "== the typed launch against cudarc's launch builder and the raw driver (one process, ABBA)"
 step vs_cudarc gpu-bin/vs_cudarc
 step graph_vs_cudarc gpu-bin/graph_vs_cudarc
+echo "== the graph benchmark again, traced: its trace checked and summarised (its timings are the untraced run's)"
+step graph_vs_cudarc_traced env ORDO_TRACE="$out/trace-graph_vs_cudarc.json" gpu-bin/graph_vs_cudarc
+step trace_check_graph_vs_cudarc gpu-bin/ordo trace check "$out/trace-graph_vs_cudarc.json"
+step trace_summary_graph_vs_cudarc gpu-bin/ordo trace summary "$out/trace-graph_vs_cudarc.json"
 fi
 
 if wants multi; then

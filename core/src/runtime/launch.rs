@@ -55,26 +55,64 @@ impl Runtime {
     /// must only access memory it may (e.g. pointers in its arguments must be large enough).
     #[inline(always)]
     pub unsafe fn launch(&self, queue: Queue, kernel: Kernel, dims: &LaunchDims, args: &KernelArgs<'_>) -> Result<()> {
+        if crate::trace::enabled() {
+            // SAFETY: forwarded contract.
+            return unsafe { self.launch_traced(queue, kernel, dims, args) };
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.launch_in(None, queue, kernel, dims, args) }
+    }
+
+    /// `launch` while tracing is on: out of line, so that the untraced launch stays as it was.
+    ///
+    /// # Safety
+    /// As `launch`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn launch_traced(
+        &self,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> Result<()> {
         traced!(begun, "launch", ["queue" = queue.0.0, "kernel" = kernel.0.0], {
-            self.with_shared_inline(
-                #[inline(always)]
-                |t| {
-                    let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
-                    Self::check_param_count(d, k, args)?;
-                    let timing = Self::time_work(t, begun, d.driver, d.ordinal, queue, q);
-                    if let Some(f) = d.fast {
-                        // SAFETY: as below (the fast function has `launch`'s contract).
-                        if unsafe { (f.params)(k.raw, q, dims, args) } {
-                            return Self::work_done(timing, || kernel_work(kernel, dims), Ok(()));
-                        }
-                    }
-                    // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
-                    // argument contract is the caller's.
-                    let r = unsafe { Self::backend_launch(d, q, k.raw, dims, args) };
-                    Self::work_done(timing, || kernel_work(kernel, dims), r)
-                },
-            )
+            // SAFETY: forwarded contract.
+            unsafe { self.launch_in(begun, queue, kernel, dims, args) }
         })
+    }
+
+    /// `launch`'s body, timed on the queue when `begun` (tracing on).
+    ///
+    /// # Safety
+    /// As `launch`.
+    #[inline(always)]
+    unsafe fn launch_in(
+        &self,
+        begun: Option<crate::trace::Begun>,
+        queue: Queue,
+        kernel: Kernel,
+        dims: &LaunchDims,
+        args: &KernelArgs<'_>,
+    ) -> Result<()> {
+        self.with_shared_inline(
+            #[inline(always)]
+            |t| {
+                let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+                Self::check_param_count(d, k, args)?;
+                let timing = Self::time_work(t, begun, d.driver, d.ordinal, queue, q);
+                if let Some(f) = d.fast {
+                    // SAFETY: as below (the fast function has `launch`'s contract).
+                    if unsafe { (f.params)(k.raw, q, dims, args) } {
+                        return Self::work_done(timing, || kernel_work(kernel, dims), Ok(()));
+                    }
+                }
+                // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
+                // argument contract is the caller's.
+                let r = unsafe { Self::backend_launch(d, q, k.raw, dims, args) };
+                Self::work_done(timing, || kernel_work(kernel, dims), r)
+            },
+        )
     }
 
     /// As `launch`, and each `(owner, address, bytes)` of `owned` must lie in the live allocation

@@ -467,15 +467,10 @@ impl Runtime {
     /// # Ok::<(), ordo_core::Error>(())
     /// ```
     pub fn copy_device(&self, dst: DevicePtr, src: DevicePtr, size: usize, queue: Option<Queue>) -> Result<()> {
-        traced!(
-            begun,
-            "copy_device",
-            ["dst" = dst.0, "src" = src.0, "size" = size, "queue" = queue.map_or(0, |h| h.0.0)],
-            {
-                // SAFETY: both sides are device ranges that the runtime validates.
-                unsafe { self.memcpy(CopyKind::DeviceToDevice, dst.0, src.0, size, queue) }
-            }
-        )
+        traced!("copy_device", ["dst" = dst.0, "src" = src.0, "size" = size, "queue" = queue.map_or(0, |h| h.0.0)], {
+            // SAFETY: both sides are device ranges that the runtime validates.
+            unsafe { self.memcpy(CopyKind::DeviceToDevice, dst.0, src.0, size, queue) }
+        })
     }
 
     /// Enqueues a host-to-device copy of `size` bytes from `src` on `queue`.
@@ -483,7 +478,7 @@ impl Runtime {
     /// # Safety
     /// `src` must stay valid and unchanged for `size` bytes until the queue has passed the copy.
     pub unsafe fn copy_to_device_async(&self, queue: Queue, dst: DevicePtr, src: *const u8, size: usize) -> Result<()> {
-        traced!(begun, "copy_to_device_async", ["queue" = queue.0.0, "dst" = dst.0, "size" = size], {
+        traced!("copy_to_device_async", ["queue" = queue.0.0, "dst" = dst.0, "size" = size], {
             // SAFETY: forwarded contract.
             unsafe { self.memcpy(CopyKind::HostToDevice, dst.0, src as u64, size, Some(queue)) }
         })
@@ -494,7 +489,7 @@ impl Runtime {
     /// # Safety
     /// `dst` must stay valid for `size` bytes, and unread, until the queue has passed the copy.
     pub unsafe fn copy_from_device_async(&self, queue: Queue, dst: *mut u8, src: DevicePtr, size: usize) -> Result<()> {
-        traced!(begun, "copy_from_device_async", ["queue" = queue.0.0, "src" = src.0, "size" = size], {
+        traced!("copy_from_device_async", ["queue" = queue.0.0, "src" = src.0, "size" = size], {
             // SAFETY: forwarded contract.
             unsafe { self.memcpy(CopyKind::DeviceToHost, dst as u64, src.0, size, Some(queue)) }
         })

@@ -17,8 +17,8 @@
 //! Where `libnvToolsExt.so.1` (or NVTX 3's `libnvtx3interop.so.1`) loads, every call is also an NVTX range (pushed when it
 //! begins, popped when it returns), so Nsight Systems shows ordo's calls on its timeline.
 
-use std::collections::HashMap;
 use core::fmt::Write as _;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The timeline: every call of the runtime (whatever ABI made it), the device work it submits
 //! (device-timed) and the lifecycle's steps, handed to a [`Sink`] while one is installed.
 //!
-//! Off (no sink), a call pays one relaxed load of [`ON`]. On, a call's start and end times come
+//! Off (no sink), a call pays one relaxed load of a flag. On, a call's start and end times come
 //! from the sink's clock and the call is handed to [`Sink::call`] when it returns; work a call
 //! puts on a queue (launches, copies, fills, host functions, graph launches) is bracketed by two
 //! backend events, and once they have completed it is handed to [`Sink::work`] with its start and
@@ -243,32 +243,46 @@ pub(crate) fn checkpoint() {
 }
 
 /// Traces a runtime call: `traced!(begun, "name", [key = value, ...], body)` evaluates `body`
-/// (a `Result`) with `begun` bound to the call's start (`None` while tracing is off, the one
-/// load), then hands the call to the sink.
+/// (a `Result`) with `begun` bound to the call's start. While tracing is off (the one relaxed
+/// load) `begun` is a constant `None` and the body runs as if untraced; while it is on, the call
+/// goes out of line (`traced_call`) and is handed to the sink when the body returns.
 macro_rules! traced {
     ($begun:ident, $name:literal, [$($k:literal = $v:expr),* $(,)?], $body:expr) => {{
-        let $begun = $crate::trace::begin(concat!($name, "\0"));
-        // A closure, so that the body's `return` and `?` end the body, not the call.
-        let result = $crate::trace::run(
-            #[inline(always)]
-            || $body,
-        );
-        if let Some(b) = $begun {
-            $crate::trace::end(
-                b,
-                $name,
-                $crate::trace::Category::Api,
-                &[$(($k, ($v) as u64)),*],
-                result.as_ref().err().map(|e: &$crate::Error| e.code),
-            );
+        if $crate::trace::enabled() {
+            // The arguments first: the body may borrow them mutably.
+            let args = [$(($k, ($v) as u64)),*];
+            $crate::trace::traced_call(concat!($name, "\0"), |$begun: Option<$crate::trace::Begun>| $body, args)
+        } else {
+            let $begun: Option<$crate::trace::Begun> = None;
+            // A closure, so that the body's `return` and `?` end the body, not the call.
+            $crate::trace::run(
+                #[inline(always)]
+                || $body,
+            )
         }
-        result
     }};
     ($name:literal, [$($k:literal = $v:expr),* $(,)?], $body:expr) => {
         traced!(_begun, $name, [$($k = $v),*], $body)
     };
 }
 pub(crate) use traced;
+
+/// A traced call while tracing is on (`traced!`): its start taken, `body` run with it, the call
+/// handed to the sink with `args`.
+#[cold]
+#[inline(never)]
+pub(crate) fn traced_call<T, const N: usize>(
+    name: &'static str,
+    body: impl FnOnce(Option<Begun>) -> crate::Result<T>,
+    args: [(&'static str, u64); N],
+) -> crate::Result<T> {
+    let begun = begin(name);
+    let result = body(begun);
+    if let Some(b) = begun {
+        end(b, name, Category::Api, &args, result.as_ref().err().map(|e| e.code));
+    }
+    result
+}
 
 /// Runs a traced call's body (`traced!`).
 #[inline(always)]
