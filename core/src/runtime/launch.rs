@@ -59,8 +59,24 @@ impl Runtime {
             // SAFETY: forwarded contract.
             return unsafe { self.launch_traced(queue, kernel, dims, args) };
         }
-        // SAFETY: forwarded contract.
-        unsafe { self.launch_in(None, queue, kernel, dims, args) }
+        // The untraced launch: `launch_in` without its timing hooks (even compiled away, they
+        // changed how the caller's loop around an inlined launch was optimised).
+        self.with_shared_inline(
+            #[inline(always)]
+            |t| {
+                let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
+                Self::check_param_count(d, k, args)?;
+                if let Some(f) = d.fast {
+                    // SAFETY: as below (the fast function has `launch`'s contract).
+                    if unsafe { (f.params)(k.raw, q, dims, args) } {
+                        return Ok(());
+                    }
+                }
+                // SAFETY: a live queue and kernel of this device, dimensions within its limits; the
+                // argument contract is the caller's.
+                unsafe { Self::backend_launch(d, q, k.raw, dims, args) }
+            },
+        )
     }
 
     /// `launch` while tracing is on: out of line, so that the untraced launch stays as it was.
