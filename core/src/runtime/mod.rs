@@ -17,7 +17,9 @@ mod peer;
 mod program;
 mod queue;
 mod teardown;
+mod timed;
 
+mod fill;
 mod fork;
 mod graph;
 #[cfg(feature = "std")]
@@ -562,52 +564,3 @@ const _: () = {
     assert!(core::mem::offset_of!(KernelEntry, args_end) + 4 + 8 <= 32);
     assert!(core::mem::size_of::<QueueEntry>() + 8 <= 32);
 };
-
-impl Runtime {
-    /// Starts timing work about to be submitted to `queue` (backend value `raw`) while tracing is
-    /// on (`trace::work_begin`); `None` at once while it is off (`begun` is `None`).
-    #[inline(always)]
-    pub(crate) fn time_work(
-        t: &Tables,
-        begun: Option<crate::trace::Begun>,
-        backend: &'static dyn Backend,
-        ordinal: u32,
-        queue: crate::handle::Queue,
-        raw: u64,
-    ) -> Option<crate::trace::Timing> {
-        let b = begun?;
-        Self::time_work_slow(t, b, backend, ordinal, queue, raw)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn time_work_slow(
-        t: &Tables,
-        begun: crate::trace::Begun,
-        backend: &'static dyn Backend,
-        ordinal: u32,
-        queue: crate::handle::Queue,
-        raw: u64,
-    ) -> Option<crate::trace::Timing> {
-        // A queue that is capturing records no events of the trace's (they would join the graph).
-        let capturing = t.queues.get(queue.0).map_or(true, QueueEntry::capturing);
-        let target = crate::trace::Target { backend, ordinal, raw };
-        // SAFETY: a live queue of a live device (the caller resolved it in this shared call).
-        unsafe { crate::trace::work_begin(Some(begun), target, queue.0.0, capturing) }
-    }
-
-    /// Ends timing work submitted with `time_work`'s timing (`result`: the submission's), and
-    /// returns `result`.
-    #[inline(always)]
-    pub(crate) fn work_done<R>(
-        timing: Option<crate::trace::Timing>,
-        kind: impl FnOnce() -> crate::trace::WorkKind,
-        result: Result<R>,
-    ) -> Result<R> {
-        if let Some(timing) = timing {
-            // SAFETY: the queue `time_work` was given is live for the rest of the call.
-            unsafe { crate::trace::work_end(timing, kind(), result.is_ok()) };
-        }
-        result
-    }
-}
