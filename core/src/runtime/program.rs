@@ -145,50 +145,50 @@ impl Runtime {
 
     /// The kernel called `name` in a program; the same name gives the same handle.
     pub fn kernel_get(&self, program: Program, name: &str) -> Result<Kernel> {
-        let kernel = self.kernel_get_in(program, name);
-        if let Ok(k) = kernel
-            && crate::trace::enabled()
-        {
-            crate::trace::kernel_named(k.0.0, name);
-        }
-        kernel
+        traced!(begun, "kernel_get", ["program" = program.0.0], {
+            let kernel = self.kernel_get_in(program, name);
+            if let (Ok(k), Some(_)) = (kernel, begun) {
+                // The name the timeline gives the kernel's launches.
+                crate::trace::kernel_named(k.0.0, name);
+            }
+            kernel
+        })
     }
 
+    /// `kernel_get`'s lookup, in an exclusive call.
     fn kernel_get_in(&self, program: Program, name: &str) -> Result<Kernel> {
-        traced!("kernel_get", ["program" = program.0.0], {
-            self.with_exclusive(|t| {
-                if name.is_empty() || name.contains('\0') {
-                    return fail(ErrorCode::InvalidArgument, "kernel name is empty or contains NUL");
+        self.with_exclusive(|t| {
+            if name.is_empty() || name.contains('\0') {
+                return fail(ErrorCode::InvalidArgument, "kernel name is empty or contains NUL");
+            }
+            let slot = t.programs.resolve(program.0)?;
+            let (device, raw_program, first) = {
+                let p = t.programs.at(slot);
+                (p.device, p.raw, p.first_kernel)
+            };
+            let d = self.dev_at(t, device);
+            // SAFETY: a live program of this device; the name is non-empty without NUL.
+            let raw = unsafe { d.backend.kernel_get(d.ordinal, raw_program, name) }?;
+            let mut k = first;
+            while k != NO_SLOT {
+                let entry = t.kernels.at(k);
+                if entry.raw == raw {
+                    return Ok(Kernel(t.kernels.handle_at(k)));
                 }
-                let slot = t.programs.resolve(program.0)?;
-                let (device, raw_program, first) = {
-                    let p = t.programs.at(slot);
-                    (p.device, p.raw, p.first_kernel)
-                };
-                let d = self.dev_at(t, device);
-                // SAFETY: a live program of this device; the name is non-empty without NUL.
-                let raw = unsafe { d.backend.kernel_get(d.ordinal, raw_program, name) }?;
-                let mut k = first;
-                while k != NO_SLOT {
-                    let entry = t.kernels.at(k);
-                    if entry.raw == raw {
-                        return Ok(Kernel(t.kernels.handle_at(k)));
-                    }
-                    k = entry.next;
-                }
-                let h = t
-                    .kernels
-                    .insert(KernelEntry {
-                        program: slot,
-                        device,
-                        raw,
-                        next: first,
-                        args_end: AtomicU32::new(ARGS_END_UNKNOWN),
-                    })
-                    .map_err(|_| Error::new(ErrorCode::OutOfResources, "kernel table is full (ORDO_MAX_KERNELS)"))?;
-                t.programs.at_mut(slot).first_kernel = h.index() as u32;
-                Ok(Kernel(h))
-            })
+                k = entry.next;
+            }
+            let h = t
+                .kernels
+                .insert(KernelEntry {
+                    program: slot,
+                    device,
+                    raw,
+                    next: first,
+                    args_end: AtomicU32::new(ARGS_END_UNKNOWN),
+                })
+                .map_err(|_| Error::new(ErrorCode::OutOfResources, "kernel table is full (ORDO_MAX_KERNELS)"))?;
+            t.programs.at_mut(slot).first_kernel = h.index() as u32;
+            Ok(Kernel(h))
         })
     }
 
