@@ -53,7 +53,9 @@ struct Writer {
     kernels: HashMap<u64, String>,
     lost_at_start: u64,
     events: u64,
+    /// The event being formatted, and the separator and event as written (both reused).
     line: String,
+    scratch: std::vec::Vec<u8>,
 }
 
 /// The process-wide Chrome trace writer ([`start`], [`stop`]).
@@ -105,6 +107,7 @@ pub fn start(path: &Path) -> Result<()> {
         lost_at_start: super::lost_work(),
         events: 0,
         line: String::new(),
+        scratch: std::vec::Vec::new(),
     };
     writer.out.write_all(b"[\n").map_err(|e| io_error("writing", &e))?;
     writer.metadata(1, 0, "process_name", "ordo calls");
@@ -198,10 +201,10 @@ impl Writer {
         self.first = false;
         self.events += 1;
         // One write of the whole event: the buffer reaches the file at event boundaries.
-        let mut buf = std::vec::Vec::with_capacity(sep.len() + self.line.len());
-        buf.extend_from_slice(sep);
-        buf.extend_from_slice(self.line.as_bytes());
-        let _ = self.out.write_all(&buf);
+        self.scratch.clear();
+        self.scratch.extend_from_slice(sep);
+        self.scratch.extend_from_slice(self.line.as_bytes());
+        let _ = self.out.write_all(&self.scratch);
         let now = crate::std_clock_ns();
         if now.saturating_sub(self.last_flush_ns) >= FLUSH_EVERY_NS {
             let _ = self.out.flush();
