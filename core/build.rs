@@ -12,6 +12,12 @@ const CAPACITIES: &[(&str, &str, usize, &str)] = &[
     ("MAX_PROGRAMS", "ORDO_MAX_PROGRAMS", 1024, "loaded programs"),
     ("MAX_KERNELS", "ORDO_MAX_KERNELS", 4096, "kernels looked up in loaded programs"),
     ("MAX_ALLOCATIONS", "ORDO_MAX_ALLOCATIONS", 16384, "live memory allocations"),
+    (
+        "MAX_ORDERED_ALLOCATIONS",
+        "ORDO_MAX_ORDERED_ALLOCATIONS",
+        1024,
+        "live queue-ordered allocations of devices with memory pools (CUDA), beside MAX_ALLOCATIONS",
+    ),
     ("MAX_GRAPHS", "ORDO_MAX_GRAPHS", 64, "live graphs"),
     ("MAX_REPORT_FAILURES", "ORDO_MAX_REPORT_FAILURES", 32, "failures kept in a teardown report"),
 ];

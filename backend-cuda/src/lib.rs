@@ -214,15 +214,31 @@ impl Backend for CudaBackend {
     }
 
     unsafe fn mem_alloc_on(&self, device: u32, queue: u64, size: usize) -> BackendResult<u64> {
-        let _program_context = self.devices.make_current(device)?;
-        // SAFETY: a live queue of the device, whose context is now current.
-        unsafe { memory::alloc_on(size, queue::stream(queue)) }
+        // As a launch: no context call while one device is up (a thread with another context
+        // current gets the driver's error, and the call is made again in the device's).
+        // SAFETY: a live queue of the device.
+        self.in_context(device, || unsafe { memory::alloc_on(size, queue::stream(queue)) })
     }
 
     unsafe fn mem_free_on(&self, device: u32, queue: u64, addr: u64, _size: usize) -> BackendResult<()> {
+        let stream = queue::stream(queue);
+        if let Ok(None) = self.devices.make_current_trusted(device) {
+            // SAFETY: forwarded contract (live queue-ordered memory of this device, a live queue).
+            match unsafe { memory::free_on(addr, stream) } {
+                // Another context is current on this thread: nothing was freed; again below.
+                Err(e) if conv::is_wrong_context(e.native) => {}
+                done => return done,
+            }
+        }
         let _program_context = self.devices.make_current_for_release(device)?;
-        // SAFETY: forwarded contract (live queue-ordered memory of this device, a live queue).
-        unsafe { memory::free_on(addr, queue::stream(queue)) }
+        // SAFETY: as above.
+        unsafe { memory::free_on(addr, stream) }
+    }
+
+    fn ordered_concurrent(&self, _device: u32) -> bool {
+        // The pool calls are thread-safe, and the host never touches device memory itself: a
+        // copy racing a free gets the driver's answer for pool memory.
+        true
     }
 
     unsafe fn host_register(&self, device: u32, addr: u64, size: usize) -> BackendResult<()> {

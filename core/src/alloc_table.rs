@@ -25,12 +25,12 @@ pub(crate) struct AllocEntry {
 /// `AllocEntry::owner` of memory no program owns.
 pub(crate) const NO_OWNER: u32 = u32::MAX;
 
-pub(crate) struct AllocTable<const N: usize> {
-    pub(crate) slots: Table<AllocEntry, N, { ObjectKind::Allocation as u8 }>,
+pub(crate) struct AllocTable<const N: usize, const BASE: u32 = 0> {
+    pub(crate) slots: Table<AllocEntry, N, { ObjectKind::Allocation as u8 }, crate::table::Natural, BASE>,
     by_address: [u32; N],
 }
 
-impl<const N: usize> AllocTable<N> {
+impl<const N: usize, const BASE: u32> AllocTable<N, BASE> {
     pub(crate) const fn new() -> Self {
         Self { slots: Table::new(), by_address: [0; N] }
     }
@@ -78,7 +78,7 @@ impl<const N: usize> AllocTable<N> {
         }
         let len = self.slots.len();
         let (slot, handle) = match self.slots.insert(entry) {
-            Ok(h) => (h.index() as u32, h),
+            Ok(h) => (h.index() as u32 - BASE, h),
             Err(_) => {
                 return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
             }
@@ -132,6 +132,84 @@ impl<const N: usize> AllocTable<N> {
         let pos = self.floor(base).expect("live allocation is in the address index");
         self.by_address.copy_within(pos + 1..len, pos);
         self.slots.remove_at(slot)
+    }
+}
+
+/// The queue-ordered allocations of devices whose backend lets them be made and freed beside
+/// other calls (`Backend::ordered_concurrent`): a table of their own behind a lock, so that
+/// `mem_alloc_on` and `mem_free_on` need only shared access to the runtime's tables, while
+/// every other allocation changes only under exclusive access (and is read without a lock).
+/// Its handles name slots from `BASE` on (past the main table's), so one handle names one
+/// allocation in either table. A lookup that misses the main table looks here, and takes the
+/// lock only while this table holds anything.
+pub(crate) struct OrderedAllocs<const N: usize, const BASE: u32> {
+    table: spin::Mutex<AllocTable<N, BASE>>,
+    /// How many allocations `table` holds (changed under its lock).
+    live: core::sync::atomic::AtomicU32,
+}
+
+impl<const N: usize, const BASE: u32> OrderedAllocs<N, BASE> {
+    pub(crate) const fn new() -> Self {
+        Self { table: spin::Mutex::new(AllocTable::new()), live: core::sync::atomic::AtomicU32::new(0) }
+    }
+
+    /// The table, locked (a shared caller changes it only this way; an exclusive caller is alone
+    /// anyway).
+    pub(crate) fn lock(&self) -> spin::MutexGuard<'_, AllocTable<N, BASE>> {
+        self.table.lock()
+    }
+
+    /// Whether the table holds any allocation (without the lock: what a lookup that missed the
+    /// main table asks first).
+    #[inline]
+    pub(crate) fn any(&self) -> bool {
+        self.live.load(core::sync::atomic::Ordering::Acquire) != 0
+    }
+
+    /// Publishes the count of `table` after a change made under its lock.
+    pub(crate) fn publish(&self, table: &AllocTable<N, BASE>) {
+        self.live.store(table.slots.len() as u32, core::sync::atomic::Ordering::Release);
+    }
+
+    /// Forgets every allocation (their handles go stale) without taking the lock: a forked
+    /// child or a teardown that panicked, alone with the tables.
+    pub(crate) fn forget_all(&mut self) {
+        self.table.get_mut().slots.forget_all();
+        *self.live.get_mut() = 0;
+    }
+
+    /// After a `fork`: frees the lock that the preparation held across it (`hold_for_fork`),
+    /// in the parent, or in the child (one thread), whoever held it there.
+    ///
+    /// # Safety
+    /// No guard of the lock is alive: its holder was `hold_for_fork`, or a thread of the parent
+    /// that the child does not have.
+    #[cfg(all(feature = "std", unix, not(loom)))]
+    pub(crate) unsafe fn unlock_after_fork(&self) {
+        if self.table.is_locked() {
+            // SAFETY: the caller's contract: the holder is gone.
+            unsafe { self.table.force_unlock() };
+        }
+    }
+
+    /// Before a `fork`: takes the lock and keeps it (no guard), so that the child's copy of
+    /// the table is not caught half-way through another thread's change (nothing is held
+    /// under the lock but the table's own work). `unlock_after_fork` frees it in both processes.
+    #[cfg(all(feature = "std", unix, not(loom)))]
+    pub(crate) fn hold_for_fork(&self) {
+        core::mem::forget(self.table.lock());
+    }
+
+    /// Whether a handle's slot index is this table's (at or past `BASE`).
+    #[inline]
+    pub(crate) fn names(h: RawHandle) -> bool {
+        h.index() >= BASE as usize
+    }
+
+    /// A copy of the allocation containing `[addr, addr + size)` (`find_range`'s errors).
+    pub(crate) fn find_range(&self, addr: u64, size: usize) -> Result<AllocEntry> {
+        let table = self.lock();
+        table.find_range(addr, size).map(|slot| *table.slots.at(slot))
     }
 }
 

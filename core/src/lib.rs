@@ -20,7 +20,8 @@ extern crate std;
 
 /// Table capacities, fixed at build time. Override with environment variables when building:
 /// `ORDO_MAX_PLATFORMS`, `ORDO_MAX_DEVICES`, `ORDO_MAX_QUEUES`, `ORDO_MAX_EVENTS`,
-/// `ORDO_MAX_PROGRAMS`, `ORDO_MAX_KERNELS`, `ORDO_MAX_ALLOCATIONS`, `ORDO_MAX_GRAPHS`,
+/// `ORDO_MAX_PROGRAMS`, `ORDO_MAX_KERNELS`, `ORDO_MAX_ALLOCATIONS`,
+/// `ORDO_MAX_ORDERED_ALLOCATIONS`, `ORDO_MAX_GRAPHS`,
 /// `ORDO_MAX_REPORT_FAILURES`.
 pub mod capacity {
     include!(concat!(env!("OUT_DIR"), "/capacity.rs"));

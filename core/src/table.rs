@@ -87,9 +87,11 @@ impl<T, A> Slot<T, A> {
 }
 
 /// A fixed-capacity table of `T` named by generational handles of one kind (`KIND`, an
-/// `ObjectKind` tag), with slots aligned as `A` says. Its initial state is all zeros. Values are
-/// plain data: they are never dropped (tables live in statics).
-pub(crate) struct Table<T, const N: usize, const KIND: u8, A: SlotAlign = Natural> {
+/// `ObjectKind` tag), with slots aligned as `A` says. Its handles name slot `i` by index `BASE +
+/// i` (0 for every table but one of two that share a kind's handles: the queue-ordered
+/// allocations'). Its initial state is all zeros. Values are plain data: they are never dropped
+/// (tables live in statics).
+pub(crate) struct Table<T, const N: usize, const KIND: u8, A: SlotAlign = Natural, const BASE: u32 = 0> {
     slots: [Slot<T, A>; N],
     high_water: u32,
     free_head: Link,
@@ -101,7 +103,7 @@ pub(crate) struct Table<T, const N: usize, const KIND: u8, A: SlotAlign = Natura
     owner: RuntimeId,
 }
 
-impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
+impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32> Table<T, N, KIND, A, BASE> {
     const KIND: ObjectKind = match ObjectKind::from_tag(KIND) {
         Some(k) => k,
         None => panic!("a table's KIND is an ObjectKind tag"),
@@ -147,7 +149,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
     #[inline]
     fn handle_of(&self, index: u32) -> RawHandle {
         let slot = &self.slots[index as usize];
-        RawHandle::pack(Self::KIND, slot.tag & MAX_RUNTIME_ID, slot.generation.load(Relaxed), index)
+        RawHandle::pack(Self::KIND, slot.tag & MAX_RUNTIME_ID, slot.generation.load(Relaxed), BASE + index)
     }
 
     /// Inserts `value` as the newest entry; hands it back when the table is full.
@@ -190,7 +192,8 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
     /// predictor's history, where each branch costs more than the compares.
     #[inline(always)]
     pub(crate) fn resolve(&self, h: RawHandle) -> Result<u32> {
-        let index = h.index();
+        // A table whose handles start at `BASE` (0 for most): a lower index wraps to past `N`.
+        let index = h.index().wrapping_sub(BASE as usize);
         let slot = &self.slots[index.min(N - 1)];
         // The differences OR-ed together (compilers keep this arithmetic; a chain of `&&`, or
         // even of `&` on booleans, becomes a branch per compare).
@@ -213,7 +216,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
         if h.runtime() != self.owner {
             return fail(ErrorCode::InvalidHandle, "handle belongs to another runtime");
         }
-        match self.slots.get(h.index()) {
+        match self.slots.get(h.index().wrapping_sub(BASE as usize)) {
             Some(_) => fail(ErrorCode::InvalidHandle, "handle is stale (object released or from an earlier init)"),
             None => fail(ErrorCode::InvalidHandle, "handle is forged (slot out of range)"),
         }
@@ -330,7 +333,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign> Table<T, N, KIND, A> {
             return fail(ErrorCode::OutOfResources, "the slot has used all its generations");
         };
         match self.slots[index as usize].generation.compare_exchange(h.generation(), next, Relaxed, Relaxed) {
-            Ok(_) => Ok(RawHandle::pack(Self::KIND, h.runtime(), next, index)),
+            Ok(_) => Ok(RawHandle::pack(Self::KIND, h.runtime(), next, BASE + index)),
             // Another caller reissued it first: `h` is stale now.
             Err(_) => fail(ErrorCode::InvalidHandle, "handle is stale (object released or from an earlier init)"),
         }
@@ -374,6 +377,28 @@ mod tests {
 
     const Q: u8 = ObjectKind::Queue as u8;
     const E: u8 = ObjectKind::Event as u8;
+
+    /// A table whose handles start at `BASE` names its slots past it; a handle below `BASE`
+    /// (another table's) or past its end is refused, never read as one of its slots.
+    #[test]
+    fn handles_of_a_table_with_a_base_name_slots_past_it() {
+        let mut t: Table<u32, 2, Q, Natural, 100> = Table::new();
+        t.set_owner(3);
+        let a = t.insert(7).unwrap();
+        let b = t.insert(8).unwrap();
+        assert_eq!((a.index(), b.index()), (100, 101));
+        assert_eq!(*t.get(a).unwrap(), 7);
+        assert_eq!(t.resolve(b).unwrap(), 1);
+        assert_eq!(t.handle_at(1), b);
+        for index in [0, 1, 99, 102] {
+            let forged = RawHandle::pack(ObjectKind::Queue, 3, 0, index);
+            assert_eq!(t.resolve(forged).unwrap_err().code, ErrorCode::InvalidHandle, "index {index}");
+        }
+        let again = t.reissue(a).unwrap();
+        assert_eq!(again.index(), 100);
+        assert_eq!(t.resolve(a).unwrap_err().code, ErrorCode::InvalidHandle);
+        assert_eq!(t.remove(again).unwrap(), 7);
+    }
 
     #[test]
     fn insert_remove_reuse_bumps_generation() {

@@ -533,10 +533,13 @@ ordo_status_t ordo_mem_release(struct ordo_allocation_t allocation);
 // submitted to `queue` after this call may use it, other queues after waiting for an event
 // recorded after it; `*out` gets its address. CUDA takes it from the device's memory pool
 // (`cuMemAllocAsync`; the pool keeps freed memory up to `ORDO_POOL_RELEASE_THRESHOLD` bytes,
-// by default all of it); the host device and AMDGPU allocate at once. It is an allocation like
-// any other (copies, fills, kernels, `ordo_mem_info`; `ordo_mem_free` frees it after the
-// device's work; the final `ordo_shutdown` frees it). `ORDO_ERROR_NULL_POINTER` for a NULL
-// `out`, `ORDO_ERROR_INVALID_SIZE` for 0, the queue's handle errors.
+// by default all of it), without waiting for other threads' calls in flight, up to
+// `ORDO_MAX_ORDERED_ALLOCATIONS` live at once; the host device and AMDGPU allocate at once. It
+// is an allocation like any other (copies, fills, kernels, `ordo_mem_info`; `ordo_mem_free`
+// frees it after the device's work; the final `ordo_shutdown` frees it).
+// `ORDO_ERROR_NULL_POINTER` for a NULL `out`, `ORDO_ERROR_INVALID_SIZE` for 0, the queue's
+// handle errors, `ORDO_ERROR_INVALID_ARGUMENT` for a queue that is capturing,
+// `ORDO_ERROR_OUT_OF_RESOURCES` when the table is full.
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
@@ -547,8 +550,9 @@ ordo_status_t ordo_mem_alloc_async(struct ordo_queue_t queue, size_t size, void 
 // device: work submitted to `queue` before this call may still use it; from this call on the
 // address is unknown to ordo (a copy, fill or free naming it is `ORDO_ERROR_NOT_FOUND`).
 // `ORDO_ERROR_NOT_FOUND` for an address that starts no live allocation,
-// `ORDO_ERROR_INVALID_ARGUMENT` for memory that is not queue-ordered (`ordo_mem_free` frees it)
-// or a queue of another device, the queue's handle errors; nothing changes on error.
+// `ORDO_ERROR_INVALID_ARGUMENT` for memory that is not queue-ordered (`ordo_mem_free` frees it),
+// a queue of another device or a queue that is capturing, the queue's handle errors; nothing
+// changes on error. On CUDA it waits for no other thread's call in flight.
 ordo_status_t ordo_mem_free_async(struct ordo_queue_t queue, void *ptr);
 
 // Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and

@@ -111,3 +111,58 @@ fn a_child_forked_during_host_program_registrations_can_register_one() {
     assert!(failures.is_empty(), "{failures:#?}");
     assert!(REGISTRY.find("fork.child").is_none(), "the children's registrations stay in the children");
 }
+
+/// A child forked while other threads allocate and free queue-ordered memory of a device with
+/// memory pools (the scripted backend's: shared calls that change their own table under its
+/// lock, which the fork preparation holds across the fork): the child starts with that table
+/// consistent and empty, the parent's handles stale, and can use it and shut down clean.
+#[test]
+fn a_child_forked_while_threads_allocate_in_queue_order_starts_consistent() {
+    static HALT: AtomicBool = AtomicBool::new(false);
+    let (_, rt) = ordo_tests::scripted_runtime(1);
+    rt.handle_fork().unwrap();
+    rt.init().unwrap();
+    let d = ordo_tests::device(rt, 0).unwrap();
+    let q = rt.queue_create(d).unwrap();
+    let (kept, _) = rt.mem_alloc_on(q, 64).unwrap();
+    let workers: Vec<_> = (0..3)
+        .map(|i| {
+            thread::spawn(move || {
+                while !HALT.load(Ordering::Relaxed) {
+                    let (h, p) = rt.mem_alloc_on(q, 64 + i).unwrap();
+                    rt.mem_info(p).unwrap();
+                    if i % 2 == 0 { rt.mem_free_on(q, p).unwrap() } else { rt.mem_release_on(q, h).unwrap() }
+                }
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(20));
+    let failures = forked::fork_rounds(20, || {
+        if rt.state() != State::Uninit || rt.init().is_err() {
+            return 20;
+        }
+        if rt.allocation_info(kept).map_err(|e| e.code) != Err(ErrorCode::InvalidHandle) {
+            return 21; // the parent's handle is stale here
+        }
+        if rt.live_objects().map(|l| l.allocations) != Ok(0) {
+            return 22;
+        }
+        let Ok(d) = ordo_tests::device(rt, 0) else { return 23 };
+        let Ok(q) = rt.queue_create(d) else { return 24 };
+        let Ok((_, p)) = rt.mem_alloc_on(q, 128) else { return 25 };
+        if rt.mem_free_on(q, p).is_err() || rt.mem_alloc_on(q, 32).is_err() {
+            return 26;
+        }
+        match rt.shutdown() {
+            Ok(ordo_core::Shutdown::TornDown(s)) if s.is_clean() => 0,
+            _ => 27,
+        }
+    });
+    HALT.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    assert_eq!(rt.allocation_info(kept).unwrap().2, MemKind::Ordered, "the parent is unaffected");
+    rt.shutdown().unwrap();
+}

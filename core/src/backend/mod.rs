@@ -45,7 +45,9 @@ pub type BackendResult<T> = core::result::Result<T, BackendError>;
 /// - Addresses and sizes of device memory (`mem_free`, the device sides of `memcpy`, `fill`) lie
 ///   within one live allocation this backend returned for that device: `mem_free` gets the
 ///   base, kind and size that `mem_alloc` was given; ranges are non-empty, do not overflow, and
-///   fill destinations are aligned to the element width.
+///   fill destinations are aligned to the element width. The one exception is queue-ordered
+///   memory of a backend whose `ordered_concurrent` is true: a range of it may have been freed
+///   by a `mem_free_on` racing the call (see there).
 /// - Launch dimensions are within `launch_limits(device)`.
 /// - After `deinit` or `forget_after_fork`, no object value from before is passed again.
 ///
@@ -141,6 +143,20 @@ pub trait Backend: Sync {
             self.queue_synchronize(device, queue)?;
             self.mem_free(device, MemKind::Ordered, addr, size)
         }
+    }
+    /// Whether `mem_alloc_on` and `mem_free_on` of `device` may run beside the runtime's other
+    /// calls on the backend, where by default the runtime makes them alone (as every allocation
+    /// and free). True means, and the backend promises: the two calls are thread-safe; the host
+    /// never reads or writes the device's memory itself (only the driver's calls and the
+    /// device's work reach it); and another thread's call may then be given a range of
+    /// queue-ordered memory that a `mem_free_on` on a third thread has just freed (the runtime
+    /// looked it up a moment before the free), which the driver refuses or runs on memory of
+    /// its pool, as it would a use of the memory on another queue after its free — never a
+    /// fault of the host process. Asked once per device at init. Default: false (CUDA: true;
+    /// the host backend's memory is the host's own).
+    fn ordered_concurrent(&self, device: u32) -> bool {
+        let _ = device;
+        false
     }
     /// Starts capturing `queue`'s work into a graph: what is submitted to the queue from now on
     /// (launches, copies, fills, host functions, event records and waits) is recorded instead

@@ -5,7 +5,8 @@
 //! counted for ever and the child's final shutdown (or its exit hook) would wait for it. With
 //! `pthread_atfork` handlers: before the fork, each registered runtime waits until no
 //! transition and no create/destroy call is in progress and holds its writer flag (calls in
-//! flight that only use objects are not waited for: they do not change the tables); in the
+//! flight that only use objects are not waited for: they do not change the tables, but for the
+//! queue-ordered allocations of memory pools, whose lock the preparation holds across the fork); in the
 //! parent afterwards the flag is dropped; in the child, the runtime forgets every object as if
 //! the driver had released it (no backend call: the child's copies of driver objects are not to
 //! be used), every backend forgets its state and the locks the parent's threads held, and the
@@ -46,6 +47,13 @@ mod imp {
         let mut held = HELD.lock();
         for (i, rt) in runtimes.iter().enumerate() {
             held[i] = rt.state.gate.fork_prepare();
+            if held[i] {
+                // Shared calls change the queue-ordered allocations under their lock: the
+                // child's copy must not be caught half-way through one.
+                // SAFETY: the gate is held: no transition or exclusive call reaches the tables
+                // meanwhile; this is a shared look, as a call in flight takes.
+                unsafe { &*rt.state.tables.get() }.ordered.hold_for_fork();
+            }
         }
         core::mem::forget(held);
         core::mem::forget(runtimes);
@@ -55,6 +63,11 @@ mod imp {
         // SAFETY: `prepare` locked both on this thread and forgot the guards.
         let (runtimes, held) = unsafe { (&*REGISTERED.as_mut_ptr(), &*HELD.as_mut_ptr()) };
         for (i, rt) in runtimes.iter().enumerate() {
+            if held[i] {
+                // SAFETY: as in `prepare`; the lock was taken there, its guard forgotten, and
+                // no guard of it is alive on this thread.
+                unsafe { (*rt.state.tables.get()).ordered.unlock_after_fork() };
+            }
             rt.state.gate.fork_parent(held[i]);
         }
         // SAFETY: locked by `prepare` on this thread; the references above are not used again.
@@ -122,6 +135,13 @@ impl Runtime {
             p = tables.platforms.newer(i);
         }
         Self::forget_objects(tables);
+        // SAFETY: one thread exists: the holder of either lock was `prepare` or a thread of the
+        // parent.
+        unsafe { tables.ordered.unlock_after_fork() };
+        if tables.pinned.is_locked() {
+            // SAFETY: as above (the list itself was emptied without its lock).
+            unsafe { tables.pinned.force_unlock() };
+        }
         if self.state.last_report.is_locked() {
             // SAFETY: one thread exists: the holder was a thread of the parent.
             unsafe { self.state.last_report.force_unlock() };

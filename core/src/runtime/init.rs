@@ -296,6 +296,7 @@ impl Runtime {
         t.kernels.forget_all();
         t.programs.forget_all();
         t.allocations.slots.forget_all();
+        t.ordered.forget_all();
         t.graphs.forget_all();
         t.pinned.get_mut().clear();
         t.devices.forget_all();

@@ -17,6 +17,7 @@ use crate::trace::{WorkKind, traced};
 use super::{Runtime, Tables};
 
 use super::info::Dev;
+use super::ordered::Place;
 
 const MAX_SIZE: usize = isize::MAX as usize;
 
@@ -61,7 +62,7 @@ impl Runtime {
                 }
                 let base = d.backend.mem_alloc(d.ordinal, kind, size)?;
                 let entry = AllocEntry { base, size, device: d.slot, kind, owner: NO_OWNER };
-                match t.allocations.insert(entry) {
+                match t.alloc_insert(entry) {
                     Ok(h) => Ok((Allocation(h), DevicePtr(base))),
                     Err(e) => {
                         // SAFETY: the allocation the backend just returned, with its kind and size.
@@ -80,17 +81,19 @@ impl Runtime {
         traced!("mem_release", ["allocation" = allocation.0.0], {
             self.settle_backends();
             self.with_exclusive(|t| {
-                let slot = t.allocations.slots.resolve(allocation.0)?;
-                if t.allocations.slots.at(slot).owner != NO_OWNER {
+                let (place, m) = t.alloc_handle(allocation.0)?;
+                if m.owner != NO_OWNER {
                     return fail(
                         ErrorCode::InvalidHandle,
                         "handle names a program's global variable, not an allocation",
                     );
                 }
-                let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+                let d = self.dev_at(t, m.device);
                 Self::no_capture_on(t, d.slot)?;
-                Self::unpin(t, slot);
-                let m = t.allocations.remove_at(slot);
+                if let Place::Main(slot) = place {
+                    Self::unpin(t, slot);
+                }
+                t.alloc_remove(place);
                 // SAFETY: a live allocation of this device (found by its handle), removed from the
                 // table first so it is never passed again.
                 Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
@@ -103,7 +106,7 @@ impl Runtime {
     pub fn allocation_info(&self, allocation: Allocation) -> Result<(DevicePtr, usize, MemKind, Device)> {
         traced!("allocation_info", ["allocation" = allocation.0.0], {
             self.with_shared(|t| {
-                let m = t.allocations.slots.get(allocation.0)?;
+                let (_, m) = t.alloc_handle(allocation.0)?;
                 if m.owner != NO_OWNER {
                     return fail(
                         ErrorCode::InvalidHandle,
@@ -141,13 +144,13 @@ impl Runtime {
                     return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
                 }
                 let base = ptr as u64;
-                if t.allocations.overlaps(base, size) {
+                if t.alloc_overlaps(base, size) {
                     return fail(ErrorCode::InvalidArgument, "the range overlaps memory ordo knows already");
                 }
                 // SAFETY: the caller's contract; the table holds no range containing its start.
                 unsafe { d.backend.host_register(d.ordinal, base, size) }?;
                 let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Registered, owner: NO_OWNER };
-                if let Err(e) = t.allocations.insert(entry) {
+                if let Err(e) = t.alloc_insert(entry) {
                     // SAFETY: the range just registered, unregistered once.
                     let _ = unsafe { d.backend.mem_free(d.ordinal, MemKind::Registered, base, size) };
                     return Err(e);
@@ -164,8 +167,8 @@ impl Runtime {
         traced!("mem_free", ["ptr" = ptr.0], {
             self.settle_backends();
             self.with_exclusive(|t| {
-                let slot = t.allocations.find_base(ptr.0)?;
-                match t.allocations.slots.at(slot).kind {
+                let (place, m) = t.alloc_base(ptr.0)?;
+                match m.kind {
                     MemKind::Global => {
                         return fail(
                             ErrorCode::InvalidArgument,
@@ -180,10 +183,12 @@ impl Runtime {
                     }
                     _ => {}
                 }
-                let d = self.dev_at(t, t.allocations.slots.at(slot).device);
+                let d = self.dev_at(t, m.device);
                 Self::no_capture_on(t, d.slot)?;
-                Self::unpin(t, slot);
-                let m = t.allocations.remove_at(slot);
+                if let Place::Main(slot) = place {
+                    Self::unpin(t, slot);
+                }
+                t.alloc_remove(place);
                 // SAFETY: a live allocation of this device (found by its base), removed from the
                 // table first so it is never passed again.
                 Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
@@ -200,12 +205,12 @@ impl Runtime {
         traced!("host_unregister", ["ptr" = ptr.0], {
             self.settle_backends();
             self.with_exclusive(|t| {
-                let slot = t.allocations.find_base(ptr.0)?;
-                if t.allocations.slots.at(slot).kind != MemKind::Registered {
+                let (place, m) = t.alloc_base(ptr.0)?;
+                if m.kind != MemKind::Registered {
                     return fail(ErrorCode::InvalidArgument, "the address is not the start of registered host memory");
                 }
-                let d = self.dev_at(t, t.allocations.slots.at(slot).device);
-                let m = t.allocations.remove_at(slot);
+                let d = self.dev_at(t, m.device);
+                t.alloc_remove(place);
                 // SAFETY: a live registration of this device (found by its start), removed from the
                 // table first so it is never passed again.
                 Ok(unsafe { d.backend.mem_free(d.ordinal, m.kind, m.base, m.size) }?)
@@ -217,8 +222,7 @@ impl Runtime {
     pub fn mem_info(&self, ptr: DevicePtr) -> Result<(DevicePtr, usize, MemKind, Device)> {
         traced!("mem_info", ["ptr" = ptr.0], {
             self.with_shared(|t| {
-                let slot = t.allocations.find_range(ptr.0, 1)?;
-                let m = t.allocations.slots.at(slot);
+                let m = t.alloc_range(ptr.0, 1)?;
                 Ok((DevicePtr(m.base), m.size, m.kind, Device(t.devices.handle_at(m.device))))
             })
         })
@@ -227,8 +231,8 @@ impl Runtime {
     /// The device whose allocation holds `[addr, addr + size)` (`size > 0`).
     pub(super) fn range_device(&self, t: &Tables, addr: u64, size: usize) -> Result<Dev> {
         check_size(size)?;
-        let slot = t.allocations.find_range(addr, size)?;
-        Ok(self.dev_at(t, t.allocations.slots.at(slot).device))
+        let m = t.alloc_range(addr, size)?;
+        Ok(self.dev_at(t, m.device))
     }
 
     /// Checks that a queue, when given, belongs to the device `d` works on; its raw value.
@@ -364,7 +368,7 @@ impl Runtime {
                     }
                     // A zero-byte copy checks no address.
                     for (addr, named) in [(dst, dst_device), (src, src_device)].into_iter().filter(|_| size != 0) {
-                        let found = t.allocations.find_range(addr, 1).map(|slot| t.allocations.slots.at(slot));
+                        let found = t.alloc_range(addr, 1);
                         match (named, found) {
                             (None, Ok(m)) if matches!(m.kind, MemKind::Device | MemKind::Global) => {
                                 return fail(
@@ -566,7 +570,7 @@ impl Runtime {
     /// Whether `[addr, addr + size)` lies in the live allocation `owner` names (an allocation of
     /// `mem_allocate`'s, not a global variable).
     pub(super) fn owned_range(t: &Tables, owner: Allocation, addr: u64, size: usize) -> Result<()> {
-        let m = t.allocations.slots.get(owner.0)?;
+        let (_, m) = t.alloc_handle(owner.0)?;
         if m.owner != NO_OWNER {
             return fail(ErrorCode::InvalidHandle, "handle names a program's global variable, not an allocation");
         }

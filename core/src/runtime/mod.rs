@@ -32,9 +32,9 @@ pub use owned::OwnedRuntime;
 use crate::trace::traced;
 use core::cell::UnsafeCell;
 
-use crate::alloc_table::AllocTable;
+use crate::alloc_table::{AllocTable, OrderedAllocs};
 use crate::backend::{Backend, LaunchLimits};
-use crate::capacity::MAX_ALLOCATIONS;
+use crate::capacity::{MAX_ALLOCATIONS, MAX_ORDERED_ALLOCATIONS};
 use crate::capacity::{MAX_DEVICES, MAX_EVENTS, MAX_GRAPHS, MAX_KERNELS, MAX_PLATFORMS, MAX_PROGRAMS, MAX_QUEUES};
 use crate::error::{BackendError, ErrorCode, Result, fail};
 use crate::handle::{ObjectKind, RuntimeId};
@@ -58,7 +58,15 @@ const _: () = assert!(
         && MAX_QUEUES < crate::handle::MAX_SLOTS
         && MAX_DEVICES < crate::handle::MAX_SLOTS
         && MAX_GRAPHS < crate::handle::MAX_SLOTS
+        // The queue-ordered allocations' handles name their slots after the main table's.
+        && MAX_ALLOCATIONS + MAX_ORDERED_ALLOCATIONS < crate::handle::MAX_SLOTS,
+    "ORDO_MAX_ALLOCATIONS + ORDO_MAX_ORDERED_ALLOCATIONS must stay below 65,536"
 );
+
+/// The table of queue-ordered allocations made beside other calls (`ordered.rs`).
+pub(crate) type Ordered = OrderedAllocs<MAX_ORDERED_ALLOCATIONS, { MAX_ALLOCATIONS as u32 }>;
+/// What `Ordered` keeps behind its lock.
+pub(crate) type OrderedTable = AllocTable<MAX_ORDERED_ALLOCATIONS, { MAX_ALLOCATIONS as u32 }>;
 
 pub(crate) struct PlatformEntry {
     pub backend: u8,
@@ -97,6 +105,9 @@ pub(crate) struct DeviceEntry {
     /// How many of the device's queues are capturing (`Runtime::queue_begin_capture`): calls
     /// without a queue on the device are refused meanwhile (they would join the capture).
     pub capturing: u32,
+    /// `Backend::ordered_concurrent`: its queue-ordered memory is made and freed under shared
+    /// access, in `Tables::ordered`.
+    pub ordered_shared: bool,
 }
 
 impl DeviceEntry {
@@ -114,6 +125,7 @@ impl DeviceEntry {
             backend,
             default_queue: None,
             capturing: 0,
+            ordered_shared: driver.ordered_concurrent(ordinal),
         }
     }
 
@@ -233,6 +245,9 @@ pub(crate) struct Tables {
     pub programs: Table<ProgramEntry, MAX_PROGRAMS, { ObjectKind::Program as u8 }>,
     pub kernels: Table<KernelEntry, MAX_KERNELS, { ObjectKind::Kernel as u8 }, Align32>,
     pub allocations: AllocTable<MAX_ALLOCATIONS>,
+    /// Queue-ordered allocations of devices whose backend makes and frees them beside other
+    /// calls (`DeviceEntry::ordered_shared`): changed under its own lock in shared calls.
+    pub ordered: Ordered,
     pub graphs: Table<GraphEntry, MAX_GRAPHS, { ObjectKind::Graph as u8 }>,
     /// Host-device allocations the runtime page-locked for a GPU's copies between platforms
     /// (`peer.rs`); changed under its lock in shared calls, emptied by exclusive ones.
@@ -259,6 +274,7 @@ impl Tables {
         self.programs.set_owner(id);
         self.kernels.set_owner(id);
         self.allocations.slots.set_owner(id);
+        self.ordered.lock().slots.set_owner(id);
         self.graphs.set_owner(id);
     }
 
@@ -271,6 +287,7 @@ impl Tables {
             programs: Table::new(),
             kernels: Table::new(),
             allocations: AllocTable::new(),
+            ordered: OrderedAllocs::new(),
             graphs: Table::new(),
             pinned: spin::Mutex::new(heapless::Vec::new()),
         }
@@ -492,7 +509,10 @@ impl Runtime {
                 ObjectKind::Event => t.events.age_free_slots(generation),
                 ObjectKind::Program => t.programs.age_free_slots(generation),
                 ObjectKind::Kernel => t.kernels.age_free_slots(generation),
-                ObjectKind::Allocation => t.allocations.slots.age_free_slots(generation),
+                ObjectKind::Allocation => {
+                    t.allocations.slots.age_free_slots(generation);
+                    t.ordered.lock().slots.age_free_slots(generation);
+                }
                 ObjectKind::Graph => t.graphs.age_free_slots(generation),
             }
             Ok(())
@@ -517,7 +537,7 @@ impl Runtime {
                     events: t.events.len(),
                     programs: t.programs.len(),
                     kernels: t.kernels.len(),
-                    allocations: t.allocations.slots.len(),
+                    allocations: t.allocations.slots.len() + t.ordered.lock().slots.len(),
                     graphs: t.graphs.len(),
                 })
             })

@@ -1,41 +1,152 @@
 //! Memory allocated and freed in a queue's order (`mem_alloc_on`, `mem_free_on`,
 //! `mem_release_on`; kind `Ordered`): CUDA's stream-ordered pool, or the backend trait's default
-//! (allocate at once, free after the queue). Such memory is an allocation like any other in the
-//! allocation table (`memory.rs` frees it too, the teardown with the rest). Depends on the
-//! runtime's tables (`super`), `alloc_table`, `info` (lookups), `backend`, `handle` and `error`.
+//! (allocate at once, free after the queue). Such memory is an allocation like any other (`memory.rs`
+//! frees it too, the teardown with the rest). On a device whose backend makes and frees it beside
+//! other calls (`Backend::ordered_concurrent`: CUDA), it lives in a table of its own
+//! (`Tables::ordered`, behind a lock), so that both calls need only shared access, as a launch
+//! does, instead of waiting for every call in flight; elsewhere it is in the allocation table
+//! and both calls are exclusive. This file also holds the lookups that see both tables.
+//! Depends on the runtime's tables (`super`), `alloc_table`, `info` (lookups), `backend`,
+//! `handle` and `error`.
 
 use crate::alloc_table::{AllocEntry, NO_OWNER};
 use crate::backend::MemKind;
 use crate::error::{ErrorCode, Result, fail};
-use crate::handle::{Allocation, DevicePtr, Queue};
+use crate::handle::{Allocation, DevicePtr, Queue, RawHandle};
 use crate::trace::traced;
 
+use super::info::Dev;
 use super::memory::check_size;
-use super::{Runtime, Tables};
+use super::{Ordered, OrderedTable, Runtime, Tables};
+
+/// Where a live allocation is: its slot in the allocation table or in the ordered table.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Place {
+    Main(u32),
+    Ordered(u32),
+}
+
+const ORDERED_FULL: &str = "queue-ordered allocation table is full (ORDO_MAX_ORDERED_ALLOCATIONS)";
+
+impl Tables {
+    /// The live allocation whose base is `addr`, in either table (`AllocTable::find_base`'s
+    /// errors: the ranges of the two tables never overlap, so a miss in the first settles the
+    /// address for the second).
+    pub(super) fn alloc_base(&self, addr: u64) -> Result<(Place, AllocEntry)> {
+        match self.allocations.find_base(addr) {
+            Ok(slot) => Ok((Place::Main(slot), *self.allocations.slots.at(slot))),
+            Err(e) if e.code == ErrorCode::NotFound && self.ordered.any() => {
+                let table = self.ordered.lock();
+                let slot = table.find_base(addr)?;
+                Ok((Place::Ordered(slot), *table.slots.at(slot)))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The live allocation containing `[addr, addr + size)` (`size > 0`), in either table.
+    #[inline]
+    pub(super) fn alloc_range(&self, addr: u64, size: usize) -> Result<AllocEntry> {
+        match self.allocations.find_range(addr, size) {
+            Ok(slot) => Ok(*self.allocations.slots.at(slot)),
+            Err(e) => self.ordered_range(addr, size, e),
+        }
+    }
+
+    /// `alloc_range` after a miss in the allocation table (`missed`: its error).
+    #[cold]
+    #[inline(never)]
+    fn ordered_range(&self, addr: u64, size: usize, missed: crate::error::Error) -> Result<AllocEntry> {
+        if missed.code != ErrorCode::NotFound || !self.ordered.any() {
+            return Err(missed);
+        }
+        self.ordered.find_range(addr, size)
+    }
+
+    /// The live allocation an allocation handle names, in whichever table its slot index points
+    /// into.
+    #[inline]
+    pub(super) fn alloc_handle(&self, h: RawHandle) -> Result<(Place, AllocEntry)> {
+        if Ordered::names(h) {
+            let table = self.ordered.lock();
+            let slot = table.slots.resolve(h)?;
+            return Ok((Place::Ordered(slot), *table.slots.at(slot)));
+        }
+        let slot = self.allocations.slots.resolve(h)?;
+        Ok((Place::Main(slot), *self.allocations.slots.at(slot)))
+    }
+
+    /// Removes a live allocation (exclusive access: nothing else looks meanwhile).
+    pub(super) fn alloc_remove(&mut self, place: Place) -> AllocEntry {
+        match place {
+            Place::Main(slot) => self.allocations.remove_at(slot),
+            Place::Ordered(slot) => {
+                let mut table = self.ordered.lock();
+                let m = table.remove_at(slot);
+                self.ordered.publish(&table);
+                m
+            }
+        }
+    }
+
+    /// Whether `[base, base + size)` overlaps a live allocation of either table.
+    pub(super) fn alloc_overlaps(&self, base: u64, size: usize) -> bool {
+        self.allocations.overlaps(base, size) || (self.ordered.any() && self.ordered.lock().overlaps(base, size))
+    }
+
+    /// Inserts an allocation into the allocation table (exclusive access), refusing a range
+    /// that overlaps one of the ordered table (`BackendFailure`, as `AllocTable::insert` does
+    /// within its own).
+    pub(super) fn alloc_insert(&mut self, entry: AllocEntry) -> Result<RawHandle> {
+        if self.ordered.any() && self.ordered.lock().overlaps(entry.base, entry.size) {
+            return fail(ErrorCode::BackendFailure, "backend returned an address overlapping a live allocation");
+        }
+        self.allocations.insert(entry)
+    }
+}
 
 impl Runtime {
     /// Allocates `size` bytes of device memory in the order of `queue` (kind `Ordered`): work
     /// submitted to the queue after this call may use it, other queues after waiting for an
     /// event recorded after it. CUDA takes it from the device's memory pool
     /// (`cuMemAllocAsync`; the pool keeps freed memory for reuse up to its release threshold,
-    /// `ORDO_POOL_RELEASE_THRESHOLD` bytes, by default all of it); backends without pools (the
-    /// host device, AMDGPU) allocate at once. It is an allocation like any other: named by its
-    /// handle and address, used by copies, fills and kernels, freed by `mem_free_on` (in queue
-    /// order), `mem_free`/`mem_release` (at once, after the device's work) or the teardown.
+    /// `ORDO_POOL_RELEASE_THRESHOLD` bytes, by default all of it) beside the runtime's other
+    /// calls (it waits for none of them) and counts it against `ORDO_MAX_ORDERED_ALLOCATIONS`;
+    /// backends without pools (the host device, AMDGPU) allocate at once, as `mem_alloc` does,
+    /// against `ORDO_MAX_ALLOCATIONS`. It is an allocation like any other: named by its handle
+    /// and address, used by copies, fills and kernels, freed by `mem_free_on` (in queue order),
+    /// `mem_free`/`mem_release` (at once, after the device's work) or the teardown.
     /// Errors: `InvalidSize` (0 or above `isize::MAX`), the queue's handle errors,
-    /// `OutOfResources` when the allocation table is full, and the driver's errors.
+    /// `InvalidArgument` for a queue that is capturing, `OutOfResources` when the table is
+    /// full, and the driver's errors.
     pub fn mem_alloc_on(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
         traced!("mem_alloc_on", ["queue" = queue.0.0, "size" = size], {
+            let shared = self.with_shared(|t| {
+                check_size(size)?;
+                let (d, raw) = self.queue_not_capturing(t, queue)?;
+                if !t.devices.at(d.slot).ordered_shared {
+                    return Ok(None);
+                }
+                Self::alloc_on_shared(t, d, raw, size).map(Some)
+            })?;
+            if let Some(made) = shared {
+                return Ok(made);
+            }
             self.with_exclusive(|t| {
                 check_size(size)?;
                 let (d, raw) = self.queue_not_capturing(t, queue)?;
+                if t.devices.at(d.slot).ordered_shared {
+                    // The device changed between the two sections (a teardown and a new init,
+                    // the queue's slot reissued): its memory goes to the ordered table.
+                    return Self::alloc_on_shared(t, d, raw, size);
+                }
                 if t.allocations.slots.is_full() {
                     return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
                 }
                 // SAFETY: a live queue of the device.
                 let base = unsafe { d.backend.mem_alloc_on(d.ordinal, raw, size) }?;
                 let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Ordered, owner: NO_OWNER };
-                match t.allocations.insert(entry) {
+                match t.alloc_insert(entry) {
                     Ok(h) => Ok((Allocation(h), DevicePtr(base))),
                     Err(e) => {
                         // SAFETY: the allocation the backend just returned, freed in the queue's order.
@@ -47,18 +158,66 @@ impl Runtime {
         })
     }
 
+    /// `mem_alloc_on` on a device whose backend allocates beside other calls (shared access):
+    /// the backend's call outside the ordered table's lock, the new entry inserted under it.
+    fn alloc_on_shared(t: &Tables, d: Dev, raw: u64, size: usize) -> Result<(Allocation, DevicePtr)> {
+        if t.ordered.lock().slots.is_full() {
+            return fail(ErrorCode::OutOfResources, ORDERED_FULL);
+        }
+        // SAFETY: a live queue of the device, whose backend allows the call beside others.
+        let base = unsafe { d.backend.mem_alloc_on(d.ordinal, raw, size) }?;
+        let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Ordered, owner: NO_OWNER };
+        let inserted = if t.allocations.overlaps(base, size) {
+            fail(ErrorCode::BackendFailure, "backend returned an address overlapping a live allocation")
+        } else {
+            let mut table = t.ordered.lock();
+            // Another thread may have filled the table since the check above.
+            let h = table.insert(entry).map_err(|e| match e.code {
+                ErrorCode::OutOfResources => crate::error::Error::new(ErrorCode::OutOfResources, ORDERED_FULL),
+                _ => e,
+            });
+            t.ordered.publish(&table);
+            h
+        };
+        match inserted {
+            Ok(h) => Ok((Allocation(h), DevicePtr(base))),
+            Err(e) => {
+                // SAFETY: the allocation the backend just returned, known to no table, freed in
+                // the queue's order.
+                let _ = unsafe { d.backend.mem_free_on(d.ordinal, raw, base, size) };
+                Err(e)
+            }
+        }
+    }
+
     /// Frees queue-ordered memory (from `mem_alloc_on`; its base address) in the order of
     /// `queue`, a queue of its device: work submitted to the queue before this call may still
     /// use it; from this call on the address is unknown to ordo (a copy, fill or launch naming
-    /// it is `NotFound`, a free `NotFound`). Errors: the queue's handle errors; `NotFound` for
-    /// an address that is not the start of a live allocation; `InvalidArgument` for memory that
-    /// is not queue-ordered (`mem_free` frees it) and for a queue of another device. Nothing
-    /// changes on error.
+    /// it is `NotFound`, a free `NotFound`). Like the allocation, it waits for no other call on
+    /// a device with memory pools (CUDA). Errors: `NullPointer`; `NotFound` for an address that
+    /// is not the start of a live allocation (`InvalidArgument` inside one); then the queue's
+    /// handle errors; `InvalidArgument` for memory that is not queue-ordered (`mem_free` frees
+    /// it), for a queue of another device and for a queue that is capturing. Nothing changes
+    /// on error.
     pub fn mem_free_on(&self, queue: Queue, ptr: DevicePtr) -> Result<()> {
         traced!("mem_free_on", ["queue" = queue.0.0, "ptr" = ptr.0], {
+            let freed = self.with_shared(|t| {
+                match t.allocations.find_base(ptr.0) {
+                    // Memory of the allocation table: the exclusive section below.
+                    Ok(_) => return Ok(false),
+                    Err(e) if e.code != ErrorCode::NotFound || !t.ordered.any() => return Err(e),
+                    Err(_) => {}
+                }
+                let table = t.ordered.lock();
+                let slot = table.find_base(ptr.0)?;
+                Self::free_on_shared(t, queue, table, slot).map(|()| true)
+            })?;
+            if freed {
+                return Ok(());
+            }
             self.with_exclusive(|t| {
-                let slot = t.allocations.find_base(ptr.0)?;
-                Self::free_on(t, queue, slot)
+                let (place, m) = t.alloc_base(ptr.0)?;
+                Self::free_on(t, queue, place, m)
             })
         })
     }
@@ -67,34 +226,67 @@ impl Runtime {
     /// handle's errors as `mem_release`, then as `mem_free_on`.
     pub fn mem_release_on(&self, queue: Queue, allocation: Allocation) -> Result<()> {
         traced!("mem_release_on", ["queue" = queue.0.0, "allocation" = allocation.0.0], {
+            if Ordered::names(allocation.0) {
+                return self.with_shared(|t| {
+                    let table = t.ordered.lock();
+                    let slot = table.slots.resolve(allocation.0)?;
+                    Self::free_on_shared(t, queue, table, slot)
+                });
+            }
             self.with_exclusive(|t| {
-                let slot = t.allocations.slots.resolve(allocation.0)?;
-                Self::free_on(t, queue, slot)
+                let (place, m) = t.alloc_handle(allocation.0)?;
+                Self::free_on(t, queue, place, m)
             })
         })
     }
 
-    /// The body of `mem_free_on` and `mem_release_on` for the allocation in `slot`.
-    fn free_on(t: &mut Tables, queue: Queue, slot: u32) -> Result<()> {
-        let (d, raw, capturing) = {
-            let q = t.queues.get(queue.0)?;
-            (q.device, q.raw, q.capturing())
-        };
-        let m = *t.allocations.slots.at(slot);
+    /// What `mem_free_on` checks of the queue and the memory `m`; the queue's raw value.
+    fn free_on_checks(t: &Tables, queue: Queue, m: &AllocEntry) -> Result<u64> {
+        let q = t.queues.get(queue.0)?;
         if m.kind != MemKind::Ordered {
             return fail(ErrorCode::InvalidArgument, "the memory is not queue-ordered (free it with mem_free)");
         }
-        if m.device != d {
+        if m.device != q.device {
             return fail(ErrorCode::InvalidArgument, "the queue belongs to another device than the memory");
         }
-        if capturing {
+        if q.capturing() {
             return fail(ErrorCode::InvalidArgument, super::queue::CAPTURING);
         }
-        let dev = t.devices.at(d);
+        Ok(q.raw)
+    }
+
+    /// The body of `mem_free_on` and `mem_release_on` under exclusive access, for the
+    /// allocation `m` at `place`.
+    fn free_on(t: &mut Tables, queue: Queue, place: Place, m: AllocEntry) -> Result<()> {
+        let raw = Self::free_on_checks(t, queue, &m)?;
+        let dev = t.devices.at(m.device);
         let (backend, ordinal) = (dev.driver, dev.ordinal);
-        t.allocations.remove_at(slot);
-        // SAFETY: a live queue-ordered allocation of this device, removed from the table first
+        t.alloc_remove(place);
+        // SAFETY: a live queue-ordered allocation of this device, removed from its table first
         // so it is never passed again; a live queue of the device.
         Ok(unsafe { backend.mem_free_on(ordinal, raw, m.base, m.size) }?)
+    }
+
+    /// The body of `mem_free_on` and `mem_release_on` under shared access, for slot `slot` of
+    /// the ordered table, which the caller holds locked from its lookup until the entry is
+    /// removed (two racing frees of one allocation: one finds it, the other `NotFound` or
+    /// `InvalidHandle`), and which it unlocks before the driver's call.
+    fn free_on_shared(
+        t: &Tables,
+        queue: Queue,
+        mut table: spin::MutexGuard<'_, OrderedTable>,
+        slot: u32,
+    ) -> Result<()> {
+        let m = *table.slots.at(slot);
+        let raw = Self::free_on_checks(t, queue, &m)?;
+        table.remove_at(slot);
+        t.ordered.publish(&table);
+        // The driver's call outside the lock: other threads' lookups and frees go on.
+        drop(table);
+        let dev = t.devices.at(m.device);
+        // SAFETY: a live queue-ordered allocation of this device (its backend frees beside
+        // other calls), removed from its table first so it is never passed again; a live queue
+        // of the device (queues change only under exclusive access).
+        Ok(unsafe { dev.driver.mem_free_on(dev.ordinal, raw, m.base, m.size) }?)
     }
 }

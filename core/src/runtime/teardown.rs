@@ -165,6 +165,7 @@ pub(super) fn tear_down(
         }
     }
     debug_assert_eq!(t.allocations.slots.len(), 0);
+    debug_assert_eq!(t.ordered.lock().slots.len(), 0);
     walk.report
 }
 
@@ -225,7 +226,25 @@ fn tear_down_device(backend: &dyn Backend, t: &mut Tables, device: u32, walk: &m
         }
     }
 
-    // Memory, newest first.
+    // Queue-ordered memory from the device's pool (the ordered table), newest first; the
+    // queues' work is done (the first step synchronised them).
+    {
+        let mut ordered = t.ordered.lock();
+        let mut cur = ordered.slots.newest();
+        while let Some(a) = cur {
+            cur = ordered.slots.older(a);
+            if ordered.slots.at(a).device == device {
+                let m = ordered.remove_at_for_teardown(a);
+                // SAFETY: base, kind and size as `mem_alloc_on` returned them; never passed again.
+                walk.step(TeardownStep::FreeMemory, RawHandle::NULL, m.base, || unsafe {
+                    backend.mem_free(ordinal, m.kind, m.base, m.size)
+                });
+            }
+        }
+        t.ordered.publish(&ordered);
+    }
+
+    // The rest of its memory, newest first.
     let mut cur = t.allocations.slots.newest();
     while let Some(a) = cur {
         cur = t.allocations.slots.older(a);
