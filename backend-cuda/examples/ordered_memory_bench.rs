@@ -3,8 +3,9 @@
 //! `cuMemFreeAsync` on the same stream (ordo's queue, by its native handle), and, for scale,
 //! the synchronous pair `cuMemAlloc` + `cuMemFree`. Host nanoseconds per pair over batches of
 //! 1,000 pairs (the stream synchronised after each batch, outside the timing); ABBA rounds (raw,
-//! ordo, ordo, raw); medians with the quartiles of the per-round ratios. Prints a table and one
-//! `BENCH_JSON` line. Needs a CUDA device (exits 0 saying so otherwise).
+//! ordo, ordo, raw); medians with the quartiles of the per-round ratios. Then the same pair on
+//! 8 threads at once, each on its own queue (the slowest thread's batch). Prints a table and a
+//! `BENCH_JSON` line for each. Needs a CUDA device (exits 0 saying so otherwise).
 
 use std::time::Instant;
 
@@ -28,7 +29,7 @@ fn main() {
     let d = rt.device(p, 0).unwrap();
     let q = rt.queue_create(d).unwrap();
     // The raw side runs in the device's primary context (ordo's), current on this thread.
-    let (dev, _) = common::retain_primary(0);
+    let (dev, ctx) = common::retain_primary(0);
     let stream = rt.queue_native(q).unwrap() as usize as CUstream;
     let sync = || rt.queue_synchronize(q).unwrap();
     let raw = || {
@@ -83,7 +84,72 @@ fn main() {
     println!(
         "BENCH_JSON [{{\"name\":\"1 MiB allocate + free in queue order\",\"raw_ns\":{r:.1},\"ordo_ns\":{o:.1},\"raw_sync_ns\":{b:.1},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
     );
+    threads_bench(rt, d, ctx);
     rt.queue_destroy(q).unwrap();
     common::release_primary(dev);
     rt.shutdown().unwrap();
+}
+
+/// Threads allocating at once, each on its own queue.
+const THREADS: usize = 8;
+
+/// The same pair on `THREADS` threads at once, each on its own queue (ordo's queues, the raw
+/// side on their streams): nanoseconds per pair of the slowest thread's batch. Before the pool's
+/// table ran under shared access, every ordo pair waited for the calls in flight of all threads.
+fn threads_bench(rt: &'static ordo_core::Runtime, d: ordo_core::Device, ctx: sys::CUcontext) {
+    let queues: Vec<_> = (0..THREADS).map(|_| rt.queue_create(d).unwrap()).collect();
+    let streams: Vec<usize> = queues.iter().map(|&q| rt.queue_native(q).unwrap() as usize).collect();
+    let ctx = ctx as usize;
+    let round = |use_ordo: bool| {
+        let barrier = std::sync::Barrier::new(THREADS);
+        let slowest = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|i| {
+                    let (q, stream, barrier) = (queues[i], streams[i], &barrier);
+                    s.spawn(move || {
+                        // SAFETY: the device's primary context, retained by `main`.
+                        ok(unsafe { sys::cuCtxSetCurrent(ctx as sys::CUcontext) });
+                        barrier.wait();
+                        let t = Instant::now();
+                        for _ in 0..PAIRS {
+                            if use_ordo {
+                                let (_, a) = rt.mem_alloc_on(q, SIZE).unwrap();
+                                rt.mem_free_on(q, a).unwrap();
+                            } else {
+                                let mut a = 0u64;
+                                // SAFETY: ordo's live stream of the device, its context current;
+                                // the memory is freed once.
+                                unsafe {
+                                    ok(sys::cuMemAllocAsync(&mut a, SIZE, stream as CUstream));
+                                    ok(sys::cuMemFreeAsync(a, stream as CUstream));
+                                }
+                            }
+                        }
+                        t.elapsed().as_nanos() as f64 / PAIRS as f64
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).fold(0.0, f64::max)
+        });
+        for &q in &queues {
+            rt.queue_synchronize(q).unwrap();
+        }
+        slowest
+    };
+    round(true);
+    round(false);
+    let (rs, os, ratios) = common::abba(10, || round(false), || round(true));
+    let ((r, _, _), (o, _, _), (m, lo, hi)) = (quartiles(rs), quartiles(os), quartiles(ratios));
+    println!();
+    println!(
+        "| 1 MiB allocate + free, {THREADS} threads at once (own queues) | raw ns per pair | ordo ns per pair | ordo / raw: median [p25, p75] |"
+    );
+    println!("|---|---|---|---|");
+    println!("| slowest thread | {r:.0} | {o:.0} | {m:.4} [{lo:.4}, {hi:.4}] |");
+    println!(
+        "BENCH_JSON [{{\"name\":\"1 MiB allocate + free in queue order, {THREADS} threads\",\"raw_ns\":{r:.1},\"ordo_ns\":{o:.1},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
+    );
+    for q in queues {
+        rt.queue_destroy(q).unwrap();
+    }
 }
