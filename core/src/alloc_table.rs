@@ -166,6 +166,12 @@ impl<const N: usize, const BASE: u32> OrderedAllocs<N, BASE> {
         self.live.load(core::sync::atomic::Ordering::Acquire) != 0
     }
 
+    /// How many allocations the table holds (without the lock: it may change at once).
+    #[inline]
+    pub(crate) fn count(&self) -> usize {
+        self.live.load(core::sync::atomic::Ordering::Relaxed) as usize
+    }
+
     /// Publishes the count of `table` after a change made under its lock.
     pub(crate) fn publish(&self, table: &AllocTable<N, BASE>) {
         self.live.store(table.slots.len() as u32, core::sync::atomic::Ordering::Release);

@@ -47,6 +47,15 @@ impl Backend for NoopBackend {
     unsafe fn mem_free(&self, _: u32, _: MemKind, _: u64, _: usize) -> BackendResult<()> {
         Ok(())
     }
+    unsafe fn mem_alloc_on(&self, _: u32, _: u64, size: usize) -> BackendResult<u64> {
+        Ok(self.next_address.fetch_add((size as u64).next_multiple_of(256), Ordering::Relaxed))
+    }
+    unsafe fn mem_free_on(&self, _: u32, _: u64, _: u64, _: usize) -> BackendResult<()> {
+        Ok(())
+    }
+    fn ordered_concurrent(&self, _: u32) -> bool {
+        true
+    }
     unsafe fn memcpy(&self, _: u32, _: CopyKind, _: u64, _: u64, _: usize, _: Option<u64>) -> BackendResult<()> {
         Ok(())
     }

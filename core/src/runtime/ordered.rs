@@ -11,6 +11,7 @@
 
 use crate::alloc_table::{AllocEntry, NO_OWNER};
 use crate::backend::MemKind;
+use crate::capacity::MAX_ORDERED_ALLOCATIONS;
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{Allocation, DevicePtr, Queue, RawHandle};
 use crate::trace::traced;
@@ -161,7 +162,9 @@ impl Runtime {
     /// `mem_alloc_on` on a device whose backend allocates beside other calls (shared access):
     /// the backend's call outside the ordered table's lock, the new entry inserted under it.
     fn alloc_on_shared(t: &Tables, d: Dev, raw: u64, size: usize) -> Result<(Allocation, DevicePtr)> {
-        if t.ordered.lock().slots.is_full() {
+        // A first look without the lock (a full table is refused before the driver allocates);
+        // the insert below decides, under the lock.
+        if t.ordered.count() >= MAX_ORDERED_ALLOCATIONS {
             return fail(ErrorCode::OutOfResources, ORDERED_FULL);
         }
         // SAFETY: a live queue of the device, whose backend allows the call beside others.
