@@ -83,7 +83,10 @@ impl<const N: usize, const BASE: u32> AllocTable<N, BASE> {
                 return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
             }
         };
-        self.by_address.copy_within(pos..len, pos + 1);
+        if pos < len {
+            // (The newest address is often the highest: then nothing moves, and no call is made.)
+            self.by_address.copy_within(pos..len, pos + 1);
+        }
         self.by_address[pos] = slot;
         Ok(handle)
     }
@@ -130,7 +133,9 @@ impl<const N: usize, const BASE: u32> AllocTable<N, BASE> {
         let base = self.slots.at(slot).base;
         let len = self.slots.len();
         let pos = self.floor(base).expect("live allocation is in the address index");
-        self.by_address.copy_within(pos + 1..len, pos);
+        if pos + 1 < len {
+            self.by_address.copy_within(pos + 1..len, pos);
+        }
         self.slots.remove_at(slot)
     }
 }
