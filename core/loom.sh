@@ -38,7 +38,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3}
 export ORDO_MAX_PLATFORMS=2 ORDO_MAX_DEVICES=2 ORDO_MAX_QUEUES=2 ORDO_MAX_EVENTS=2 ORDO_MAX_PROGRAMS=2
-export ORDO_MAX_KERNELS=2 ORDO_MAX_ALLOCATIONS=2 ORDO_MAX_REPORT_FAILURES=4
+export ORDO_MAX_KERNELS=2 ORDO_MAX_ALLOCATIONS=2 ORDO_MAX_ORDERED_ALLOCATIONS=2 ORDO_MAX_REPORT_FAILURES=4
 # Calls in flight are counted per thread (std builds) or in hashed shards (no std, and threads
 # beyond the slots); the models run with every thread on its own counter, with none, and mixed.
 echo "loom: clippy on the loom build (the models and the core as loom builds it)"

@@ -13,6 +13,8 @@ mod init;
 mod launch;
 mod memory;
 mod ordered;
+#[cfg(all(test, not(loom)))]
+mod ordered_tests;
 mod peer;
 mod program;
 mod queue;

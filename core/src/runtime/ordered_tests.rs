@@ -1,0 +1,252 @@
+//! Queue-ordered memory of a device with a pool (`Backend::ordered_concurrent`), in the core's own
+//! tests so that Miri checks them: threads allocating and freeing under shared access while
+//! others copy into that memory, look it up, free it twice and make exclusive calls. The
+//! backend is a pool that touches no memory (device addresses from a counter), as CUDA's.
+
+extern crate std;
+
+use core::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::vec::Vec;
+
+use crate::backend::*;
+use crate::error::{BackendError, ErrorCode};
+use crate::handle::{Device, DevicePtr, Queue};
+use crate::{Runtime, RuntimeState, Shutdown};
+
+/// Device memory from a counter (never reused, never touched); counts what is live.
+struct Pool {
+    next: AtomicU64,
+    live: AtomicU64,
+}
+
+impl Pool {
+    const fn new() -> Self {
+        Self { next: AtomicU64::new(1 << 32), live: AtomicU64::new(0) }
+    }
+
+    fn take(&self, size: usize) -> u64 {
+        self.live.fetch_add(1, Ordering::Relaxed);
+        self.next.fetch_add((size as u64).next_multiple_of(256), Ordering::Relaxed)
+    }
+
+    fn give(&self) -> BackendResult<()> {
+        self.live.fetch_sub(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Backend for Pool {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Scripted
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::empty()
+    }
+    fn init(&self) -> BackendResult<u32> {
+        Ok(1)
+    }
+    unsafe fn deinit(&self) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn forget_after_fork(&self) {}
+    unsafe fn device_release(&self, _: u32) -> BackendResult<()> {
+        Ok(())
+    }
+    fn device_info(&self, _: u32, _: DeviceInfo) -> BackendResult<InfoValue> {
+        Ok(InfoValue::Int(0))
+    }
+    fn launch_limits(&self, _: u32) -> LaunchLimits {
+        LaunchLimits::CUDA
+    }
+    fn mem_alloc(&self, _: u32, _: MemKind, size: usize) -> BackendResult<u64> {
+        Ok(self.take(size))
+    }
+    unsafe fn mem_free(&self, _: u32, _: MemKind, _: u64, _: usize) -> BackendResult<()> {
+        self.give()
+    }
+    unsafe fn mem_alloc_on(&self, _: u32, _: u64, size: usize) -> BackendResult<u64> {
+        Ok(self.take(size))
+    }
+    unsafe fn mem_free_on(&self, _: u32, _: u64, _: u64, _: usize) -> BackendResult<()> {
+        self.give()
+    }
+    fn ordered_concurrent(&self, _: u32) -> bool {
+        true
+    }
+    unsafe fn memcpy(&self, _: u32, _: CopyKind, _: u64, _: u64, _: usize, _: Option<u64>) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn fill(&self, _: u32, _: u64, _: FillValue, _: usize, _: Option<u64>) -> BackendResult<()> {
+        Ok(())
+    }
+    fn queue_create(&self, _: u32) -> BackendResult<u64> {
+        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+    unsafe fn queue_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn queue_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn queue_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+        Ok(true)
+    }
+    unsafe fn queue_wait_event(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    fn event_create(&self, _: u32) -> BackendResult<u64> {
+        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+    unsafe fn event_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn event_record(&self, _: u32, _: u64, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn event_synchronize(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn event_query(&self, _: u32, _: u64) -> BackendResult<bool> {
+        Ok(true)
+    }
+    unsafe fn event_elapsed_ms(&self, _: u32, _: u64, _: u64) -> BackendResult<f32> {
+        Ok(0.0)
+    }
+    fn program_load(&self, _: u32, _: &[u8]) -> BackendResult<u64> {
+        Err(BackendError::new(ErrorCode::Unsupported, 0, "no programs"))
+    }
+    unsafe fn program_unload(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn kernel_get(&self, _: u32, _: u64, _: &str) -> BackendResult<u64> {
+        Err(BackendError::new(ErrorCode::NotFound, 0, "no kernels"))
+    }
+    unsafe fn launch(&self, _: u32, _: u64, _: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
+        Ok(())
+    }
+}
+
+/// A runtime over a fresh pool, on the heap; `free` gives it all back (after the last use).
+struct Fixture {
+    pool: *mut Pool,
+    backends: *mut [&'static dyn Backend; 1],
+    state: *mut core::mem::MaybeUninit<RuntimeState>,
+    rt: *mut Runtime,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        use std::boxed::Box;
+        let pool = Box::into_raw(Box::new(Pool::new()));
+        // SAFETY: each block below lives until `free`, after every use of the runtime.
+        let backends = Box::into_raw(Box::new([unsafe { &*pool } as &'static dyn Backend]));
+        let state = Box::into_raw(Box::new_uninit());
+        // SAFETY: as above.
+        let state_ref: &'static RuntimeState = RuntimeState::new_in(unsafe { &mut *state });
+        // SAFETY: a fresh state, used by this runtime only; the backends live as long.
+        let rt = Box::into_raw(Box::new(unsafe { Runtime::with_state(&*backends, state_ref) }));
+        Self { pool, backends, state, rt }
+    }
+
+    fn parts(&self) -> (&'static Pool, &'static Runtime) {
+        // SAFETY: both live until `free`, which the test calls after its last use.
+        unsafe { (&*self.pool, &*self.rt) }
+    }
+
+    /// # Safety
+    /// Nothing uses the runtime, its state or its backend any more (every thread joined).
+    unsafe fn free(self) {
+        use std::boxed::Box;
+        // SAFETY: the caller's contract; each block came from `Box::into_raw`, freed once.
+        unsafe {
+            drop(Box::from_raw(self.rt));
+            drop(Box::from_raw(self.state));
+            drop(Box::from_raw(self.backends));
+            drop(Box::from_raw(self.pool));
+        }
+    }
+}
+
+fn device(rt: &Runtime) -> Device {
+    rt.device(rt.platform(0).unwrap(), 0).unwrap()
+}
+
+#[test]
+fn pool_memory_is_an_allocation_like_any_other() {
+    let fixture = Fixture::new();
+    let (pool, rt) = fixture.parts();
+    rt.init().unwrap();
+    let d = device(rt);
+    let q = rt.queue_create(d).unwrap();
+    let m = rt.mem_alloc(d, MemKind::Device, 512).unwrap();
+    let (h, p) = rt.mem_alloc_on(q, 256).unwrap();
+    assert_eq!(rt.allocation_info(h).unwrap(), (p, 256, MemKind::Ordered, d));
+    assert_eq!(rt.mem_info(p.offset(255)).unwrap().0, p);
+    rt.copy_device(m, p, 256, Some(q)).unwrap();
+    rt.copy_device(p, m.offset(256), 256, Some(q)).unwrap();
+    assert_eq!(rt.copy_device(p, m, 257, Some(q)).unwrap_err().code, ErrorCode::InvalidSize);
+    assert_eq!(rt.mem_free_on(q, p.offset(1)).unwrap_err().code, ErrorCode::InvalidArgument);
+    assert_eq!(rt.mem_free_on(q, m).unwrap_err().code, ErrorCode::InvalidArgument);
+    assert_eq!(rt.live_objects().unwrap().allocations, 2);
+    rt.mem_release_on(q, h).unwrap();
+    assert_eq!(rt.mem_release_on(q, h).unwrap_err().code, ErrorCode::InvalidHandle);
+    assert_eq!(rt.mem_free_on(q, p).unwrap_err().code, ErrorCode::NotFound);
+    assert_eq!(rt.mem_info(p).unwrap_err().code, ErrorCode::NotFound);
+    // Freed at once by `mem_free` and by its handle; the teardown frees the rest.
+    let (_, p2) = rt.mem_alloc_on(q, 64).unwrap();
+    rt.mem_free(p2).unwrap();
+    let (h3, _) = rt.mem_alloc_on(q, 64).unwrap();
+    rt.mem_release(h3).unwrap();
+    rt.mem_alloc_on(q, 64).unwrap();
+    assert!(matches!(rt.shutdown(), Ok(Shutdown::TornDown(s)) if s.is_clean()));
+    assert_eq!(pool.live.load(Ordering::Relaxed), 0);
+    // SAFETY: the runtime is not used again.
+    unsafe { fixture.free() };
+}
+
+/// Threads allocate, copy into, look up and free pool memory at once (two of them free each
+/// allocation: one wins), beside a thread making exclusive calls: nothing is freed twice, and
+/// Miri sees no data race between the shared calls' table and its lock.
+#[test]
+fn threads_allocate_and_free_beside_each_other_and_exclusive_calls() {
+    let fixture = Fixture::new();
+    let (pool, rt) = fixture.parts();
+    rt.init().unwrap();
+    let d = device(rt);
+    let rounds = if cfg!(miri) { 6 } else { 500 };
+    let workers: Vec<_> = (0..3)
+        .map(|_| {
+            thread::spawn(move || {
+                let q: Queue = rt.queue_create(device(rt)).unwrap();
+                for n in 0..rounds {
+                    let (h, p) = rt.mem_alloc_on(q, 64 + n).unwrap();
+                    rt.copy_device(p.offset(32), p, 32, Some(q)).unwrap();
+                    assert_eq!(rt.mem_info(p.offset(8)).unwrap().0, p);
+                    let racer = thread::spawn(move || rt.mem_free_on(q, p));
+                    let mine = rt.mem_release_on(q, h);
+                    let theirs = racer.join().unwrap();
+                    assert!(mine.is_ok() != theirs.is_ok(), "{mine:?} {theirs:?}");
+                    assert_eq!(rt.mem_info(p).unwrap_err().code, ErrorCode::NotFound);
+                }
+                rt.queue_destroy(q).unwrap();
+            })
+        })
+        .collect();
+    let exclusive = thread::spawn(move || {
+        for _ in 0..rounds {
+            let m = rt.mem_alloc(d, MemKind::Device, 128).unwrap();
+            rt.mem_free(m).unwrap();
+            assert_eq!(rt.mem_free(DevicePtr(m.0)).unwrap_err().code, ErrorCode::NotFound);
+        }
+    });
+    for w in workers {
+        w.join().unwrap();
+    }
+    exclusive.join().unwrap();
+    assert_eq!(rt.live_objects().unwrap().allocations, 0);
+    assert_eq!(pool.live.load(Ordering::Relaxed), 0);
+    assert!(matches!(rt.shutdown(), Ok(Shutdown::TornDown(s)) if s.is_clean()));
+    // SAFETY: every thread was joined; the runtime is not used again.
+    unsafe { fixture.free() };
+}
