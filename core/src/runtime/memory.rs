@@ -370,7 +370,7 @@ impl Runtime {
                     for (addr, named) in [(dst, dst_device), (src, src_device)].into_iter().filter(|_| size != 0) {
                         let found = t.alloc_range(addr, 1);
                         match (named, found) {
-                            (None, Ok(m)) if matches!(m.kind, MemKind::Device | MemKind::Global) => {
+                            (None, Ok(m)) if matches!(m.kind, MemKind::Device | MemKind::Global | MemKind::Ordered) => {
                                 return fail(
                                     ErrorCode::InvalidArgument,
                                     "a device pointer is named with the host device",

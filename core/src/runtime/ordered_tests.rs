@@ -189,6 +189,15 @@ fn pool_memory_is_an_allocation_like_any_other() {
     assert_eq!(rt.mem_free_on(q, p.offset(1)).unwrap_err().code, ErrorCode::InvalidArgument);
     assert_eq!(rt.mem_free_on(q, m).unwrap_err().code, ErrorCode::InvalidArgument);
     assert_eq!(rt.live_objects().unwrap().allocations, 2);
+    // Device memory is not host memory, whichever table holds it (liboffload's `olMemcpy`
+    // names host memory with no device).
+    let mut host = [0u8; 8];
+    let host_addr = host.as_mut_ptr() as u64;
+    for (dst, src) in [(host_addr, p.0), (p.0, host_addr), (host_addr, m.0)] {
+        // SAFETY: refused before any byte is copied (the host side is valid anyway).
+        let r = unsafe { rt.memcpy_between(dst, None, src, None, 8, None) };
+        assert_eq!(r.unwrap_err().code, ErrorCode::InvalidArgument);
+    }
     rt.mem_release_on(q, h).unwrap();
     assert_eq!(rt.mem_release_on(q, h).unwrap_err().code, ErrorCode::InvalidHandle);
     assert_eq!(rt.mem_free_on(q, p).unwrap_err().code, ErrorCode::NotFound);
