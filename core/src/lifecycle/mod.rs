@@ -37,11 +37,16 @@ mod refs;
 /// `AcqRel`, under which "write one location, then read another" (both sides of the handshake
 /// above) may see stale values; the C++ model's single total order of `SeqCst` operations rules
 /// that out, and real builds rely on it. Under loom the same order is written with `SeqCst`
-/// fences, the fence form of the same handshake, which loom models exactly.
+/// fences, the fence form of the same handshake, which loom models exactly. Miri's weak-memory
+/// emulation (in the nightlies before its 2026-06 fix for `SeqCst` accesses, rust-lang/miri#5104)
+/// also lets both sides read stale values there, which C++20 forbids; under Miri the fences are
+/// there too, so that it checks the rest of the code against the handshake real builds have.
 #[inline(always)]
 fn handshake_fence() {
     #[cfg(loom)]
     loom::sync::atomic::fence(Ordering::SeqCst);
+    #[cfg(all(miri, not(loom)))]
+    core::sync::atomic::fence(Ordering::SeqCst);
 }
 
 /// Hashed counters of calls in flight; a power of two.
