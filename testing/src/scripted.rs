@@ -374,9 +374,7 @@ impl Backend for ScriptedBackend {
     }
 
     fn ordered_concurrent(&self, _device: u32) -> bool {
-        // Scripted memory is never touched by the host, and the state is behind a lock: the
-        // runtime's shared path for pool memory (CUDA's) is the one scripted tests check.
-        true
+        true // never touched by the host, state behind a lock: CUDA's shared path is checked
     }
 
     unsafe fn memcpy(&self, _: u32, _: CopyKind, _: u64, _: u64, _: usize, queue: Option<u64>) -> BackendResult<()> {
