@@ -25,6 +25,14 @@ pub(crate) struct AllocEntry {
 /// `AllocEntry::owner` of memory no program owns.
 pub(crate) const NO_OWNER: u32 = u32::MAX;
 
+/// A live allocation found by its base: its slot and its place in the address order.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Found {
+    pos: usize,
+    /// The allocation's slot.
+    pub slot: u32,
+}
+
 pub(crate) struct AllocTable<const N: usize, const BASE: u32 = 0> {
     pub(crate) slots: Table<AllocEntry, N, { ObjectKind::Allocation as u8 }, crate::table::Natural, BASE>,
     by_address: [u32; N],
@@ -130,13 +138,29 @@ impl<const N: usize, const BASE: u32> AllocTable<N, BASE> {
 
     /// Removes the allocation in `slot`.
     pub(crate) fn remove_at(&mut self, slot: u32) -> AllocEntry {
-        let base = self.slots.at(slot).base;
+        let pos = self.floor(self.slots.at(slot).base).expect("live allocation is in the address index");
+        self.remove_found(Found { pos, slot })
+    }
+
+    /// The allocation whose base is exactly `addr` (never 0), with its place in the address
+    /// order: what `remove_found` takes, so that a free searches once. `None` for any other
+    /// address (`find_base` tells which error).
+    #[inline]
+    pub(crate) fn find_exact(&self, addr: u64) -> Option<Found> {
+        let pos = self.floor(addr)?;
+        let slot = self.by_address[pos];
+        (self.slots.at(slot).base == addr).then_some(Found { pos, slot })
+    }
+
+    /// Removes the allocation `find_exact` found (nothing changed the table since).
+    #[inline]
+    pub(crate) fn remove_found(&mut self, found: Found) -> AllocEntry {
         let len = self.slots.len();
-        let pos = self.floor(base).expect("live allocation is in the address index");
-        if pos + 1 < len {
-            self.by_address.copy_within(pos + 1..len, pos);
+        debug_assert_eq!(self.by_address[found.pos], found.slot);
+        if found.pos + 1 < len {
+            self.by_address.copy_within(found.pos + 1..len, found.pos);
         }
-        self.slots.remove_at(slot)
+        self.slots.remove_at(found.slot)
     }
 }
 

@@ -216,3 +216,45 @@ fn the_table_fills_up_changes_nothing_and_the_teardown_empties_it() {
     assert_eq!(rt.live_objects().unwrap().allocations, 0);
     rt.shutdown().unwrap();
 }
+
+/// The pair's shared side checks everything in one branch and leaves the errors to other code:
+/// each refusal is the documented one, in the documented order (the size before the queue; the
+/// address before the queue; then the queue, its device and its capture), and changes nothing.
+#[test]
+fn refusals_come_in_the_documented_order_and_change_nothing() {
+    let (b, rt) = scripted_runtime(2);
+    rt.init().unwrap();
+    let (d0, d1) = (device(rt, 0).unwrap(), device(rt, 1).unwrap());
+    let (q0, q1) = (rt.queue_create(d0).unwrap(), rt.queue_create(d1).unwrap());
+    let stale = rt.queue_create(d0).unwrap();
+    rt.queue_destroy(stale).unwrap();
+    assert_eq!(code(rt.mem_alloc_on(stale, 0)), ErrorCode::InvalidSize);
+    assert_eq!(code(rt.mem_alloc_on(stale, usize::MAX)), ErrorCode::InvalidSize);
+    assert_eq!(code(rt.mem_alloc_on(q0, isize::MAX as usize + 1)), ErrorCode::InvalidSize);
+    assert_eq!(code(rt.mem_alloc_on(stale, 64)), ErrorCode::InvalidHandle);
+    let (h, p) = rt.mem_alloc_on(q0, 64).unwrap();
+    let (live, backend_live) = (rt.live_objects().unwrap(), b.live_total());
+    rt.queue_begin_capture(q1).unwrap();
+    assert_eq!(code(rt.mem_alloc_on(q1, 64)), ErrorCode::InvalidArgument, "capturing");
+    let g = rt.queue_end_capture(q1).unwrap();
+    rt.graph_destroy(g).unwrap();
+    assert_eq!(code(rt.mem_free_on(stale, DevicePtr(0))), ErrorCode::NullPointer);
+    assert_eq!(code(rt.mem_free_on(stale, p.offset(1))), ErrorCode::InvalidArgument, "inside");
+    assert_eq!(code(rt.mem_free_on(stale, p.offset(1 << 40))), ErrorCode::NotFound);
+    assert_eq!(code(rt.mem_free_on(stale, p)), ErrorCode::InvalidHandle);
+    assert_eq!(code(rt.mem_free_on(q1, p)), ErrorCode::InvalidArgument, "another device's queue");
+    assert_eq!(code(rt.mem_release_on(q1, h)), ErrorCode::InvalidArgument, "another device's queue");
+    rt.queue_begin_capture(q0).unwrap();
+    assert_eq!(code(rt.mem_free_on(q0, p)), ErrorCode::InvalidArgument, "capturing");
+    let g = rt.queue_end_capture(q0).unwrap();
+    rt.graph_destroy(g).unwrap();
+    assert_eq!(rt.live_objects().unwrap(), live);
+    assert_eq!(b.live_total(), backend_live);
+    assert_eq!(rt.allocation_info(h).unwrap(), (p, 64, MemKind::Ordered, d0));
+    rt.mem_free_on(q0, p).unwrap();
+    assert_eq!(code(rt.mem_free_on(q0, p)), ErrorCode::NotFound);
+    assert_eq!(code(rt.mem_release_on(q0, h)), ErrorCode::InvalidHandle);
+    assert!(matches!(rt.shutdown(), Ok(Shutdown::TornDown(s)) if s.is_clean()));
+    assert_eq!(b.live_total(), 0);
+    assert_eq!(b.double_releases(), 0);
+}

@@ -138,27 +138,77 @@ impl Runtime {
     /// # Safety
     /// As `launch`: each argument pointer points to a value of the kernel's parameter type, and
     /// at each later launch of the graph the kernel only reaches memory it may.
+    #[inline]
     pub unsafe fn graph_set_args(&self, graph: Graph, index: u32, kernel: Kernel, args: &KernelArgs<'_>) -> Result<()> {
+        if crate::trace::enabled() {
+            // SAFETY: forwarded contract.
+            return unsafe { self.graph_set_args_traced(graph, index, kernel, args) };
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.graph_set_args_untraced(graph, index, kernel, args) }
+    }
+
+    /// `graph_set_args` while tracing is on (out of line: the untraced call stays as it was).
+    ///
+    /// # Safety
+    /// As `graph_set_args`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn graph_set_args_traced(
+        &self,
+        graph: Graph,
+        index: u32,
+        kernel: Kernel,
+        args: &KernelArgs<'_>,
+    ) -> Result<()> {
         traced!("graph_set_args", ["graph" = graph.0.0, "index" = index, "kernel" = kernel.0.0], {
-            self.with_shared(|t| {
+            // SAFETY: forwarded contract.
+            unsafe { self.graph_set_args_untraced(graph, index, kernel, args) }
+        })
+    }
+
+    /// `graph_set_args`' body: the handles, then every other check in one branch (the errors,
+    /// in the documented order, from out-of-line code).
+    ///
+    /// # Safety
+    /// As `graph_set_args`.
+    #[inline(always)]
+    unsafe fn graph_set_args_untraced(
+        &self,
+        graph: Graph,
+        index: u32,
+        kernel: Kernel,
+        args: &KernelArgs<'_>,
+    ) -> Result<()> {
+        self.with_shared_inline(
+            #[inline(always)]
+            |t| {
                 let g = t.graphs.get(graph.0)?;
                 let k = t.kernels.get(kernel.0)?;
-                if k.device != g.device {
-                    return fail(ErrorCode::InvalidArgument, "the kernel belongs to another device than the graph");
-                }
-                if g.orphaned {
-                    return Self::orphaned();
-                }
-                if index >= g.kernels {
-                    return fail(ErrorCode::InvalidArgument, "the graph has no kernel launch at this index");
+                if !((k.device == g.device) & !g.orphaned & (index < g.kernels)) {
+                    return Self::set_args_refused(k, g);
                 }
                 let d = t.devices.at(g.device);
                 Self::check_param_count(d, k, args)?;
                 // SAFETY: a live graph and kernel of this device; the arguments' contract is the
                 // caller's.
                 Ok(unsafe { d.driver.graph_set_args(d.ordinal, g.raw, index, k.raw, args) }?)
-            })
-        })
+            },
+        )
+    }
+
+    /// Why `graph_set_args` refuses a live graph and kernel: another device, an orphaned graph,
+    /// an index past its launches (in that order).
+    #[cold]
+    #[inline(never)]
+    fn set_args_refused(k: &super::KernelEntry, g: &super::GraphEntry) -> Result<()> {
+        if k.device != g.device {
+            return fail(ErrorCode::InvalidArgument, "the kernel belongs to another device than the graph");
+        }
+        if g.orphaned {
+            return Self::orphaned();
+        }
+        fail(ErrorCode::InvalidArgument, "the graph has no kernel launch at this index")
     }
 
     #[cold]

@@ -16,7 +16,6 @@ use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{Allocation, DevicePtr, Queue, RawHandle};
 use crate::trace::traced;
 
-use super::info::Dev;
 use super::memory::check_size;
 use super::{Ordered, OrderedTable, Runtime, Tables};
 
@@ -120,76 +119,144 @@ impl Runtime {
     /// Errors: `InvalidSize` (0 or above `isize::MAX`), the queue's handle errors,
     /// `InvalidArgument` for a queue that is capturing, `OutOfResources` when the table is
     /// full, and the driver's errors.
+    #[inline]
     pub fn mem_alloc_on(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
-        traced!("mem_alloc_on", ["queue" = queue.0.0, "size" = size], {
-            let shared = self.with_shared(|t| {
-                check_size(size)?;
-                let (d, raw) = self.queue_not_capturing(t, queue)?;
-                if !t.devices.at(d.slot).ordered_shared {
-                    return Ok(None);
+        if crate::trace::enabled() {
+            return self.mem_alloc_on_traced(queue, size);
+        }
+        self.alloc_on_untraced(queue, size)
+    }
+
+    /// `mem_alloc_on` while tracing is on (out of line: the untraced call stays as it was).
+    #[cold]
+    #[inline(never)]
+    fn mem_alloc_on_traced(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
+        traced!("mem_alloc_on", ["queue" = queue.0.0, "size" = size], { self.alloc_on_untraced(queue, size) })
+    }
+
+    /// `mem_alloc_on`'s body. The shared side checks everything at once (one branch), leaving
+    /// the errors and the exclusive path (a device without pools) to out-of-line code.
+    #[inline(always)]
+    fn alloc_on_untraced(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
+        let shared = self.with_shared_inline(
+            #[inline(always)]
+            |t| {
+                let sized = size.wrapping_sub(1) < isize::MAX as usize;
+                let q = match t.queues.get(queue.0) {
+                    Ok(q) if sized => q,
+                    _ => return Self::alloc_on_refused(t, queue, size),
+                };
+                let d = t.devices.at(q.device);
+                if !(d.ordered_shared & !q.capturing() & (t.ordered.count() < MAX_ORDERED_ALLOCATIONS)) {
+                    return Self::alloc_on_refused(t, queue, size);
                 }
-                Self::alloc_on_shared(t, d, raw, size).map(Some)
-            })?;
-            if let Some(made) = shared {
-                return Ok(made);
-            }
-            self.with_exclusive(|t| {
-                check_size(size)?;
-                let (d, raw) = self.queue_not_capturing(t, queue)?;
-                if t.devices.at(d.slot).ordered_shared {
-                    // The device changed between the two sections (a teardown and a new init,
-                    // the queue's slot reissued): its memory goes to the ordered table.
-                    return Self::alloc_on_shared(t, d, raw, size);
+                // SAFETY: a live queue of the device, whose backend allows the call beside others.
+                let base = unsafe { d.driver.mem_alloc_on(d.ordinal, q.raw, size) }?;
+                Self::record_ordered(t, d, q.device, q.raw, base, size).map(Some)
+            },
+        )?;
+        match shared {
+            Some(made) => Ok(made),
+            None => self.alloc_on_exclusive(queue, size),
+        }
+    }
+
+    /// Why the shared side of `mem_alloc_on` did not allocate, in the documented order of its
+    /// errors; `None` (go on exclusively) for a device without pools, or when nothing is wrong
+    /// any more (another thread freed a slot meanwhile).
+    #[cold]
+    #[inline(never)]
+    fn alloc_on_refused(t: &Tables, queue: Queue, size: usize) -> Result<Option<(Allocation, DevicePtr)>> {
+        check_size(size)?;
+        let q = t.queues.get(queue.0)?;
+        if q.capturing() {
+            return fail(ErrorCode::InvalidArgument, super::queue::CAPTURING);
+        }
+        if t.devices.at(q.device).ordered_shared && t.ordered.count() >= MAX_ORDERED_ALLOCATIONS {
+            return fail(ErrorCode::OutOfResources, ORDERED_FULL);
+        }
+        Ok(None)
+    }
+
+    /// `mem_alloc_on` under exclusive access: a device without pools (its memory goes to the
+    /// allocation table), or a shared attempt that found nothing wrong the second time.
+    #[cold]
+    #[inline(never)]
+    fn alloc_on_exclusive(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
+        self.with_exclusive(|t| {
+            check_size(size)?;
+            let (d, raw) = self.queue_not_capturing(t, queue)?;
+            if t.devices.at(d.slot).ordered_shared {
+                // A device with pools (changed between the two sections, a teardown and a new
+                // init reissuing the queue's slot; or a table no longer full): the ordered table.
+                if t.ordered.count() >= MAX_ORDERED_ALLOCATIONS {
+                    return fail(ErrorCode::OutOfResources, ORDERED_FULL);
                 }
-                if t.allocations.slots.is_full() {
-                    return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
-                }
-                // SAFETY: a live queue of the device.
+                // SAFETY: a live queue of the device (exclusive access: nothing else runs).
                 let base = unsafe { d.backend.mem_alloc_on(d.ordinal, raw, size) }?;
-                let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Ordered, owner: NO_OWNER };
-                match t.alloc_insert(entry) {
-                    Ok(h) => Ok((Allocation(h), DevicePtr(base))),
-                    Err(e) => {
-                        // SAFETY: the allocation the backend just returned, freed in the queue's order.
-                        let _ = unsafe { d.backend.mem_free_on(d.ordinal, raw, base, size) };
-                        Err(e)
-                    }
+                return Self::record_ordered(t, t.devices.at(d.slot), d.slot, raw, base, size);
+            }
+            if t.allocations.slots.is_full() {
+                return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
+            }
+            // SAFETY: a live queue of the device.
+            let base = unsafe { d.backend.mem_alloc_on(d.ordinal, raw, size) }?;
+            let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Ordered, owner: NO_OWNER };
+            match t.alloc_insert(entry) {
+                Ok(h) => Ok((Allocation(h), DevicePtr(base))),
+                Err(e) => {
+                    // SAFETY: the allocation the backend just returned, freed in the queue's order.
+                    let _ = unsafe { d.backend.mem_free_on(d.ordinal, raw, base, size) };
+                    Err(e)
                 }
-            })
+            }
         })
     }
 
-    /// `mem_alloc_on` on a device whose backend allocates beside other calls (shared access):
-    /// the backend's call outside the ordered table's lock, the new entry inserted under it.
-    fn alloc_on_shared(t: &Tables, d: Dev, raw: u64, size: usize) -> Result<(Allocation, DevicePtr)> {
-        // A first look without the lock (a full table is refused before the driver allocates);
-        // the insert below decides, under the lock.
-        if t.ordered.count() >= MAX_ORDERED_ALLOCATIONS {
-            return fail(ErrorCode::OutOfResources, ORDERED_FULL);
-        }
-        // SAFETY: a live queue of the device, whose backend allows the call beside others.
-        let base = unsafe { d.backend.mem_alloc_on(d.ordinal, raw, size) }?;
-        let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Ordered, owner: NO_OWNER };
+    /// Records the queue-ordered memory `[base, base + size)` that the backend of device `d`
+    /// (slot `device`, a device with pools) just allocated on queue `raw`: inserted into the
+    /// ordered table under its lock, or freed again in the queue's order when it cannot be
+    /// (a range overlapping a live allocation, a table filled meanwhile by other threads).
+    #[inline(always)]
+    fn record_ordered(
+        t: &Tables,
+        d: &super::DeviceEntry,
+        device: u32,
+        raw: u64,
+        base: u64,
+        size: usize,
+    ) -> Result<(Allocation, DevicePtr)> {
+        let entry = AllocEntry { base, size, device, kind: MemKind::Ordered, owner: NO_OWNER };
         let inserted = if t.allocations.overlaps(base, size) {
-            fail(ErrorCode::BackendFailure, "backend returned an address overlapping a live allocation")
+            Err(ErrorCode::BackendFailure)
         } else {
             let mut table = t.ordered.lock();
-            // Another thread may have filled the table since the check above.
-            let h = table.insert(entry).map_err(|e| match e.code {
-                ErrorCode::OutOfResources => crate::error::Error::new(ErrorCode::OutOfResources, ORDERED_FULL),
-                _ => e,
-            });
+            let h = table.insert(entry).map_err(|e| e.code);
             t.ordered.publish(&table);
             h
         };
         match inserted {
             Ok(h) => Ok((Allocation(h), DevicePtr(base))),
-            Err(e) => {
-                // SAFETY: the allocation the backend just returned, known to no table, freed in
-                // the queue's order.
-                let _ = unsafe { d.backend.mem_free_on(d.ordinal, raw, base, size) };
-                Err(e)
-            }
+            Err(code) => Self::unrecorded(d, raw, base, size, code),
+        }
+    }
+
+    /// `record_ordered`'s failure (`code`): the allocation the backend just returned, known to
+    /// no table, freed in the queue's order.
+    #[cold]
+    #[inline(never)]
+    fn unrecorded(
+        d: &super::DeviceEntry,
+        raw: u64,
+        base: u64,
+        size: usize,
+        code: ErrorCode,
+    ) -> Result<(Allocation, DevicePtr)> {
+        // SAFETY: as above.
+        let _ = unsafe { d.driver.mem_free_on(d.ordinal, raw, base, size) };
+        match code {
+            ErrorCode::OutOfResources => fail(code, ORDERED_FULL),
+            _ => fail(ErrorCode::BackendFailure, "backend returned an address overlapping a live allocation"),
         }
     }
 
@@ -202,26 +269,85 @@ impl Runtime {
     /// handle errors; `InvalidArgument` for memory that is not queue-ordered (`mem_free` frees
     /// it), for a queue of another device and for a queue that is capturing. Nothing changes
     /// on error.
+    #[inline]
     pub fn mem_free_on(&self, queue: Queue, ptr: DevicePtr) -> Result<()> {
-        traced!("mem_free_on", ["queue" = queue.0.0, "ptr" = ptr.0], {
-            let freed = self.with_shared(|t| {
-                match t.allocations.find_base(ptr.0) {
-                    // Memory of the allocation table: the exclusive section below.
-                    Ok(_) => return Ok(false),
-                    Err(e) if e.code != ErrorCode::NotFound || !t.ordered.any() => return Err(e),
-                    Err(_) => {}
+        if crate::trace::enabled() {
+            return self.mem_free_on_traced(queue, ptr);
+        }
+        self.free_on_untraced(queue, ptr)
+    }
+
+    /// `mem_free_on` while tracing is on (out of line: the untraced call stays as it was).
+    #[cold]
+    #[inline(never)]
+    fn mem_free_on_traced(&self, queue: Queue, ptr: DevicePtr) -> Result<()> {
+        traced!("mem_free_on", ["queue" = queue.0.0, "ptr" = ptr.0], { self.free_on_untraced(queue, ptr) })
+    }
+
+    /// `mem_free_on`'s body. The shared side handles the base of a live allocation of the
+    /// ordered table, with its queue's checks in one branch; any other address (memory of the
+    /// allocation table, errors) goes to out-of-line code, which looks in both tables.
+    #[inline(always)]
+    fn free_on_untraced(&self, queue: Queue, ptr: DevicePtr) -> Result<()> {
+        let freed = self.with_shared_inline(
+            #[inline(always)]
+            |t| {
+                if !(t.ordered.any() & (ptr.0 != 0)) {
+                    return Self::free_on_lookup(t, queue, ptr);
                 }
-                let table = t.ordered.lock();
-                let slot = table.find_base(ptr.0)?;
-                Self::free_on_shared(t, queue, table, slot).map(|()| true)
-            })?;
-            if freed {
-                return Ok(());
-            }
-            self.with_exclusive(|t| {
-                let (place, m) = t.alloc_base(ptr.0)?;
-                Self::free_on(t, queue, place, m)
-            })
+                let mut table = t.ordered.lock();
+                let Some(found) = table.find_exact(ptr.0) else {
+                    drop(table);
+                    return Self::free_on_lookup(t, queue, ptr);
+                };
+                let m = *table.slots.at(found.slot);
+                let q = match t.queues.get(queue.0) {
+                    Ok(q) if (m.device == q.device) & !q.capturing() => q,
+                    _ => {
+                        drop(table);
+                        return Self::free_on_checks(t, queue, &m).map(|_| false);
+                    }
+                };
+                table.remove_found(found);
+                t.ordered.publish(&table);
+                // The driver's call outside the lock: other threads' lookups and frees go on.
+                drop(table);
+                let d = t.devices.at(m.device);
+                // SAFETY: a live queue-ordered allocation of this device (its backend frees
+                // beside other calls), removed from its table first so it is never passed again;
+                // a live queue of the device (queues change only under exclusive access).
+                unsafe { d.driver.mem_free_on(d.ordinal, q.raw, m.base, m.size) }?;
+                Ok(true)
+            },
+        )?;
+        if freed { Ok(()) } else { self.free_on_exclusive(queue, ptr) }
+    }
+
+    /// `mem_free_on`'s shared side for an address that is not the base of an allocation of the
+    /// ordered table (as it was found a moment ago): the lookup in both tables with their
+    /// errors (`find_base`'s, the allocation table's first); `false` (free it exclusively)
+    /// for memory of the allocation table.
+    #[cold]
+    #[inline(never)]
+    fn free_on_lookup(t: &Tables, queue: Queue, ptr: DevicePtr) -> Result<bool> {
+        match t.allocations.find_base(ptr.0) {
+            Ok(_) => return Ok(false),
+            Err(e) if e.code != ErrorCode::NotFound || !t.ordered.any() => return Err(e),
+            Err(_) => {}
+        }
+        let table = t.ordered.lock();
+        let slot = table.find_base(ptr.0)?;
+        // Allocated meanwhile by another thread at this address.
+        Self::free_on_shared(t, queue, table, slot).map(|()| true)
+    }
+
+    /// `mem_free_on` under exclusive access: memory of the allocation table.
+    #[cold]
+    #[inline(never)]
+    fn free_on_exclusive(&self, queue: Queue, ptr: DevicePtr) -> Result<()> {
+        self.with_exclusive(|t| {
+            let (place, m) = t.alloc_base(ptr.0)?;
+            Self::free_on(t, queue, place, m)
         })
     }
 
