@@ -140,46 +140,20 @@ impl Runtime {
     /// at each later launch of the graph the kernel only reaches memory it may.
     #[inline]
     pub unsafe fn graph_set_args(&self, graph: Graph, index: u32, kernel: Kernel, args: &KernelArgs<'_>) -> Result<()> {
-        if crate::trace::enabled() {
-            // SAFETY: forwarded contract.
-            return unsafe { self.graph_set_args_traced(graph, index, kernel, args) };
-        }
-        // SAFETY: forwarded contract.
-        unsafe { self.graph_set_args_untraced(graph, index, kernel, args) }
-    }
-
-    /// `graph_set_args` while tracing is on (out of line: the untraced call stays as it was).
-    ///
-    /// # Safety
-    /// As `graph_set_args`.
-    #[cold]
-    #[inline(never)]
-    unsafe fn graph_set_args_traced(
-        &self,
-        graph: Graph,
-        index: u32,
-        kernel: Kernel,
-        args: &KernelArgs<'_>,
-    ) -> Result<()> {
         traced!("graph_set_args", ["graph" = graph.0.0, "index" = index, "kernel" = kernel.0.0], {
             // SAFETY: forwarded contract.
-            unsafe { self.graph_set_args_untraced(graph, index, kernel, args) }
+            unsafe { self.graph_set_args_in(graph, index, kernel, args) }
         })
     }
 
-    /// `graph_set_args`' body: the handles, then every other check in one branch (the errors,
-    /// in the documented order, from out-of-line code).
+    /// `graph_set_args`' body (`traced!` keeps the traced call out of line): the handles, then
+    /// every other check in one branch (the errors, in the documented order, from out-of-line
+    /// code).
     ///
     /// # Safety
     /// As `graph_set_args`.
     #[inline(always)]
-    unsafe fn graph_set_args_untraced(
-        &self,
-        graph: Graph,
-        index: u32,
-        kernel: Kernel,
-        args: &KernelArgs<'_>,
-    ) -> Result<()> {
+    unsafe fn graph_set_args_in(&self, graph: Graph, index: u32, kernel: Kernel, args: &KernelArgs<'_>) -> Result<()> {
         self.with_shared_inline(
             #[inline(always)]
             |t| {

@@ -21,6 +21,12 @@ use super::ordered::Place;
 
 const MAX_SIZE: usize = isize::MAX as usize;
 
+/// Whether `size` is one that `check_size` accepts (1 to `isize::MAX`), in one compare.
+#[inline(always)]
+pub(super) const fn size_ok(size: usize) -> bool {
+    size.wrapping_sub(1) < MAX_SIZE
+}
+
 pub(super) fn check_size(size: usize) -> Result<()> {
     match size {
         0 => fail(ErrorCode::InvalidSize, "size is zero"),

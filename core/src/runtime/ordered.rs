@@ -16,7 +16,7 @@ use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{Allocation, DevicePtr, Queue, RawHandle};
 use crate::trace::traced;
 
-use super::memory::check_size;
+use super::memory::{check_size, size_ok};
 use super::{Ordered, OrderedTable, Runtime, Tables};
 
 /// Where a live allocation is: its slot in the allocation table or in the ordered table.
@@ -121,29 +121,19 @@ impl Runtime {
     /// full, and the driver's errors.
     #[inline]
     pub fn mem_alloc_on(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
-        if crate::trace::enabled() {
-            return self.mem_alloc_on_traced(queue, size);
-        }
-        self.alloc_on_untraced(queue, size)
+        traced!("mem_alloc_on", ["queue" = queue.0.0, "size" = size], { self.alloc_on_in(queue, size) })
     }
 
-    /// `mem_alloc_on` while tracing is on (out of line: the untraced call stays as it was).
-    #[cold]
-    #[inline(never)]
-    fn mem_alloc_on_traced(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
-        traced!("mem_alloc_on", ["queue" = queue.0.0, "size" = size], { self.alloc_on_untraced(queue, size) })
-    }
-
-    /// `mem_alloc_on`'s body. The shared side checks everything at once (one branch), leaving
-    /// the errors and the exclusive path (a device without pools) to out-of-line code.
+    /// `mem_alloc_on`'s body (`traced!` keeps the traced call out of line). The shared side
+    /// checks everything at once (one branch), leaving the errors and the exclusive path (a
+    /// device without pools) to out-of-line code.
     #[inline(always)]
-    fn alloc_on_untraced(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
+    fn alloc_on_in(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
         let shared = self.with_shared_inline(
             #[inline(always)]
             |t| {
-                let sized = size.wrapping_sub(1) < isize::MAX as usize;
                 let q = match t.queues.get(queue.0) {
-                    Ok(q) if sized => q,
+                    Ok(q) if size_ok(size) => q,
                     _ => return Self::alloc_on_refused(t, queue, size),
                 };
                 let d = t.devices.at(q.device);
@@ -271,24 +261,15 @@ impl Runtime {
     /// on error.
     #[inline]
     pub fn mem_free_on(&self, queue: Queue, ptr: DevicePtr) -> Result<()> {
-        if crate::trace::enabled() {
-            return self.mem_free_on_traced(queue, ptr);
-        }
-        self.free_on_untraced(queue, ptr)
+        traced!("mem_free_on", ["queue" = queue.0.0, "ptr" = ptr.0], { self.free_on_in(queue, ptr) })
     }
 
-    /// `mem_free_on` while tracing is on (out of line: the untraced call stays as it was).
-    #[cold]
-    #[inline(never)]
-    fn mem_free_on_traced(&self, queue: Queue, ptr: DevicePtr) -> Result<()> {
-        traced!("mem_free_on", ["queue" = queue.0.0, "ptr" = ptr.0], { self.free_on_untraced(queue, ptr) })
-    }
-
-    /// `mem_free_on`'s body. The shared side handles the base of a live allocation of the
-    /// ordered table, with its queue's checks in one branch; any other address (memory of the
-    /// allocation table, errors) goes to out-of-line code, which looks in both tables.
+    /// `mem_free_on`'s body (`traced!` keeps the traced call out of line). The shared side
+    /// handles the base of a live allocation of the ordered table, with its queue's checks in
+    /// one branch; any other address (memory of the allocation table, errors) goes to
+    /// out-of-line code, which looks in both tables.
     #[inline(always)]
-    fn free_on_untraced(&self, queue: Queue, ptr: DevicePtr) -> Result<()> {
+    fn free_on_in(&self, queue: Queue, ptr: DevicePtr) -> Result<()> {
         let freed = self.with_shared_inline(
             #[inline(always)]
             |t| {
