@@ -48,14 +48,27 @@ impl<const N: usize, const BASE: u32> AllocTable<N, BASE> {
     }
 
     /// Position in `by_address` of the last allocation whose base is `<= addr`.
+    #[inline(always)]
     fn floor(&self, addr: u64) -> Option<usize> {
+        // `partition_point`, written out so that it inlines (the library's is an out-of-line
+        // call on every lookup, even of an empty table).
         let sorted = self.sorted();
-        let after = sorted.partition_point(|&i| self.slots.at(i).base <= addr);
-        after.checked_sub(1)
+        let (mut lo, mut len) = (0, sorted.len());
+        while len > 0 {
+            let half = len / 2;
+            if self.slots.at(sorted[lo + half]).base <= addr {
+                lo += half + 1;
+                len -= half + 1;
+            } else {
+                len = half;
+            }
+        }
+        lo.checked_sub(1)
     }
 
     /// Where a range starting at `base` goes in the address order, and whether `[base, base +
     /// size)` overlaps a live range (or wraps around the address space).
+    #[inline(always)]
     fn place(&self, base: u64, size: usize) -> (usize, bool) {
         let end = base.checked_add(size as u64);
         let pos = self.floor(base).map_or(0, |p| p + 1);
@@ -77,25 +90,39 @@ impl<const N: usize, const BASE: u32> AllocTable<N, BASE> {
     /// when full, and with `BackendFailure` when the backend returned a range overlapping a live
     /// allocation.
     pub(crate) fn insert(&mut self, entry: AllocEntry) -> Result<RawHandle> {
+        self.try_insert(entry).or_else(Self::refused)
+    }
+
+    /// `insert`'s error for `code` (the full table's or the overlap's).
+    #[cold]
+    #[inline(never)]
+    fn refused<T>(code: ErrorCode) -> Result<T> {
+        match code {
+            ErrorCode::OutOfResources => fail(code, "allocation table is full (ORDO_MAX_ALLOCATIONS)"),
+            _ => fail(ErrorCode::BackendFailure, "backend returned an address overlapping a live allocation"),
+        }
+    }
+
+    /// `insert` with its error as a bare code (`OutOfResources` or `BackendFailure`), inlined:
+    /// the queue-ordered allocation's path words its own errors.
+    #[inline(always)]
+    pub(crate) fn try_insert(&mut self, entry: AllocEntry) -> core::result::Result<RawHandle, ErrorCode> {
         if self.slots.is_full() {
-            return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
+            return Err(ErrorCode::OutOfResources);
         }
         let (pos, overlaps) = self.place(entry.base, entry.size);
         if overlaps {
-            return fail(ErrorCode::BackendFailure, "backend returned an address overlapping a live allocation");
+            return Err(ErrorCode::BackendFailure);
         }
         let len = self.slots.len();
-        let (slot, handle) = match self.slots.insert(entry) {
-            Ok(h) => (h.index() as u32 - BASE, h),
-            Err(_) => {
-                return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
-            }
+        let Ok(handle) = self.slots.insert(entry) else {
+            return Err(ErrorCode::OutOfResources);
         };
         if pos < len {
             // (The newest address is often the highest: then nothing moves, and no call is made.)
             self.by_address.copy_within(pos..len, pos + 1);
         }
-        self.by_address[pos] = slot;
+        self.by_address[pos] = (handle.index() as u32).wrapping_sub(BASE);
         Ok(handle)
     }
 

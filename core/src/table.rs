@@ -153,6 +153,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32> Table<T, 
     }
 
     /// Inserts `value` as the newest entry; hands it back when the table is full.
+    #[inline]
     pub(crate) fn insert(&mut self, value: T) -> core::result::Result<RawHandle, T> {
         // A never-used slot first, then the oldest-freed one: every slot is handed out once before
         // any is reused, and reuse is first-in first-out, so all slots age together from the
@@ -254,6 +255,7 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32> Table<T, 
 
     /// Removes the entry in live slot `index`, advancing the slot's generation; a slot whose
     /// generation is exhausted is retired instead of freed.
+    #[inline]
     pub(crate) fn remove_at(&mut self, index: u32) -> T {
         let (prev, next) = {
             let slot = &self.slots[index as usize];

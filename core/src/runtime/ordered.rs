@@ -221,7 +221,7 @@ impl Runtime {
             Err(ErrorCode::BackendFailure)
         } else {
             let mut table = t.ordered.lock();
-            let h = table.insert(entry).map_err(|e| e.code);
+            let h = table.try_insert(entry);
             t.ordered.publish(&table);
             h
         };
