@@ -8,7 +8,9 @@
 //! table and one `BENCH_JSON` line. Then the argument update before a relaunch: ordo's
 //! `graph_set_args` of a one-kernel graph (`spin_cycles(n)`) against raw
 //! `cuGraphExecKernelNodeSetParams` on the same kind of graph captured raw, 1,000 updates per
-//! measure, ABBA rounds. Needs a CUDA device (exits 0 saying so otherwise).
+//! measure, ABBA rounds; and the raw update inside an uncontended lock against the raw update
+//! (the floor that serialising calls on one graph puts under ordo's ratio). Needs a CUDA device
+//! (exits 0 saying so otherwise).
 
 use std::time::Instant;
 
@@ -108,6 +110,33 @@ fn update_bench(rt: &ordo_core::Runtime, q: ordo_core::Queue, program: ordo_core
     println!("| per update | {rm:.1} | {om:.1} | {m:.4} [{lo:.4}, {hi:.4}] |");
     println!(
         "BENCH_JSON [{{\"name\":\"graph argument update\",\"raw_ns\":{rm:.2},\"ordo_ns\":{om:.2},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
+    );
+    // The lock's floor: the raw update with an uncontended lock around the driver's call (what
+    // serialising calls on one executable graph, which the driver requires, costs at the
+    // least; ordo's CUDA backend holds such a lock per graph), against the raw update.
+    let lock = std::sync::atomic::AtomicBool::new(false);
+    let raw_locked_update = |n: u64| {
+        use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+        while lock.compare_exchange_weak(false, true, Acquire, Relaxed).is_err() {}
+        raw_update(n);
+        lock.store(false, Release);
+    };
+    let mut lock_ratios = Vec::new();
+    for _ in 0..20 {
+        let (r1, l1, l2, r2) = (
+            per_update(&raw_update),
+            per_update(&raw_locked_update),
+            per_update(&raw_locked_update),
+            per_update(&raw_update),
+        );
+        lock_ratios.push((l1 + l2) / (r1 + r2));
+    }
+    let (lm, llo, lhi) = quartiles(lock_ratios);
+    println!("| raw update inside an uncontended lock / raw update: median [p25, p75] |");
+    println!("|---|");
+    println!("| {lm:.4} [{llo:.4}, {lhi:.4}] |");
+    println!(
+        "BENCH_JSON [{{\"name\":\"raw graph argument update inside a lock\",\"ratio\":{lm:.4},\"q1\":{llo:.4},\"q3\":{lhi:.4}}}]"
     );
     // Both graphs still run: the updated argument (a short spin) is taken.
     // SAFETY: as above.

@@ -3,7 +3,9 @@
 //! `cuMemFreeAsync` on the same stream (ordo's queue, by its native handle), and, for scale,
 //! the synchronous pair `cuMemAlloc` + `cuMemFree`. Host nanoseconds per pair over batches of
 //! 1,000 pairs (the stream synchronised after each batch, outside the timing); ABBA rounds (raw,
-//! ordo, ordo, raw); medians with the quartiles of the per-round ratios. Then the same pair on
+//! ordo, ordo, raw); medians with the quartiles of the per-round ratios. Then the raw pair with
+//! an uncontended lock taken and given back after each call, against the raw pair: the floor
+//! that any table shared between threads puts under ordo's ratio. Then the same pair on
 //! 8 threads at once, each on its own queue (the slowest thread's batch). Prints a table and a
 //! `BENCH_JSON` line for each. Needs a CUDA device (exits 0 saying so otherwise).
 
@@ -57,6 +59,38 @@ fn main() {
         sync();
         ns
     };
+    // The raw pair with what any table shared between threads adds at the least: one
+    // uncontended lock taken and given back after each call (an atomic read-modify-write, a
+    // full barrier on x86, right after the driver's stores), as ordo's table lock is.
+    let lock = std::sync::atomic::AtomicBool::new(false);
+    let take_and_give_back = || {
+        while lock
+            .compare_exchange_weak(
+                false,
+                true,
+                std::sync::atomic::Ordering::Acquire,
+                std::sync::atomic::Ordering::Relaxed,
+            )
+            .is_err()
+        {}
+        lock.store(false, std::sync::atomic::Ordering::Release);
+    };
+    let raw_locked = || {
+        let t = Instant::now();
+        for _ in 0..PAIRS {
+            let mut a = 0u64;
+            // SAFETY: as for `raw`.
+            unsafe {
+                ok(sys::cuMemAllocAsync(&mut a, SIZE, stream));
+                take_and_give_back();
+                take_and_give_back();
+                ok(sys::cuMemFreeAsync(a, stream));
+            }
+        }
+        let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
+        sync();
+        ns
+    };
     // The synchronous pair, for scale (100 pairs).
     let blocking = || {
         let t = Instant::now();
@@ -83,6 +117,16 @@ fn main() {
     println!("| per pair | {r:.0} | {o:.0} | {b:.0} | {m:.4} [{lo:.4}, {hi:.4}] | {:.4} |", r / b);
     println!(
         "BENCH_JSON [{{\"name\":\"1 MiB allocate + free in queue order\",\"raw_ns\":{r:.1},\"ordo_ns\":{o:.1},\"raw_sync_ns\":{b:.1},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
+    );
+    // The lock's floor: the raw pair with a lock taken after each call, against the raw pair.
+    let (_, _, lock_ratios) = common::abba(10, raw, raw_locked);
+    let (lm, llo, lhi) = quartiles(lock_ratios);
+    println!();
+    println!("| raw pair + an uncontended lock taken after each call / raw pair: median [p25, p75] |");
+    println!("|---|");
+    println!("| {lm:.4} [{llo:.4}, {lhi:.4}] |");
+    println!(
+        "BENCH_JSON [{{\"name\":\"raw queue-ordered pair with a lock after each call\",\"ratio\":{lm:.4},\"q1\":{llo:.4},\"q3\":{lhi:.4}}}]"
     );
     threads_bench(rt, d, ctx);
     rt.queue_destroy(q).unwrap();

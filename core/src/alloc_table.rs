@@ -33,12 +33,15 @@ pub(crate) struct Found {
     pub slot: u32,
 }
 
-pub(crate) struct AllocTable<const N: usize, const BASE: u32 = 0> {
-    pub(crate) slots: Table<AllocEntry, N, { ObjectKind::Allocation as u8 }, crate::table::Natural, BASE>,
+/// Allocations by slot (handles from `BASE` on; freed slots reused last-freed first with
+/// `REUSE_LAST_FREED`, as `Table`) and by address.
+pub(crate) struct AllocTable<const N: usize, const BASE: u32 = 0, const REUSE_LAST_FREED: bool = false> {
+    pub(crate) slots:
+        Table<AllocEntry, N, { ObjectKind::Allocation as u8 }, crate::table::Natural, BASE, REUSE_LAST_FREED>,
     by_address: [u32; N],
 }
 
-impl<const N: usize, const BASE: u32> AllocTable<N, BASE> {
+impl<const N: usize, const BASE: u32, const REUSE_LAST_FREED: bool> AllocTable<N, BASE, REUSE_LAST_FREED> {
     pub(crate) const fn new() -> Self {
         Self { slots: Table::new(), by_address: [0; N] }
     }
@@ -197,9 +200,12 @@ impl<const N: usize, const BASE: u32> AllocTable<N, BASE> {
 /// every other allocation changes only under exclusive access (and is read without a lock).
 /// Its handles name slots from `BASE` on (past the main table's), so one handle names one
 /// allocation in either table. A lookup that misses the main table looks here, and takes the
-/// lock only while this table holds anything.
+/// lock only while this table holds anything. Its freed slots are reused last-freed first: the
+/// allocate + free pair, between two driver calls that evict much of the cache, keeps taking one
+/// slot that stays cached (oldest-freed first walked all of them: on an H200's 16-core host the
+/// pair read 1.1–1.5 points more of the raw pair's time).
 pub(crate) struct OrderedAllocs<const N: usize, const BASE: u32> {
-    table: spin::Mutex<AllocTable<N, BASE>>,
+    table: spin::Mutex<AllocTable<N, BASE, true>>,
     /// How many allocations `table` holds (changed under its lock).
     live: core::sync::atomic::AtomicU32,
 }
@@ -211,7 +217,7 @@ impl<const N: usize, const BASE: u32> OrderedAllocs<N, BASE> {
 
     /// The table, locked (a shared caller changes it only this way; an exclusive caller is alone
     /// anyway).
-    pub(crate) fn lock(&self) -> spin::MutexGuard<'_, AllocTable<N, BASE>> {
+    pub(crate) fn lock(&self) -> spin::MutexGuard<'_, AllocTable<N, BASE, true>> {
         self.table.lock()
     }
 
@@ -229,7 +235,7 @@ impl<const N: usize, const BASE: u32> OrderedAllocs<N, BASE> {
     }
 
     /// Publishes the count of `table` after a change made under its lock.
-    pub(crate) fn publish(&self, table: &AllocTable<N, BASE>) {
+    pub(crate) fn publish(&self, table: &AllocTable<N, BASE, true>) {
         self.live.store(table.slots.len() as u32, core::sync::atomic::Ordering::Release);
     }
 

@@ -4,7 +4,10 @@
 //! in O(1) per object and removal anywhere is O(1). Every slot is handed out once (from a
 //! high-water mark, which keeps `new` a `const fn`) before any is reused; freed slots are then
 //! reused from a first-in, first-out free list, so generations advance evenly over all slots from
-//! the first insert.
+//! the first insert. A table with `REUSE_LAST_FREED` (the queue-ordered allocations',
+//! whose allocate + free pair is a hot path between two driver calls) reuses the slot freed last
+//! first instead, so that pair keeps touching one slot that stays in cache; its slots then age
+//! one at a time, and retire one at a time.
 //!
 //! A handle is never accepted again once its object is released: a slot's generation only
 //! grows, and a slot whose generation reaches `MAX_GENERATION` is retired for good instead of
@@ -89,9 +92,17 @@ impl<T, A> Slot<T, A> {
 /// A fixed-capacity table of `T` named by generational handles of one kind (`KIND`, an
 /// `ObjectKind` tag), with slots aligned as `A` says. Its handles name slot `i` by index `BASE +
 /// i` (0 for every table but one of two that share a kind's handles: the queue-ordered
-/// allocations'). Its initial state is all zeros. Values are plain data: they are never dropped
-/// (tables live in statics).
-pub(crate) struct Table<T, const N: usize, const KIND: u8, A: SlotAlign = Natural, const BASE: u32 = 0> {
+/// allocations'), and reuses freed slots oldest-freed first, or last-freed first with
+/// `REUSE_LAST_FREED` (see the module docs). Its initial state is all zeros. Values are plain
+/// data: they are never dropped (tables live in statics).
+pub(crate) struct Table<
+    T,
+    const N: usize,
+    const KIND: u8,
+    A: SlotAlign = Natural,
+    const BASE: u32 = 0,
+    const REUSE_LAST_FREED: bool = false,
+> {
     slots: [Slot<T, A>; N],
     high_water: u32,
     free_head: Link,
@@ -103,7 +114,9 @@ pub(crate) struct Table<T, const N: usize, const KIND: u8, A: SlotAlign = Natura
     owner: RuntimeId,
 }
 
-impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32> Table<T, N, KIND, A, BASE> {
+impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32, const REUSE_LAST_FREED: bool>
+    Table<T, N, KIND, A, BASE, REUSE_LAST_FREED>
+{
     const KIND: ObjectKind = match ObjectKind::from_tag(KIND) {
         Some(k) => k,
         None => panic!("a table's KIND is an ObjectKind tag"),
@@ -281,7 +294,11 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32> Table<T, 
         match slot.generation.get_mut().checked_add(1) {
             Some(g) => {
                 *slot.generation.get_mut() = g;
-                self.push_free(index);
+                if REUSE_LAST_FREED {
+                    self.push_free_first(index);
+                } else {
+                    self.push_free(index);
+                }
             }
             // Every generation of this slot (to MAX_GENERATION) has named an object: retire it.
             None => log::warn!("ordo: a {} slot has used all its generations and is retired", Self::KIND),
@@ -296,6 +313,15 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32> Table<T, 
             None => self.free_head = link(index),
         }
         self.free_tail = link(index);
+    }
+
+    /// Puts a free slot at the head of the free list (reused next).
+    fn push_free_first(&mut self, index: u32) {
+        self.slots[index as usize].prev = self.free_head;
+        if self.free_head == NONE {
+            self.free_tail = link(index);
+        }
+        self.free_head = link(index);
     }
 
     /// Releases every live entry as `remove_at` does (generations advance), without looking at
@@ -491,6 +517,27 @@ mod tests {
         t.remove(hs[0]).unwrap();
         assert_eq!(t.insert(7).unwrap().index(), hs[1].index());
         assert_eq!(t.insert(8).unwrap().index(), hs[0].index());
+        assert!(t.is_full());
+    }
+
+    /// A table made to reuse the slot freed last does so (after handing out every slot once),
+    /// and a handle of the slot's earlier object stays stale.
+    #[test]
+    fn a_table_reusing_the_last_freed_slot_keeps_one_slot_hot() {
+        let mut t: Table<u32, 3, Q, Natural, 0, true> = Table::new();
+        let hs: heapless::Vec<RawHandle, 3> = (0..3).map(|v| t.insert(v).unwrap()).collect();
+        t.remove(hs[1]).unwrap();
+        t.remove(hs[0]).unwrap();
+        let a = t.insert(7).unwrap();
+        assert_eq!(a.index(), hs[0].index());
+        assert_eq!(t.get(hs[0]).unwrap_err().code, ErrorCode::InvalidHandle);
+        // An allocate + free pair keeps taking the same slot, one generation further each time.
+        for v in 0..4 {
+            let h = t.insert(v).unwrap();
+            assert_eq!((h.index(), h.generation()), (hs[1].index(), hs[1].generation() + 1 + v));
+            t.remove(h).unwrap();
+        }
+        assert_eq!(t.insert(9).unwrap().index(), hs[1].index());
         assert!(t.is_full());
     }
 

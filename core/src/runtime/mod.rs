@@ -68,7 +68,7 @@ const _: () = assert!(
 /// The table of queue-ordered allocations made beside other calls (`ordered.rs`).
 pub(crate) type Ordered = OrderedAllocs<MAX_ORDERED_ALLOCATIONS, { MAX_ALLOCATIONS as u32 }>;
 /// What `Ordered` keeps behind its lock.
-pub(crate) type OrderedTable = AllocTable<MAX_ORDERED_ALLOCATIONS, { MAX_ALLOCATIONS as u32 }>;
+pub(crate) type OrderedTable = AllocTable<MAX_ORDERED_ALLOCATIONS, { MAX_ALLOCATIONS as u32 }, true>;
 
 pub(crate) struct PlatformEntry {
     pub backend: u8,
