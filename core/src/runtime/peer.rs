@@ -110,7 +110,12 @@ impl Runtime {
     }
 
     /// Page-locks, for `runner`'s backend, the host-device allocation holding `addr` (once;
-    /// `Pinned` remembers it). Whether it is page-locked for that backend.
+    /// `Pinned` remembers it). Whether it is page-locked for that backend. The driver's call
+    /// runs outside the list's lock (page-locking takes milliseconds for large ranges): the
+    /// entry goes in first, not registered, so a copy of another thread meanwhile finds it and
+    /// copies as from pageable memory; it is marked registered before this returns, so within
+    /// the same shared section, before any exclusive call (a free's `unpin`, the teardown)
+    /// can look at the list.
     fn pin(t: &Tables, runner: Dev, addr: u64) -> bool {
         let Ok(slot) = t.allocations.find_range(addr, 1) else { return false };
         let m = *t.allocations.slots.at(slot);
@@ -123,16 +128,23 @@ impl Runtime {
         if let Some(p) = pins.iter().find(|p| p.alloc == slot && same_backend(p)) {
             return p.registered;
         }
-        if pins.is_full() {
+        let pin = Pinned { alloc: slot, base: m.base, size: m.size, device: runner.slot, registered: false };
+        if pins.push(pin).is_err() {
             return false;
         }
-        // SAFETY: a live allocation of the host device, valid until it is freed; its free (and
-        // the teardown) unregisters it first (`unpin`, `tear_down`). A range the driver has
-        // registered already (another backend's, or sharing pages with one) is refused by it.
+        drop(pins);
+        // SAFETY: a live allocation of the host device, valid until it is freed (under exclusive
+        // access, after this shared call); its free (and the teardown) unregisters it first
+        // (`unpin`, `tear_down`). A range the driver has registered already (another backend's,
+        // or sharing pages with one) is refused by it.
         let registered = unsafe { runner.backend.host_register(runner.ordinal, m.base, m.size) }.is_ok();
-        let pin = Pinned { alloc: slot, base: m.base, size: m.size, device: runner.slot, registered };
-        // Not full: checked above, under the same lock.
-        let _ = pins.push(pin);
+        if registered {
+            // Only exclusive calls remove entries: the one pushed above is still there.
+            let mut pins = t.pinned.lock();
+            if let Some(p) = pins.iter_mut().find(|p| p.alloc == slot && p.device == runner.slot) {
+                p.registered = true;
+            }
+        }
         registered
     }
 
