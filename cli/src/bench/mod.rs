@@ -8,6 +8,8 @@
 //!   `std::sync::Mutex` (a counter under a mutex, as libomptarget does it);
 //! - a host graph of 1,000 launches replayed vs the same launches one by one (default runtime);
 //! - concurrent API calls at 1, 2 and N threads;
+//! - the queue-ordered allocate + free pair and a graph's argument update, each vs the backend's
+//!   calls made directly;
 //! - allocation-table lookup with the table full vs with one allocation;
 //! - teardown of 1,000 programs + 10,000 allocations vs a tenth of them (host backend);
 //! - `size_of` the runtime state (`RuntimeState`), and heap allocations counted by a global allocator (must be 0).
@@ -410,6 +412,65 @@ fn ordered_pair(rows: &mut Vec<Row>) {
     rt.shutdown().unwrap();
 }
 
+/// The argument update of a captured graph's launch (CUDA's `cuGraphExecKernelNodeSetParams`
+/// in front of the driver): `graph_set_args` on the no-op backend against the backend's call
+/// made directly, the same four arguments built once.
+fn graph_update(rows: &mut Vec<Row>) {
+    let rt = &NOOP_RUNTIME;
+    rt.init().unwrap();
+    let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    let q = rt.queue_create(device).unwrap();
+    let program = rt.program_load(device, b"noop").unwrap();
+    let kernel = rt.kernel_get(program, "k").unwrap();
+    let (a, n) = (DevicePtr(1 << 40), 1u32);
+    let params = [
+        (&raw const a).cast_mut().cast(),
+        (&raw const a).cast_mut().cast(),
+        (&raw const a).cast_mut().cast(),
+        (&raw const n).cast_mut().cast(),
+    ];
+    let args = KernelArgs::new(&params, &NOOP_KERNEL_PARAMS).unwrap();
+    rt.queue_begin_capture(q).unwrap();
+    // SAFETY: the no-op backend runs nothing.
+    unsafe { rt.launch(q, kernel, &LaunchDims::linear(1, 1), &args) }.unwrap();
+    let graph = rt.queue_end_capture(q).unwrap();
+    let (raw_graph, raw_kernel) = (NOOP.last_graph.load(Ordering::Relaxed), rt.kernel_native(kernel).unwrap());
+    let backend: &dyn Backend = black_box(&NOOP);
+    const N: u64 = 1_000_000;
+    let direct = || {
+        ns_per(1, N, || {
+            // SAFETY: the no-op backend takes any value and reads no argument.
+            unsafe { backend.graph_set_args(0, raw_graph, 0, raw_kernel, &args) }.unwrap();
+        })
+    };
+    let ours = || {
+        ns_per(1, N, || {
+            // SAFETY: as above.
+            unsafe { rt.graph_set_args(graph, 0, kernel, black_box(&args)) }.unwrap();
+        })
+    };
+    let (mut o, mut b) = (vec![], vec![]);
+    for _ in 0..5 {
+        b.push(direct());
+        o.push(ours());
+        o.push(ours());
+        b.push(direct());
+    }
+    let ratios: Vec<f64> = o.chunks(2).zip(b.chunks(2)).map(|(o, b)| (o[0] + o[1]) / (b[0] + b[1])).collect();
+    let (_, q1, q3) = quartiles(ratios);
+    rows.push(Row {
+        name: "graph argument update (graph_set_args of a one-launch graph, four arguments)",
+        unit: "ns/call",
+        ordo: quartiles(o).0,
+        baseline: Some(("direct backend call (ns/call)", quartiles(b).0)),
+        quartiles: Some((q1, q3)),
+        target: "(informational: ordo's part of CUDA's update; GPU: <= 1.05x raw)",
+    });
+    rt.graph_destroy(graph).unwrap();
+    rt.queue_destroy(q).unwrap();
+    rt.shutdown().unwrap();
+}
+
 fn full_table_lookup(rows: &mut Vec<Row>) {
     let rt = &NOOP_RUNTIME;
     rt.init().unwrap();
@@ -548,6 +609,7 @@ pub fn run(as_json: bool) -> Result<(), String> {
     concurrent(&mut rows);
     exclusive(&mut rows);
     ordered_pair(&mut rows);
+    graph_update(&mut rows);
     full_table_lookup(&mut rows);
     teardown_scaling(&mut rows);
     memory(&mut rows);

@@ -4,14 +4,23 @@
 use super::*;
 
 /// A backend whose every call succeeds at once: what is left of a call's cost is ordo's.
+/// Its graphs hold one launch, of the kernel looked up last (`last_kernel`); `last_graph` is
+/// the value of the graph ended last, for the update row's direct call.
 pub(super) struct NoopBackend {
     next: AtomicU64,
     next_address: AtomicU64,
+    last_kernel: AtomicU64,
+    pub(super) last_graph: AtomicU64,
 }
 
 impl NoopBackend {
     pub(super) const fn new() -> Self {
-        Self { next: AtomicU64::new(1), next_address: AtomicU64::new(1 << 40) }
+        Self {
+            next: AtomicU64::new(1),
+            next_address: AtomicU64::new(1 << 40),
+            last_kernel: AtomicU64::new(0),
+            last_graph: AtomicU64::new(0),
+        }
     }
 }
 
@@ -102,7 +111,38 @@ impl Backend for NoopBackend {
         Ok(())
     }
     unsafe fn kernel_get(&self, _: u32, program: u64, _: &str) -> BackendResult<u64> {
+        self.last_kernel.store(program, Ordering::Relaxed);
         Ok(program)
+    }
+    unsafe fn queue_begin_capture(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn queue_end_capture(&self, _: u32, _: u64) -> BackendResult<u64> {
+        let graph = self.next.fetch_add(1, Ordering::Relaxed);
+        self.last_graph.store(graph, Ordering::Relaxed);
+        Ok(graph)
+    }
+    unsafe fn graph_launch(&self, _: u32, graph: u64, q: u64) -> BackendResult<()> {
+        black_box((graph, q));
+        Ok(())
+    }
+    unsafe fn graph_kernels(&self, _: u32, _: u64, each: &mut dyn FnMut(u64)) -> BackendResult<()> {
+        each(self.last_kernel.load(Ordering::Relaxed));
+        Ok(())
+    }
+    unsafe fn graph_set_args(
+        &self,
+        _: u32,
+        graph: u64,
+        index: u32,
+        k: u64,
+        args: &KernelArgs<'_>,
+    ) -> BackendResult<()> {
+        black_box((graph, index, k, args.params().len()));
+        Ok(())
+    }
+    unsafe fn graph_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
     }
     unsafe fn launch(&self, _: u32, q: u64, k: u64, _: &LaunchDims, _: &KernelArgs<'_>) -> BackendResult<()> {
         black_box((q, k));
