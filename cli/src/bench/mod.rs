@@ -331,38 +331,44 @@ fn exclusive(rows: &mut Vec<Row>) {
     let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
     let backend: &dyn Backend = black_box(&NOOP);
     const N: u64 = 20_000;
-    let (mut o, mut b) = (vec![], vec![]);
-    for _ in 0..5 {
-        b.push(ns_per(1, N, || {
+    let direct = || {
+        ns_per(1, N, || {
             let q = backend.queue_create(0).unwrap();
             // SAFETY: the no-op backend takes any value.
             unsafe { backend.queue_destroy(0, black_box(q)) }.unwrap();
-        }));
-        o.push(ns_per(1, N, || {
+        })
+    };
+    let ours = || {
+        ns_per(1, N, || {
             let q = rt.queue_create(device).unwrap();
             rt.queue_destroy(q).unwrap();
-        }));
-        o.push(ns_per(1, N, || {
-            let q = rt.queue_create(device).unwrap();
-            rt.queue_destroy(q).unwrap();
-        }));
-        b.push(ns_per(1, N, || {
-            let q = backend.queue_create(0).unwrap();
-            // SAFETY: as above.
-            unsafe { backend.queue_destroy(0, black_box(q)) }.unwrap();
-        }));
-    }
-    let ratios: Vec<f64> = o.chunks(2).zip(b.chunks(2)).map(|(o, b)| (o[0] + o[1]) / (b[0] + b[1])).collect();
-    let (_, q1, q3) = quartiles(ratios);
+        })
+    };
+    let (om, bm, q1, q3) = abba_medians(direct, ours);
     rows.push(Row {
         name: "exclusive calls: queue_create + queue_destroy pair",
         unit: "ns/pair",
-        ordo: quartiles(o).0,
-        baseline: Some(("direct backend calls (ns/pair)", quartiles(b).0)),
+        ordo: om,
+        baseline: Some(("direct backend calls (ns/pair)", bm)),
         quartiles: Some((q1, q3)),
         target: "(informational: two writer barriers per pair)",
     });
     rt.shutdown().unwrap();
+}
+
+/// Five ABBA rounds (direct, ours, ours, direct): the medians of `ours` and of `direct`, and the
+/// quartiles of the per-round ratios.
+fn abba_medians(direct: impl Fn() -> f64, ours: impl Fn() -> f64) -> (f64, f64, f64, f64) {
+    let (mut o, mut b) = (vec![], vec![]);
+    for _ in 0..5 {
+        b.push(direct());
+        o.push(ours());
+        o.push(ours());
+        b.push(direct());
+    }
+    let ratios: Vec<f64> = o.chunks(2).zip(b.chunks(2)).map(|(o, b)| (o[0] + o[1]) / (b[0] + b[1])).collect();
+    let (_, q1, q3) = quartiles(ratios);
+    (quartiles(o).0, quartiles(b).0, q1, q3)
 }
 
 /// Queue-ordered memory of a device with a pool (`Backend::ordered_concurrent`, as CUDA's): the
@@ -390,16 +396,7 @@ fn ordered_pair(rows: &mut Vec<Row>) {
             rt.mem_free_on(q, black_box(a)).unwrap();
         })
     };
-    let (mut o, mut b) = (vec![], vec![]);
-    for _ in 0..5 {
-        b.push(direct());
-        o.push(ours());
-        o.push(ours());
-        b.push(direct());
-    }
-    let ratios: Vec<f64> = o.chunks(2).zip(b.chunks(2)).map(|(o, b)| (o[0] + o[1]) / (b[0] + b[1])).collect();
-    let (_, q1, q3) = quartiles(ratios);
-    let (om, bm) = (quartiles(o).0, quartiles(b).0);
+    let (om, bm, q1, q3) = abba_medians(direct, ours);
     rows.push(Row {
         name: "queue-ordered allocate + free pair (a device with a pool: shared calls)",
         unit: "ns/pair",
@@ -449,20 +446,12 @@ fn graph_update(rows: &mut Vec<Row>) {
             unsafe { rt.graph_set_args(graph, 0, kernel, black_box(&args)) }.unwrap();
         })
     };
-    let (mut o, mut b) = (vec![], vec![]);
-    for _ in 0..5 {
-        b.push(direct());
-        o.push(ours());
-        o.push(ours());
-        b.push(direct());
-    }
-    let ratios: Vec<f64> = o.chunks(2).zip(b.chunks(2)).map(|(o, b)| (o[0] + o[1]) / (b[0] + b[1])).collect();
-    let (_, q1, q3) = quartiles(ratios);
+    let (om, bm, q1, q3) = abba_medians(direct, ours);
     rows.push(Row {
         name: "graph argument update (graph_set_args of a one-launch graph, four arguments)",
         unit: "ns/call",
-        ordo: quartiles(o).0,
-        baseline: Some(("direct backend call (ns/call)", quartiles(b).0)),
+        ordo: om,
+        baseline: Some(("direct backend call (ns/call)", bm)),
         quartiles: Some((q1, q3)),
         target: "(informational: ordo's part of CUDA's update; GPU: <= 1.05x raw)",
     });
