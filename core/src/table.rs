@@ -168,10 +168,11 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32, const REU
     /// Inserts `value` as the newest entry; hands it back when the table is full.
     #[inline]
     pub(crate) fn insert(&mut self, value: T) -> core::result::Result<RawHandle, T> {
-        // A never-used slot first, then the oldest-freed one: every slot is handed out once before
-        // any is reused, and reuse is first-in first-out, so all slots age together from the
-        // first insert (reusing a freed slot first would put every create/destroy cycle of a
-        // fresh table in slot 0).
+        // A never-used slot first, then the head of the free list: every slot is handed out once
+        // before any is reused. The list is first-in first-out (the oldest-freed slot), so all
+        // slots age together from the first insert (reusing a freed slot first would put every
+        // create/destroy cycle of a fresh table in slot 0), except with `REUSE_LAST_FREED`, whose
+        // list is last-in first-out (`remove_at` pushes at the head).
         let index = if (self.high_water as usize) < N {
             self.high_water += 1;
             self.high_water - 1
