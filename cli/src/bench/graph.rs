@@ -1,4 +1,5 @@
-//! The host graph row of `ordo bench`: 1,000 launches of a one-thread built-in kernel replayed
+//! The graph rows of `ordo bench` (the host replay below; the no-op argument update at the end).
+//! The host graph row: 1,000 launches of a one-thread built-in kernel replayed
 //! as one graph (`graph_launch`, one piece of the queue's work) against the same 1,000 launches
 //! submitted one by one (`Runtime::launch`), each followed by the queue's synchronise, on the
 //! default runtime's host device (threaded queues). ABBA-interleaved rounds; the row is the
@@ -69,5 +70,56 @@ pub(super) fn host_graph_replay(rows: &mut Vec<Row>) {
         target: "(informational)",
     });
     rt.graph_destroy(graph).unwrap();
+    rt.shutdown().unwrap();
+}
+
+/// The argument update of a captured graph's launch (CUDA's `cuGraphExecKernelNodeSetParams`
+/// in front of the driver): `graph_set_args` on the no-op backend against the backend's call
+/// made directly, the same four arguments built once.
+pub(super) fn graph_update(rows: &mut Vec<Row>) {
+    let rt = &NOOP_RUNTIME;
+    rt.init().unwrap();
+    let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    let q = rt.queue_create(device).unwrap();
+    let program = rt.program_load(device, b"noop").unwrap();
+    let kernel = rt.kernel_get(program, "k").unwrap();
+    let (a, n) = (DevicePtr(1 << 40), 1u32);
+    let params = [
+        (&raw const a).cast_mut().cast(),
+        (&raw const a).cast_mut().cast(),
+        (&raw const a).cast_mut().cast(),
+        (&raw const n).cast_mut().cast(),
+    ];
+    let args = KernelArgs::new(&params, &NOOP_KERNEL_PARAMS).unwrap();
+    rt.queue_begin_capture(q).unwrap();
+    // SAFETY: the no-op backend runs nothing.
+    unsafe { rt.launch(q, kernel, &LaunchDims::linear(1, 1), &args) }.unwrap();
+    let graph = rt.queue_end_capture(q).unwrap();
+    let (raw_graph, raw_kernel) = (NOOP.last_graph.load(Ordering::Relaxed), rt.kernel_native(kernel).unwrap());
+    let backend: &dyn Backend = black_box(&NOOP);
+    const N: u64 = 1_000_000;
+    let direct = || {
+        ns_per(1, N, || {
+            // SAFETY: the no-op backend takes any value and reads no argument.
+            unsafe { backend.graph_set_args(0, raw_graph, 0, raw_kernel, &args) }.unwrap();
+        })
+    };
+    let ours = || {
+        ns_per(1, N, || {
+            // SAFETY: as above.
+            unsafe { rt.graph_set_args(graph, 0, kernel, black_box(&args)) }.unwrap();
+        })
+    };
+    let (om, bm, q1, q3) = abba_medians(direct, ours);
+    rows.push(Row {
+        name: "graph argument update (graph_set_args of a one-launch graph, four arguments)",
+        unit: "ns/call",
+        ordo: om,
+        baseline: Some(("direct backend call (ns/call)", bm)),
+        quartiles: Some((q1, q3)),
+        target: "(informational: ordo's part of CUDA's update; GPU: <= 1.05x raw)",
+    });
+    rt.graph_destroy(graph).unwrap();
+    rt.queue_destroy(q).unwrap();
     rt.shutdown().unwrap();
 }
