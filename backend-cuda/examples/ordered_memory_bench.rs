@@ -5,9 +5,12 @@
 //! 1,000 pairs (the stream synchronised after each batch, outside the timing); ABBA rounds (raw,
 //! ordo, ordo, raw); medians with the quartiles of the per-round ratios. Then the raw pair with
 //! an uncontended lock taken and given back after each call, against the raw pair: the floor
-//! that any table shared between threads puts under ordo's ratio. Then the same pair on
-//! 8 threads at once, each on its own queue (the slowest thread's batch). Prints a table and a
-//! `BENCH_JSON` line for each. Needs a CUDA device (exits 0 saying so otherwise).
+//! that any table shared between threads puts under ordo's ratio. Then ordo's pair freed by
+//! handle (`mem_release_on`, the Rust API's queue-ordered buffer's drop), and the backend's two
+//! calls made directly (no core), each against the raw pair: the second is the backend's share
+//! of ordo's. Then the same pair on 8 threads at once, each on its own queue (the slowest
+//! thread's batch). Prints a table and a `BENCH_JSON` line for each. Needs a CUDA device
+//! (exits 0 saying so otherwise).
 
 use std::time::Instant;
 
@@ -54,6 +57,34 @@ fn main() {
         for _ in 0..PAIRS {
             let (_, a) = rt.mem_alloc_on(q, SIZE).unwrap();
             rt.mem_free_on(q, a).unwrap();
+        }
+        let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
+        sync();
+        ns
+    };
+    // The pair as the Rust API's queue-ordered buffer makes it: freed by its handle on drop.
+    let ordo_by_handle = || {
+        let t = Instant::now();
+        for _ in 0..PAIRS {
+            let (h, _) = rt.mem_alloc_on(q, SIZE).unwrap();
+            rt.mem_release_on(q, h).unwrap();
+        }
+        let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
+        sync();
+        ns
+    };
+    // The backend's two calls made directly, without the core (its dynamic call, its context
+    // check, its error mapping): what of ordo's part is the backend's.
+    let queue_raw = rt.queue_native(q).unwrap();
+    let backend = || {
+        let t = Instant::now();
+        for _ in 0..PAIRS {
+            // SAFETY: ordo's live queue of device 0 (its native value is the backend's); the
+            // memory is freed once.
+            unsafe {
+                let a = CUDA.mem_alloc_on(0, queue_raw, SIZE).unwrap();
+                CUDA.mem_free_on(0, queue_raw, a, SIZE).unwrap();
+            }
         }
         let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
         sync();
@@ -127,6 +158,28 @@ fn main() {
     println!("| {lm:.4} [{llo:.4}, {lhi:.4}] |");
     println!(
         "BENCH_JSON [{{\"name\":\"raw queue-ordered pair with a lock after each call\",\"ratio\":{lm:.4},\"q1\":{llo:.4},\"q3\":{lhi:.4}}}]"
+    );
+    // Freed by handle (mem_release_on), against the raw pair.
+    let (_, _, handle_ratios) = common::abba(10, raw, ordo_by_handle);
+    let (hm, hlo, hhi) = quartiles(handle_ratios);
+    println!();
+    println!(
+        "| ordo mem_alloc_on + mem_release_on (freed by handle, as the Rust API's buffer) / raw pair: median [p25, p75] |"
+    );
+    println!("|---|");
+    println!("| {hm:.4} [{hlo:.4}, {hhi:.4}] |");
+    println!(
+        "BENCH_JSON [{{\"name\":\"1 MiB allocate + free by handle in queue order\",\"ratio\":{hm:.4},\"q1\":{hlo:.4},\"q3\":{hhi:.4}}}]"
+    );
+    // The backend's calls without the core, against the raw pair.
+    let (_, _, backend_ratios) = common::abba(10, raw, backend);
+    let (bm, blo, bhi) = quartiles(backend_ratios);
+    println!();
+    println!("| the backend's mem_alloc_on + mem_free_on called directly / raw pair: median [p25, p75] |");
+    println!("|---|");
+    println!("| {bm:.4} [{blo:.4}, {bhi:.4}] |");
+    println!(
+        "BENCH_JSON [{{\"name\":\"the backend's queue-ordered pair called directly\",\"ratio\":{bm:.4},\"q1\":{blo:.4},\"q3\":{bhi:.4}}}]"
     );
     threads_bench(rt, d, ctx);
     rt.queue_destroy(q).unwrap();

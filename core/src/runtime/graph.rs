@@ -138,7 +138,7 @@ impl Runtime {
     /// # Safety
     /// As `launch`: each argument pointer points to a value of the kernel's parameter type, and
     /// at each later launch of the graph the kernel only reaches memory it may.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn graph_set_args(&self, graph: Graph, index: u32, kernel: Kernel, args: &KernelArgs<'_>) -> Result<()> {
         traced!("graph_set_args", ["graph" = graph.0.0, "index" = index, "kernel" = kernel.0.0], {
             // SAFETY: forwarded contract.

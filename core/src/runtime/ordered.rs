@@ -119,7 +119,7 @@ impl Runtime {
     /// Errors: `InvalidSize` (0 or above `isize::MAX`), the queue's handle errors,
     /// `InvalidArgument` for a queue that is capturing, `OutOfResources` when the table is
     /// full, and the driver's errors.
-    #[inline]
+    #[inline(always)]
     pub fn mem_alloc_on(&self, queue: Queue, size: usize) -> Result<(Allocation, DevicePtr)> {
         traced!("mem_alloc_on", ["queue" = queue.0.0, "size" = size], { self.alloc_on_in(queue, size) })
     }
@@ -259,7 +259,7 @@ impl Runtime {
     /// handle errors; `InvalidArgument` for memory that is not queue-ordered (`mem_free` frees
     /// it), for a queue of another device and for a queue that is capturing. Nothing changes
     /// on error.
-    #[inline]
+    #[inline(always)]
     pub fn mem_free_on(&self, queue: Queue, ptr: DevicePtr) -> Result<()> {
         traced!("mem_free_on", ["queue" = queue.0.0, "ptr" = ptr.0], { self.free_on_in(queue, ptr) })
     }
@@ -334,19 +334,57 @@ impl Runtime {
 
     /// `mem_free_on` by the allocation's handle (the Rust API's queue-ordered buffers): the
     /// handle's errors as `mem_release`, then as `mem_free_on`.
+    #[inline(always)]
     pub fn mem_release_on(&self, queue: Queue, allocation: Allocation) -> Result<()> {
         traced!("mem_release_on", ["queue" = queue.0.0, "allocation" = allocation.0.0], {
-            if Ordered::names(allocation.0) {
-                return self.with_shared(|t| {
-                    let table = t.ordered.lock();
-                    let slot = table.slots.resolve(allocation.0)?;
-                    Self::free_on_shared(t, queue, table, slot)
-                });
-            }
-            self.with_exclusive(|t| {
-                let (place, m) = t.alloc_handle(allocation.0)?;
-                Self::free_on(t, queue, place, m)
-            })
+            self.release_on_in(queue, allocation)
+        })
+    }
+
+    /// `mem_release_on`'s body, in `mem_free_on`'s form: the shared side handles a live
+    /// allocation of the ordered table with its queue's checks in one branch; a handle of the
+    /// allocation table, and the queue's errors, go to out-of-line code.
+    #[inline(always)]
+    fn release_on_in(&self, queue: Queue, allocation: Allocation) -> Result<()> {
+        if !Ordered::names(allocation.0) {
+            return self.release_on_exclusive(queue, allocation);
+        }
+        let freed = self.with_shared_inline(
+            #[inline(always)]
+            |t| {
+                let mut table = t.ordered.lock();
+                let slot = table.slots.resolve(allocation.0)?;
+                let m = *table.slots.at(slot);
+                let q = match t.queues.get(queue.0) {
+                    Ok(q) if (m.device == q.device) & !q.capturing() => q,
+                    _ => {
+                        drop(table);
+                        return Self::free_on_checks(t, queue, &m).map(|_| false);
+                    }
+                };
+                table.remove_at(slot);
+                t.ordered.publish(&table);
+                // The driver's call outside the lock: other threads' lookups and frees go on.
+                drop(table);
+                let d = t.devices.at(m.device);
+                // SAFETY: a live queue-ordered allocation of this device (its backend frees
+                // beside other calls), removed from its table first so it is never passed again;
+                // a live queue of the device (queues change only under exclusive access).
+                unsafe { d.driver.mem_free_on(d.ordinal, q.raw, m.base, m.size) }?;
+                Ok(true)
+            },
+        )?;
+        if freed { Ok(()) } else { self.release_on_exclusive(queue, allocation) }
+    }
+
+    /// `mem_release_on` under exclusive access: a handle of the allocation table (or checks
+    /// that the shared side found failing and that passed here).
+    #[cold]
+    #[inline(never)]
+    fn release_on_exclusive(&self, queue: Queue, allocation: Allocation) -> Result<()> {
+        self.with_exclusive(|t| {
+            let (place, m) = t.alloc_handle(allocation.0)?;
+            Self::free_on(t, queue, place, m)
         })
     }
 
