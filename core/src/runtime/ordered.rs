@@ -276,32 +276,47 @@ impl Runtime {
                 if !(t.ordered.any() & (ptr.0 != 0)) {
                     return Self::free_on_lookup(t, queue, ptr);
                 }
-                let mut table = t.ordered.lock();
+                let table = t.ordered.lock();
                 let Some(found) = table.find_exact(ptr.0) else {
                     drop(table);
                     return Self::free_on_lookup(t, queue, ptr);
                 };
                 let m = *table.slots.at(found.slot);
-                let q = match t.queues.get(queue.0) {
-                    Ok(q) if (m.device == q.device) & !q.capturing() => q,
-                    _ => {
-                        drop(table);
-                        return Self::free_on_checks(t, queue, &m).map(|_| false);
-                    }
-                };
-                table.remove_found(found);
-                t.ordered.publish(&table);
-                // The driver's call outside the lock: other threads' lookups and frees go on.
-                drop(table);
-                let d = t.devices.at(m.device);
-                // SAFETY: a live queue-ordered allocation of this device (its backend frees
-                // beside other calls), removed from its table first so it is never passed again;
-                // a live queue of the device (queues change only under exclusive access).
-                unsafe { d.driver.mem_free_on(d.ordinal, q.raw, m.base, m.size) }?;
-                Ok(true)
+                Self::free_locked(t, queue, table, &m, |table| table.remove_found(found))
             },
         )?;
         if freed { Ok(()) } else { self.free_on_exclusive(queue, ptr) }
+    }
+
+    /// The shared side of `mem_free_on` and `mem_release_on` once the allocation `m` is found
+    /// in the ordered table, which the caller holds locked: the queue's checks in one branch
+    /// (`false`, after unlocking, when they fail: the caller goes on exclusively), then `remove`
+    /// takes the entry out, and the driver's call is made after unlocking.
+    #[inline(always)]
+    fn free_locked(
+        t: &Tables,
+        queue: Queue,
+        mut table: spin::MutexGuard<'_, OrderedTable>,
+        m: &AllocEntry,
+        remove: impl FnOnce(&mut OrderedTable) -> AllocEntry,
+    ) -> Result<bool> {
+        let q = match t.queues.get(queue.0) {
+            Ok(q) if (m.device == q.device) & !q.capturing() => q,
+            _ => {
+                drop(table);
+                return Self::free_on_checks(t, queue, m).map(|_| false);
+            }
+        };
+        remove(&mut table);
+        t.ordered.publish(&table);
+        // The driver's call outside the lock: other threads' lookups and frees go on.
+        drop(table);
+        let d = t.devices.at(m.device);
+        // SAFETY: a live queue-ordered allocation of this device (its backend frees beside other
+        // calls), removed from its table first so it is never passed again; a live queue of the
+        // device (queues change only under exclusive access).
+        unsafe { d.driver.mem_free_on(d.ordinal, q.raw, m.base, m.size) }?;
+        Ok(true)
     }
 
     /// `mem_free_on`'s shared side for an address that is not the base of an allocation of the
@@ -352,26 +367,10 @@ impl Runtime {
         let freed = self.with_shared_inline(
             #[inline(always)]
             |t| {
-                let mut table = t.ordered.lock();
+                let table = t.ordered.lock();
                 let slot = table.slots.resolve(allocation.0)?;
                 let m = *table.slots.at(slot);
-                let q = match t.queues.get(queue.0) {
-                    Ok(q) if (m.device == q.device) & !q.capturing() => q,
-                    _ => {
-                        drop(table);
-                        return Self::free_on_checks(t, queue, &m).map(|_| false);
-                    }
-                };
-                table.remove_at(slot);
-                t.ordered.publish(&table);
-                // The driver's call outside the lock: other threads' lookups and frees go on.
-                drop(table);
-                let d = t.devices.at(m.device);
-                // SAFETY: a live queue-ordered allocation of this device (its backend frees
-                // beside other calls), removed from its table first so it is never passed again;
-                // a live queue of the device (queues change only under exclusive access).
-                unsafe { d.driver.mem_free_on(d.ordinal, q.raw, m.base, m.size) }?;
-                Ok(true)
+                Self::free_locked(t, queue, table, &m, |table| table.remove_at(slot))
             },
         )?;
         if freed { Ok(()) } else { self.release_on_exclusive(queue, allocation) }
