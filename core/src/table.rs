@@ -6,9 +6,8 @@
 //! reused from a first-in, first-out free list, so generations advance evenly over all slots from
 //! the first insert. A table with `REUSE_LAST_FREED` (the queue-ordered allocations',
 //! whose allocate + free pair is a hot path between two driver calls) reuses the slot freed last
-//! first instead, before any never-used slot, so that pair keeps touching one slot (slot 0,
-//! right after the header) that stays in cache; its slots then age one at a time, and retire
-//! one at a time.
+//! first instead, so that pair keeps touching one slot that stays in cache; its slots then age
+//! one at a time, and retire one at a time.
 //!
 //! A handle is never accepted again once its object is released: a slot's generation only
 //! grows, and a slot whose generation reaches `MAX_GENERATION` is retired for good instead of
@@ -95,10 +94,7 @@ impl<T, A> Slot<T, A> {
 /// i` (0 for every table but one of two that share a kind's handles: the queue-ordered
 /// allocations'), and reuses freed slots oldest-freed first, or last-freed first with
 /// `REUSE_LAST_FREED` (see the module docs). Its initial state is all zeros. Values are plain
-/// data: they are never dropped (tables live in statics). `repr(C)`, the header first (28 bytes,
-/// padded to the slots' alignment) and slot 0 right after it, the slot a `REUSE_LAST_FREED`
-/// table keeps hot.
-#[repr(C)]
+/// data: they are never dropped (tables live in statics).
 pub(crate) struct Table<
     T,
     const N: usize,
@@ -107,15 +103,15 @@ pub(crate) struct Table<
     const BASE: u32 = 0,
     const REUSE_LAST_FREED: bool = false,
 > {
-    len: u32,
+    slots: [Slot<T, A>; N],
     high_water: u32,
     free_head: Link,
     free_tail: Link,
     newest: Link,
     oldest: Link,
+    len: u32,
     /// The identity of the runtime that owns the table (0 until its first init).
     owner: RuntimeId,
-    slots: [Slot<T, A>; N],
 }
 
 impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32, const REUSE_LAST_FREED: bool>
@@ -175,15 +171,18 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32, const REU
         // A never-used slot first, then the head of the free list: every slot is handed out once
         // before any is reused. The list is first-in first-out (the oldest-freed slot), so all
         // slots age together from the first insert (reusing a freed slot first would put every
-        // create/destroy cycle of a fresh table in slot 0). With `REUSE_LAST_FREED` the free
-        // list comes first and is last-in first-out (`remove_at` pushes at the head): a
-        // create/destroy cycle keeps slot 0, beside the header, from the first insert on.
-        let index = if REUSE_LAST_FREED {
-            self.pop_free().or_else(|| self.take_never_used())
+        // create/destroy cycle of a fresh table in slot 0), except with `REUSE_LAST_FREED`, whose
+        // list is last-in first-out (`remove_at` pushes at the head).
+        let index = if (self.high_water as usize) < N {
+            self.high_water += 1;
+            self.high_water - 1
+        } else if let Some(i) = target(self.free_head) {
+            self.free_head = self.slots[i as usize].prev;
+            if self.free_head == NONE {
+                self.free_tail = NONE;
+            }
+            i
         } else {
-            self.take_never_used().or_else(|| self.pop_free())
-        };
-        let Some(index) = index else {
             return Err(value);
         };
         let newest = self.newest;
@@ -306,28 +305,6 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32, const REU
             None => log::warn!("ordo: a {} slot has used all its generations and is retired", Self::KIND),
         }
         value
-    }
-
-    /// Takes the next never-used slot, if any is left.
-    #[inline(always)]
-    fn take_never_used(&mut self) -> Option<u32> {
-        if (self.high_water as usize) < N {
-            self.high_water += 1;
-            Some(self.high_water - 1)
-        } else {
-            None
-        }
-    }
-
-    /// Takes the slot at the head of the free list, if any.
-    #[inline(always)]
-    fn pop_free(&mut self) -> Option<u32> {
-        let i = target(self.free_head)?;
-        self.free_head = self.slots[i as usize].prev;
-        if self.free_head == NONE {
-            self.free_tail = NONE;
-        }
-        Some(i)
     }
 
     /// Appends a free slot at the tail of the free list (reused last).
