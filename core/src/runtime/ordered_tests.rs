@@ -214,6 +214,33 @@ fn pool_memory_is_an_allocation_like_any_other() {
     unsafe { fixture.free() };
 }
 
+/// A free by handle (`mem_release_on`) that its queue refuses changes nothing: the memory stays
+/// live, known by its handle and address, and a free with a good queue then frees it once.
+#[test]
+fn a_free_by_handle_refused_for_its_queue_changes_nothing() {
+    let fixture = Fixture::new();
+    let (pool, rt) = fixture.parts();
+    rt.init().unwrap();
+    let d = device(rt);
+    let q = rt.queue_create(d).unwrap();
+    let gone = rt.queue_create(d).unwrap();
+    rt.queue_destroy(gone).unwrap();
+    let (h, p) = rt.mem_alloc_on(q, 128).unwrap();
+    // A destroyed queue, an allocation's handle passed as the queue: the queue's errors.
+    for bad in [gone, Queue(h.0)] {
+        assert_eq!(rt.mem_release_on(bad, h).unwrap_err().code, ErrorCode::InvalidHandle);
+        assert_eq!(rt.allocation_info(h).unwrap().0, p);
+        assert_eq!(rt.mem_info(p).unwrap().0, p);
+    }
+    assert_eq!(pool.live.load(Ordering::Relaxed), 1);
+    rt.mem_release_on(q, h).unwrap();
+    assert_eq!(pool.live.load(Ordering::Relaxed), 0);
+    assert_eq!(rt.mem_release_on(q, h).unwrap_err().code, ErrorCode::InvalidHandle);
+    assert!(matches!(rt.shutdown(), Ok(Shutdown::TornDown(s)) if s.is_clean()));
+    // SAFETY: the runtime is not used again.
+    unsafe { fixture.free() };
+}
+
 /// Threads allocate, copy into, look up and free pool memory at once (two of them free each
 /// allocation: one wins), beside a thread making exclusive calls: nothing is freed twice, and
 /// Miri sees no data race between the shared calls' table and its lock.
