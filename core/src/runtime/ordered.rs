@@ -289,8 +289,10 @@ impl Runtime {
     }
 
     /// The shared side of `mem_free_on` and `mem_release_on` once the allocation `m` is found
-    /// in the ordered table, which the caller holds locked: the queue's checks in one branch
-    /// (`false`, after unlocking, when they fail: the caller goes on exclusively), then `remove`
+    /// in the ordered table, which the caller holds locked from its lookup until the entry is
+    /// removed (two racing frees of one allocation: one finds it, the other `NotFound` or
+    /// `InvalidHandle`): the queue's checks in one branch (their error after unlocking, or
+    /// `false` when they pass the second time: the caller goes on exclusively), then `remove`
     /// takes the entry out, and the driver's call is made after unlocking.
     #[inline(always)]
     fn free_locked(
@@ -334,7 +336,8 @@ impl Runtime {
         let table = t.ordered.lock();
         let slot = table.find_base(ptr.0)?;
         // Allocated meanwhile by another thread at this address.
-        Self::free_on_shared(t, queue, table, slot).map(|()| true)
+        let m = *table.slots.at(slot);
+        Self::free_locked(t, queue, table, &m, |table| table.remove_at(slot))
     }
 
     /// `mem_free_on` under exclusive access: memory of the allocation table.
@@ -412,28 +415,5 @@ impl Runtime {
         // SAFETY: a live queue-ordered allocation of this device, removed from its table first
         // so it is never passed again; a live queue of the device.
         Ok(unsafe { backend.mem_free_on(ordinal, raw, m.base, m.size) }?)
-    }
-
-    /// The body of `mem_free_on` and `mem_release_on` under shared access, for slot `slot` of
-    /// the ordered table, which the caller holds locked from its lookup until the entry is
-    /// removed (two racing frees of one allocation: one finds it, the other `NotFound` or
-    /// `InvalidHandle`), and which it unlocks before the driver's call.
-    fn free_on_shared(
-        t: &Tables,
-        queue: Queue,
-        mut table: spin::MutexGuard<'_, OrderedTable>,
-        slot: u32,
-    ) -> Result<()> {
-        let m = *table.slots.at(slot);
-        let raw = Self::free_on_checks(t, queue, &m)?;
-        table.remove_at(slot);
-        t.ordered.publish(&table);
-        // The driver's call outside the lock: other threads' lookups and frees go on.
-        drop(table);
-        let dev = t.devices.at(m.device);
-        // SAFETY: a live queue-ordered allocation of this device (its backend frees beside
-        // other calls), removed from its table first so it is never passed again; a live queue
-        // of the device (queues change only under exclusive access).
-        Ok(unsafe { dev.driver.mem_free_on(dev.ordinal, raw, m.base, m.size) }?)
     }
 }
