@@ -131,12 +131,10 @@ fn update_bench(rt: &ordo_core::Runtime, q: ordo_core::Queue, program: ordo_core
         );
         lock_ratios.push((l1 + l2) / (r1 + r2));
     }
-    let (lm, llo, lhi) = quartiles(lock_ratios);
-    println!("| raw update inside an uncontended lock / raw update: median [p25, p75] |");
-    println!("|---|");
-    println!("| {lm:.4} [{llo:.4}, {lhi:.4}] |");
-    println!(
-        "BENCH_JSON [{{\"name\":\"raw graph argument update inside a lock\",\"ratio\":{lm:.4},\"q1\":{llo:.4},\"q3\":{lhi:.4}}}]"
+    common::ratio_row(
+        "raw update inside an uncontended lock / raw update",
+        "raw graph argument update inside a lock",
+        lock_ratios,
     );
     // Both graphs still run: the updated argument (a short spin) is taken.
     // SAFETY: as above.

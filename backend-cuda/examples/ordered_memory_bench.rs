@@ -36,10 +36,8 @@ fn main() {
     // The raw side runs in the device's primary context (ordo's), current on this thread.
     let (dev, ctx) = common::retain_primary(0);
     let stream = rt.queue_native(q).unwrap() as usize as CUstream;
-    let sync = || rt.queue_synchronize(q).unwrap();
     let raw = || {
-        let t = Instant::now();
-        for _ in 0..PAIRS {
+        per_pair(rt, q, || {
             let mut a = 0u64;
             // SAFETY: ordo's live stream of the device, whose primary context is current on this
             // thread; the memory is freed once.
@@ -47,48 +45,33 @@ fn main() {
                 ok(sys::cuMemAllocAsync(&mut a, SIZE, stream));
                 ok(sys::cuMemFreeAsync(a, stream));
             }
-        }
-        let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
-        sync();
-        ns
+        })
     };
     let ordo = || {
-        let t = Instant::now();
-        for _ in 0..PAIRS {
+        per_pair(rt, q, || {
             let (_, a) = rt.mem_alloc_on(q, SIZE).unwrap();
             rt.mem_free_on(q, a).unwrap();
-        }
-        let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
-        sync();
-        ns
+        })
     };
     // The pair as the Rust API's queue-ordered buffer makes it: freed by its handle on drop.
     let ordo_by_handle = || {
-        let t = Instant::now();
-        for _ in 0..PAIRS {
+        per_pair(rt, q, || {
             let (h, _) = rt.mem_alloc_on(q, SIZE).unwrap();
             rt.mem_release_on(q, h).unwrap();
-        }
-        let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
-        sync();
-        ns
+        })
     };
     // The backend's two calls made directly, without the core (its dynamic call, its context
     // check, its error mapping): what of ordo's part is the backend's.
     let queue_raw = rt.queue_native(q).unwrap();
     let backend = || {
-        let t = Instant::now();
-        for _ in 0..PAIRS {
+        per_pair(rt, q, || {
             // SAFETY: ordo's live queue of device 0 (its native value is the backend's); the
             // memory is freed once.
             unsafe {
                 let a = CUDA.mem_alloc_on(0, queue_raw, SIZE).unwrap();
                 CUDA.mem_free_on(0, queue_raw, a, SIZE).unwrap();
             }
-        }
-        let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
-        sync();
-        ns
+        })
     };
     // The raw pair with what any table shared between threads adds at the least: one
     // uncontended lock taken and given back after each call (an atomic read-modify-write, a
@@ -107,8 +90,7 @@ fn main() {
         lock.store(false, std::sync::atomic::Ordering::Release);
     };
     let raw_locked = || {
-        let t = Instant::now();
-        for _ in 0..PAIRS {
+        per_pair(rt, q, || {
             let mut a = 0u64;
             // SAFETY: as for `raw`.
             unsafe {
@@ -117,10 +99,7 @@ fn main() {
                 take_and_give_back();
                 ok(sys::cuMemFreeAsync(a, stream));
             }
-        }
-        let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
-        sync();
-        ns
+        })
     };
     // The synchronous pair, for scale (100 pairs).
     let blocking = || {
@@ -149,42 +128,47 @@ fn main() {
     println!(
         "BENCH_JSON [{{\"name\":\"1 MiB allocate + free in queue order\",\"raw_ns\":{r:.1},\"ordo_ns\":{o:.1},\"raw_sync_ns\":{b:.1},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
     );
-    // The lock's floor: the raw pair with a lock taken after each call, against the raw pair.
-    let (_, _, lock_ratios) = common::abba(10, raw, raw_locked);
-    let (lm, llo, lhi) = quartiles(lock_ratios);
-    println!();
-    println!("| raw pair + an uncontended lock taken after each call / raw pair: median [p25, p75] |");
-    println!("|---|");
-    println!("| {lm:.4} [{llo:.4}, {lhi:.4}] |");
-    println!(
-        "BENCH_JSON [{{\"name\":\"raw queue-ordered pair with a lock after each call\",\"ratio\":{lm:.4},\"q1\":{llo:.4},\"q3\":{lhi:.4}}}]"
-    );
-    // Freed by handle (mem_release_on), against the raw pair.
-    let (_, _, handle_ratios) = common::abba(10, raw, ordo_by_handle);
-    let (hm, hlo, hhi) = quartiles(handle_ratios);
-    println!();
-    println!(
-        "| ordo mem_alloc_on + mem_release_on (freed by handle, as the Rust API's buffer) / raw pair: median [p25, p75] |"
-    );
-    println!("|---|");
-    println!("| {hm:.4} [{hlo:.4}, {hhi:.4}] |");
-    println!(
-        "BENCH_JSON [{{\"name\":\"1 MiB allocate + free by handle in queue order\",\"ratio\":{hm:.4},\"q1\":{hlo:.4},\"q3\":{hhi:.4}}}]"
-    );
-    // The backend's calls without the core, against the raw pair.
-    let (_, _, backend_ratios) = common::abba(10, raw, backend);
-    let (bm, blo, bhi) = quartiles(backend_ratios);
-    println!();
-    println!("| the backend's mem_alloc_on + mem_free_on called directly / raw pair: median [p25, p75] |");
-    println!("|---|");
-    println!("| {bm:.4} [{blo:.4}, {bhi:.4}] |");
-    println!(
-        "BENCH_JSON [{{\"name\":\"the backend's queue-ordered pair called directly\",\"ratio\":{bm:.4},\"q1\":{blo:.4},\"q3\":{bhi:.4}}}]"
-    );
+    // Each against the raw pair: the lock's floor (a lock taken after each call), the pair
+    // freed by handle (mem_release_on), the backend's calls without the core.
+    let rows: [(&str, &str, &dyn Fn() -> f64); 3] = [
+        (
+            "raw pair + an uncontended lock taken after each call / raw pair",
+            "raw queue-ordered pair with a lock after each call",
+            &raw_locked,
+        ),
+        (
+            "ordo mem_alloc_on + mem_release_on (freed by handle, as the Rust API's buffer) / raw pair",
+            "1 MiB allocate + free by handle in queue order",
+            &ordo_by_handle,
+        ),
+        (
+            "the backend's mem_alloc_on + mem_free_on called directly / raw pair",
+            "the backend's queue-ordered pair called directly",
+            &backend,
+        ),
+    ];
+    for (title, name, side) in rows {
+        let (_, _, ratios) = common::abba(10, raw, side);
+        println!();
+        common::ratio_row(title, name, ratios);
+    }
     threads_bench(rt, d, ctx);
     rt.queue_destroy(q).unwrap();
     common::release_primary(dev);
     rt.shutdown().unwrap();
+}
+
+/// Host nanoseconds per pair over a batch of `PAIRS` calls of `pair`, the queue synchronised
+/// after the batch (outside the timing). Inlined, so that each side's loop is its own code.
+#[inline(always)]
+fn per_pair(rt: &ordo_core::Runtime, q: ordo_core::Queue, mut pair: impl FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..PAIRS {
+        pair();
+    }
+    let ns = t.elapsed().as_nanos() as f64 / PAIRS as f64;
+    rt.queue_synchronize(q).unwrap();
+    ns
 }
 
 /// Threads allocating at once, each on its own queue.

@@ -14,6 +14,8 @@ bench=${1:?usage: bench_builds.sh BENCH DIR_A DIR_B [DIR ...]}
 shift
 dirs=("$@") passes=${PASSES:-3}
 [ ${#dirs[@]} -ge 2 ] || { echo "usage: bench_builds.sh BENCH DIR_A DIR_B [DIR ...]"; exit 2; }
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 for pass in $(seq "$passes"); do
   order=("${dirs[@]}")
   if [ $((pass % 2)) -eq 0 ]; then
@@ -22,7 +24,7 @@ for pass in $(seq "$passes"); do
   fi
   for dir in "${order[@]}"; do
     echo "== $bench, build $dir, pass $pass"
-    "$dir/$bench" >/tmp/bench_builds.log 2>&1 || echo "$dir/$bench: exit $?"
-    grep '^BENCH_JSON' /tmp/bench_builds.log || tail -5 /tmp/bench_builds.log
+    "$dir/$bench" >"$log" 2>&1 || echo "$dir/$bench: exit $?"
+    grep '^BENCH_JSON' "$log" || tail -5 "$log"
   done
 done

@@ -60,3 +60,13 @@ pub fn abba(rounds: usize, a: impl Fn() -> f64, b: impl Fn() -> f64) -> (Vec<f64
     }
     (as_, bs, ratios)
 }
+
+/// Prints a one-column table row of the ratios' median and quartiles under `title`, and its
+/// `BENCH_JSON` line named `name`.
+pub fn ratio_row(title: &str, name: &str, ratios: Vec<f64>) {
+    let (m, lo, hi) = quartiles(ratios);
+    println!("| {title}: median [p25, p75] |");
+    println!("|---|");
+    println!("| {m:.4} [{lo:.4}, {hi:.4}] |");
+    println!("BENCH_JSON [{{\"name\":\"{name}\",\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]");
+}
