@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the loom models of the lifecycle (core/tests/loom.rs) with small table capacities, and of
-# the host queues without threads (core/tests/loom_deferred.rs), in their own target directory.
+# Runs the loom models of the lifecycle (core/tests/loom.rs) and of queue-ordered memory on a
+# device with a pool (core/tests/loom_ordered.rs) with small table capacities, and of the host
+# queues without threads (core/tests/loom_deferred.rs), in their own target directory.
 # LOOM_MAX_PREEMPTIONS bounds the search (default 3).
 #
 # What loom checks is the code that ships, with three differences, and why each is equivalent.
@@ -31,6 +32,10 @@
 #    Dropping the running lock from `run` fails the model of two synchronises; a wait that
 #    does not run the recording queue's work through the record fails the event model.
 #
+# 4. The queue-ordered allocations' table (core/tests/loom_ordered.rs): its lock is loom's mutex
+#    under cfg(loom) (`sync::Mutex`, spin's otherwise) and its count loom's atomic, so that the
+#    models see the shared calls that change the table race each other and the teardown.
+#
 # Planting the bug back is caught: dropping the reader's fence (slots), the writer's fence, or
 # the hashed entry's fence each fails three models. The models run three times: every thread on
 # its own slot, none (hashed shards only), and mixed (ORDO_LOOM_COUNTERS, read at build time).
@@ -45,8 +50,8 @@ echo "loom: clippy on the loom build (the models and the core as loom builds it)
 cargo clippy -p ordo-core --tests --release --target-dir target/loom -- -D warnings
 for counters in slots hashed mixed; do
     echo "loom: calls in flight counted in: $counters"
-    ORDO_LOOM_COUNTERS=$counters cargo test -p ordo-core --test loom --release --target-dir target/loom \
-        -- --test-threads=1 "$@"
+    ORDO_LOOM_COUNTERS=$counters cargo test -p ordo-core --test loom --test loom_ordered --release \
+        --target-dir target/loom -- --test-threads=1 "$@"
 done
 echo "loom: DeferredHost"
 cargo test -p ordo-core --test loom_deferred --release --target-dir target/loom -- --test-threads=1 "$@"

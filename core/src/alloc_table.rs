@@ -8,6 +8,7 @@
 use crate::backend::MemKind;
 use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{ObjectKind, RawHandle};
+use crate::sync::{AtomicU32, Mutex, MutexGuard, Ordering, const_fn_unless_loom};
 use crate::table::Table;
 
 /// One live allocation.
@@ -205,19 +206,22 @@ impl<const N: usize, const BASE: u32, const REUSE_LAST_FREED: bool> AllocTable<N
 /// slot that stays cached (oldest-freed first walked all of them: on an H200's 16-core host the
 /// pair read 1.2–1.6 points more of the raw pair's time, three runs in turn).
 pub(crate) struct OrderedAllocs<const N: usize, const BASE: u32> {
-    table: spin::Mutex<AllocTable<N, BASE, true>>,
+    /// The table (spin's lock; loom's in the models, `core/tests/loom_ordered.rs`).
+    table: Mutex<AllocTable<N, BASE, true>>,
     /// How many allocations `table` holds (changed under its lock).
-    live: core::sync::atomic::AtomicU32,
+    live: AtomicU32,
 }
 
 impl<const N: usize, const BASE: u32> OrderedAllocs<N, BASE> {
-    pub(crate) const fn new() -> Self {
-        Self { table: spin::Mutex::new(AllocTable::new()), live: core::sync::atomic::AtomicU32::new(0) }
+    const_fn_unless_loom! {
+        pub(crate) fn new() -> Self {
+            Self { table: Mutex::new(AllocTable::new()), live: AtomicU32::new(0) }
+        }
     }
 
     /// The table, locked (a shared caller changes it only this way; an exclusive caller is alone
     /// anyway).
-    pub(crate) fn lock(&self) -> spin::MutexGuard<'_, AllocTable<N, BASE, true>> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, AllocTable<N, BASE, true>> {
         self.table.lock()
     }
 
@@ -225,25 +229,25 @@ impl<const N: usize, const BASE: u32> OrderedAllocs<N, BASE> {
     /// main table asks first).
     #[inline]
     pub(crate) fn any(&self) -> bool {
-        self.live.load(core::sync::atomic::Ordering::Acquire) != 0
+        self.live.load(Ordering::Acquire) != 0
     }
 
     /// How many allocations the table holds (without the lock: it may change at once).
     #[inline]
     pub(crate) fn count(&self) -> usize {
-        self.live.load(core::sync::atomic::Ordering::Relaxed) as usize
+        self.live.load(Ordering::Relaxed) as usize
     }
 
     /// Publishes the count of `table` after a change made under its lock.
     pub(crate) fn publish(&self, table: &AllocTable<N, BASE, true>) {
-        self.live.store(table.slots.len() as u32, core::sync::atomic::Ordering::Release);
+        self.live.store(table.slots.len() as u32, Ordering::Release);
     }
 
     /// Forgets every allocation (their handles go stale) without taking the lock: a forked
     /// child or a teardown that panicked, alone with the tables.
     pub(crate) fn forget_all(&mut self) {
         self.table.get_mut().slots.forget_all();
-        *self.live.get_mut() = 0;
+        self.live.store(0, Ordering::Relaxed);
     }
 
     /// After a `fork`: frees the lock that the preparation held across it (`hold_for_fork`),

@@ -15,9 +15,16 @@ pub(crate) use loom::sync::atomic::{AtomicU32, Ordering, fence};
 use spin::relax::RelaxStrategy;
 
 /// A lock around data: spin's mutex, or loom's under `cfg(loom)` so that the models see who
-/// waits for whom (`DeferredHost`'s locks; `core/tests/loom_deferred.rs`).
+/// waits for whom (`DeferredHost`'s locks, `core/tests/loom_deferred.rs`; the queue-ordered
+/// allocations' table, `core/tests/loom_ordered.rs`).
 #[cfg(not(loom))]
 pub(crate) type Mutex<T> = spin::Mutex<T>;
+/// What `Mutex::lock` returns.
+#[cfg(not(loom))]
+pub(crate) type MutexGuard<'a, T> = spin::MutexGuard<'a, T>;
+/// What `Mutex::lock` returns.
+#[cfg(loom)]
+pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
 
 /// A lock around data: loom's mutex behind spin's `lock` (a guard, no poisoning).
 #[cfg(loom)]
@@ -32,7 +39,25 @@ impl<T> Mutex<T> {
     pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        self.0.get_mut().unwrap_or_else(|p| p.into_inner())
+    }
 }
+
+/// Defines a `const fn` in real builds and a plain `fn` under `cfg(loom)`, whose atomics and
+/// locks cannot be made in a `const fn` (the tables' constructors).
+macro_rules! const_fn_unless_loom {
+    ($(#[$attr:meta])* $vis:vis fn $name:ident() -> $ret:ty $body:block) => {
+        $(#[$attr])*
+        #[cfg(not(loom))]
+        $vis const fn $name() -> $ret $body
+        $(#[$attr])*
+        #[cfg(loom)]
+        $vis fn $name() -> $ret $body
+    };
+}
+pub(crate) use const_fn_unless_loom;
 
 /// The relax strategy of every wait in the core.
 #[cfg(all(not(loom), feature = "std"))]

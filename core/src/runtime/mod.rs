@@ -280,18 +280,20 @@ impl Tables {
         self.graphs.set_owner(id);
     }
 
-    const fn new() -> Self {
-        Self {
-            platforms: Table::new(),
-            devices: Table::new(),
-            queues: Table::new(),
-            events: Table::new(),
-            programs: Table::new(),
-            kernels: Table::new(),
-            allocations: AllocTable::new(),
-            ordered: OrderedAllocs::new(),
-            graphs: Table::new(),
-            pinned: spin::Mutex::new(heapless::Vec::new()),
+    crate::sync::const_fn_unless_loom! {
+        fn new() -> Self {
+            Self {
+                platforms: Table::new(),
+                devices: Table::new(),
+                queues: Table::new(),
+                events: Table::new(),
+                programs: Table::new(),
+                kernels: Table::new(),
+                allocations: AllocTable::new(),
+                ordered: OrderedAllocs::new(),
+                graphs: Table::new(),
+                pinned: spin::Mutex::new(heapless::Vec::new()),
+            }
         }
     }
 }

@@ -298,7 +298,7 @@ impl Runtime {
     fn free_locked(
         t: &Tables,
         queue: Queue,
-        mut table: spin::MutexGuard<'_, OrderedTable>,
+        mut table: crate::sync::MutexGuard<'_, OrderedTable>,
         m: &AllocEntry,
         remove: impl FnOnce(&mut OrderedTable) -> AllocEntry,
     ) -> Result<bool> {
