@@ -325,11 +325,32 @@ impl<T, const N: usize, const KIND: u8, A: SlotAlign, const BASE: u32, const REU
         self.free_head = link(index);
     }
 
-    /// Releases every live entry as `remove_at` does (generations advance), without looking at
-    /// the entries: a forked child forgets the objects it inherited.
+    /// Releases every live entry (generations advance, as `remove_at` does), without looking at
+    /// the entries or following the links: a forked child forgets the objects it inherited, and
+    /// a teardown that panicked forgets what is left. Either may find the table half-way
+    /// through a change (another thread of the parent changing a table under its lock in a
+    /// shared call, a fork from a host callback not waiting for that lock; a panic in the middle
+    /// of a removal), so every slot ever handed out is looked at by its tag alone and the lists
+    /// are built again. A free slot at `MAX_GENERATION` is retired with the live ones there (it
+    /// cannot be told apart from a retired slot without the free list): its last generation is
+    /// never handed out, and no handle is ever accepted twice.
     pub(crate) fn forget_all(&mut self) {
-        while let Some(i) = self.newest() {
-            self.remove_at(i);
+        let used = (self.high_water as usize).min(N) as u32;
+        (self.free_head, self.free_tail, self.newest, self.oldest, self.len) = (NONE, NONE, NONE, NONE, 0);
+        for index in 0..used {
+            let slot = &mut self.slots[index as usize];
+            let was_live = slot.live();
+            (slot.tag, slot.prev, slot.next) = (0, NONE, NONE);
+            let generation = slot.generation.get_mut();
+            if was_live {
+                match generation.checked_add(1) {
+                    Some(g) => *generation = g,
+                    None => continue,
+                }
+            } else if *generation == crate::handle::MAX_GENERATION {
+                continue;
+            }
+            self.push_free(index);
         }
     }
 

@@ -218,3 +218,69 @@ fn order_walk_is_newest_first_across_removals() {
     let oldest: heapless::Vec<u32, 8> = t.iter_oldest_first().map(|i| *t.at(i)).collect();
     assert_eq!(&oldest[..], &[0, 1, 3, 4, 99]);
 }
+
+/// `forget_all` releases every live entry (their handles stale) and leaves a table that works:
+/// every slot takes an entry again, the order walk sees only the new ones.
+#[test]
+fn forget_all_makes_every_handle_stale_and_every_slot_usable() {
+    let mut t: Table<u32, 4, E> = Table::new();
+    t.set_owner(1);
+    let hs: heapless::Vec<RawHandle, 4> = (0..3).map(|v| t.insert(v).unwrap()).collect();
+    t.remove(hs[1]).unwrap();
+    t.forget_all();
+    assert_eq!(t.len(), 0);
+    assert_eq!(t.newest(), None);
+    for h in &hs {
+        assert_eq!(t.get(*h).unwrap_err().code, ErrorCode::InvalidHandle);
+    }
+    let again: heapless::Vec<RawHandle, 4> = (10..14).map(|v| t.insert(v).unwrap()).collect();
+    assert!(t.is_full());
+    assert!(again.iter().all(|h| !hs.contains(h)));
+    let order: heapless::Vec<u32, 4> = t.iter_oldest_first().map(|i| *t.at(i)).collect();
+    assert_eq!(&order[..], &[10, 11, 12, 13]);
+}
+
+/// A table caught half-way through a change (what a forked child may inherit from a thread of
+/// the parent, or a teardown that panicked): an insert that set its slot's tag but did not link
+/// it, a removal that unlinked its slot but did not clear the tag. `forget_all` follows no link:
+/// both slots' handles go stale, and every slot is free again.
+#[test]
+fn forget_all_of_a_table_caught_half_way_through_a_change() {
+    let mut t: Table<u32, 4, E> = Table::new();
+    t.set_owner(1);
+    let a = t.insert(1).unwrap();
+    let b = t.insert(2).unwrap();
+    let c = t.insert(3).unwrap();
+    // `b` half removed: unlinked from its neighbours, counted out, still tagged live.
+    let (ia, ib, ic) = (t.resolve(a).unwrap(), t.resolve(b).unwrap(), t.resolve(c).unwrap());
+    t.slots[ia as usize].next = link(ic);
+    t.slots[ic as usize].prev = link(ia);
+    t.len -= 1;
+    // Slot 3 half inserted: its value and tag written, not linked, not counted.
+    t.high_water = 4;
+    t.slots[3].value.write(4);
+    t.slots[3].tag = t.slots[ia as usize].tag;
+    let d = t.handle_of(3);
+    assert_eq!(*t.get(d).unwrap(), 4, "the half-inserted entry resolves before the reset");
+    t.forget_all();
+    assert_eq!(t.len(), 0);
+    for h in [a, b, c, d] {
+        assert_eq!(t.get(h).unwrap_err().code, ErrorCode::InvalidHandle);
+    }
+    for v in 0..4 {
+        t.insert(v).unwrap();
+    }
+    assert!(t.is_full());
+    assert_eq!(t.iter_oldest_first().count(), 4);
+}
+
+/// A free slot at its last generation cannot be told apart from a retired one without the free
+/// list: `forget_all` retires it, so no generation is ever handed out twice.
+#[test]
+fn forget_all_retires_a_free_slot_at_its_last_generation() {
+    let mut t: Table<u32, 2, E> = Table::new();
+    t.age_free_slots(MAX_GENERATION);
+    t.forget_all();
+    assert!(t.is_full(), "both slots at MAX_GENERATION, free: retired");
+    assert_eq!(t.insert(1), Err(1));
+}

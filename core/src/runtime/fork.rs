@@ -10,7 +10,11 @@
 //! parent afterwards the flag is dropped; in the child, the runtime forgets every object as if
 //! the driver had released it (no backend call: the child's copies of driver objects are not to
 //! be used), every backend forgets its state and the locks the parent's threads held, and the
-//! lifecycle is `Uninit` with no call in flight. The parent's handles are stale in the child;
+//! lifecycle is `Uninit` with no call in flight. A fork from a host callback (a call in flight on
+//! the forking thread, which the writer flag would wait for) holds neither the flag nor that
+//! lock; the child's tables may then be caught half-way through another thread's shared change,
+//! which the child's forgetting survives (`Table::forget_all` follows no link, looks at every
+//! slot ever handed out). The parent's handles are stale in the child;
 //! the child may `init` again (CUDA does not support use in a forked child and is then reported
 //! unavailable with the driver's error).
 //! Depends on the runtime (`super`), its gate and tables; nothing depends on it but the
