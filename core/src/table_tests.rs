@@ -252,7 +252,7 @@ fn forget_all_of_a_table_caught_half_way_through_a_change() {
     let b = t.insert(2).unwrap();
     let c = t.insert(3).unwrap();
     // `b` half removed: unlinked from its neighbours, counted out, still tagged live.
-    let (ia, ib, ic) = (t.resolve(a).unwrap(), t.resolve(b).unwrap(), t.resolve(c).unwrap());
+    let (ia, ic) = (t.resolve(a).unwrap(), t.resolve(c).unwrap());
     t.slots[ia as usize].next = link(ic);
     t.slots[ic as usize].prev = link(ia);
     t.len -= 1;
