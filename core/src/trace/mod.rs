@@ -14,7 +14,8 @@
 //! without blocking when calls submit more work, and with blocking when their queue is
 //! destroyed, when the runtime tears down (before any object is released) and when the sink is
 //! removed. When the list is full and nothing in it has completed, the new work runs untimed and
-//! is counted ([`lost_work`]). The std writer of the Chrome trace format is [`chrome`].
+//! is counted ([`lost_work`]). The std writer of the Chrome trace format is `chrome` (feature
+//! `std`).
 //! Depends on `backend`, `error` and `reentry`; the runtime's calls depend on it.
 
 #[cfg(feature = "std")]
@@ -36,7 +37,8 @@ static SINK: spin::Mutex<Option<&'static dyn Sink>> = spin::Mutex::new(None);
 /// How many timed pieces of work wait for their events at most.
 pub const MAX_PENDING: usize = 256;
 
-/// Where the timeline goes: the Chrome trace writer ([`chrome`]) or a test's collector.
+/// Where the timeline goes: the Chrome trace writer (`chrome`, feature `std`) or a test's
+/// collector.
 pub trait Sink: Sync {
     /// Nanoseconds of a monotonic clock; every time handed to the sink is on it.
     fn now_ns(&self) -> u64;
