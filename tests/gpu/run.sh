@@ -257,6 +257,10 @@ if [ -n "$cc" ] && [ -n "$cuda_inc" ] && [ -x gpu-bin/offload/conformance ]; the
   # What raises a cuLaunchKernel loop's cost on this host (no libordo: the driver alone).
   step launch_probe_build "$cc" -O2 -I"$cuda_inc" tests/gpu/launch_probe.c -lcuda -o /tmp/launch_probe
   step launch_probe /tmp/launch_probe gpu-bin/offload/kernels.ptx
+  # Whether another driver call than the raw benchmarks' makes the queue-ordered pair or the
+  # graph update cheaper (no libordo: the driver alone).
+  step driver_probe_build "$cc" -O2 -I"$cuda_inc" tests/gpu/driver_probe.c -lcuda -o /tmp/driver_probe
+  step driver_probe /tmp/driver_probe 40
 else
   echo "FAIL offload_bench (needs cc, cuda.h and gpu-bin/offload)"; status=1
 fi
