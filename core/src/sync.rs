@@ -36,7 +36,7 @@ impl<T> Mutex<T> {
         Self(loom::sync::Mutex::new(value))
     }
 
-    pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 

@@ -20,19 +20,16 @@
 mod loom_common;
 
 use loom::sync::atomic::Ordering;
-use loom_common::{queue, setup};
+use loom_common::{queue, ready, setup, shut_down_clean};
 use ordo_core::{ErrorCode, KernelArgs, LaunchDims, Shutdown, State};
 
 #[test]
 fn api_call_racing_the_final_shutdown() {
     loom::model(|| {
-        let (b, rt) = setup();
-        rt.init().unwrap();
-        let q = queue(&rt);
+        let (b, rt, q) = ready();
         let rt2 = rt.clone();
         let caller = loom::thread::spawn(move || rt2.queue_synchronize(q));
-        let outcome = rt.shutdown().unwrap();
-        assert!(matches!(outcome, Shutdown::TornDown(ref r) if r.is_clean()), "{outcome:?}");
+        shut_down_clean(&rt);
         match caller.join().unwrap() {
             Ok(()) => {}
             Err(e) => assert_eq!(e.code, ErrorCode::Uninitialized),
@@ -97,9 +94,7 @@ fn call_init_and_final_shutdown_on_three_threads() {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(2);
     builder.check(|| {
-        let (b, rt) = setup();
-        rt.init().unwrap();
-        let q = queue(&rt);
+        let (b, rt, q) = ready();
         let (rt_call, rt_init) = (rt.clone(), rt.clone());
         let caller = loom::thread::spawn(move || rt_call.queue_query(q));
         let initer = loom::thread::spawn(move || rt_init.init());
@@ -118,9 +113,7 @@ fn call_init_and_final_shutdown_on_three_threads() {
 #[test]
 fn destroy_racing_a_call_on_the_same_queue() {
     loom::model(|| {
-        let (b, rt) = setup();
-        rt.init().unwrap();
-        let q = queue(&rt);
+        let (b, rt, q) = ready();
         let rt2 = rt.clone();
         let caller = loom::thread::spawn(move || rt2.queue_synchronize(q));
         // The destroy is exclusive: it waits for the call in flight, or the call finds it gone.
@@ -130,7 +123,7 @@ fn destroy_racing_a_call_on_the_same_queue() {
             Err(e) => assert_eq!(e.code, ErrorCode::InvalidHandle),
         }
         assert!(!b.queue_live.load(Ordering::SeqCst));
-        assert!(matches!(rt.shutdown().unwrap(), Shutdown::TornDown(ref r) if r.is_clean()));
+        shut_down_clean(&rt);
     });
 }
 
@@ -143,8 +136,7 @@ fn exclusive_call_racing_the_final_shutdown() {
         let rt2 = rt.clone();
         // A create (exclusive): it runs wholly before the teardown, or is turned away.
         let creator = loom::thread::spawn(move || rt2.queue_create(d));
-        let outcome = rt.shutdown().unwrap();
-        assert!(matches!(outcome, Shutdown::TornDown(ref r) if r.is_clean()), "{outcome:?}");
+        shut_down_clean(&rt);
         match creator.join().unwrap() {
             Ok(q) => assert_eq!(rt.queue_query(q).unwrap_err().code, ErrorCode::Uninitialized),
             Err(e) => assert_eq!(e.code, ErrorCode::Uninitialized),
@@ -158,9 +150,7 @@ fn exclusive_call_racing_the_final_shutdown() {
 #[test]
 fn two_exclusive_calls_racing() {
     loom::model(|| {
-        let (b, rt) = setup();
-        rt.init().unwrap();
-        let q = queue(&rt);
+        let (b, rt, q) = ready();
         let rt2 = rt.clone();
         // Two destroys of one queue: exactly one reaches the backend (which asserts the queue is
         // live), the other finds the handle stale.
@@ -174,7 +164,7 @@ fn two_exclusive_calls_racing() {
             }
         }
         assert!(!b.queue_live.load(Ordering::SeqCst));
-        assert!(matches!(rt.shutdown().unwrap(), Shutdown::TornDown(ref r) if r.is_clean()));
+        shut_down_clean(&rt);
     });
 }
 
@@ -213,9 +203,7 @@ fn references_dropped_on_another_thread_than_they_were_taken() {
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = Some(2);
     builder.check(|| {
-        let (b, rt) = setup();
-        rt.init().unwrap();
-        let q = queue(&rt);
+        let (b, rt, q) = ready();
         let rt2 = rt.clone();
         let taken = std::sync::Arc::new(loom::sync::atomic::AtomicBool::new(false));
         let taken2 = taken.clone();
@@ -271,8 +259,7 @@ fn launches_racing_a_destroy_and_the_final_shutdown() {
             [pointers, packed]
         });
         rt.queue_destroy(q).unwrap();
-        let outcome = rt.shutdown().unwrap();
-        assert!(matches!(outcome, Shutdown::TornDown(ref r) if r.is_clean()), "{outcome:?}");
+        shut_down_clean(&rt);
         for r in launcher.join().unwrap() {
             if let Err(e) = r {
                 assert!(matches!(e.code, ErrorCode::InvalidHandle | ErrorCode::Uninitialized), "{e}");

@@ -20,21 +20,13 @@
 
 mod loom_common;
 
-use loom_common::{POOL, POOL_BLOCK, queue, setup};
-use ordo_core::{DevicePtr, ErrorCode, Shutdown};
-
-/// The final shutdown: a clean teardown.
-fn shut_down(rt: &ordo_core::Runtime) {
-    let outcome = rt.shutdown().unwrap();
-    assert!(matches!(outcome, Shutdown::TornDown(ref r) if r.is_clean()), "{outcome:?}");
-}
+use loom_common::{POOL, POOL_BLOCK, ready, shut_down_clean};
+use ordo_core::{DevicePtr, ErrorCode};
 
 #[test]
 fn two_frees_of_one_allocation_racing() {
     loom::model(|| {
-        let (b, rt) = setup();
-        rt.init().unwrap();
-        let q = queue(&rt);
+        let (b, rt, q) = ready();
         let (h, ptr) = rt.mem_alloc_on(q, POOL_BLOCK).unwrap();
         let rt2 = rt.clone();
         let by_address = loom::thread::spawn(move || rt2.mem_free_on(q, ptr));
@@ -48,16 +40,14 @@ fn two_frees_of_one_allocation_racing() {
         }
         assert_eq!(b.pool_counts(), (1, 1));
         assert_eq!(rt.live_objects().unwrap().allocations, 0);
-        shut_down(&rt);
+        shut_down_clean(&rt);
     });
 }
 
 #[test]
 fn two_threads_allocating_and_freeing_on_one_queue() {
     loom::model(|| {
-        let (b, rt) = setup();
-        rt.init().unwrap();
-        let q = queue(&rt);
+        let (b, rt, q) = ready();
         let rt2 = rt.clone();
         let pair = move |rt: &ordo_core::Runtime| {
             let (_, ptr) = rt.mem_alloc_on(q, POOL_BLOCK).unwrap();
@@ -70,22 +60,20 @@ fn two_threads_allocating_and_freeing_on_one_queue() {
         other.join().unwrap();
         assert_eq!(b.pool_counts(), (2, 2));
         assert_eq!(rt.live_objects().unwrap().allocations, 0);
-        shut_down(&rt);
+        shut_down_clean(&rt);
     });
 }
 
 #[test]
 fn a_pair_racing_the_final_shutdown() {
     loom::model(|| {
-        let (b, rt) = setup();
-        rt.init().unwrap();
-        let q = queue(&rt);
+        let (b, rt, q) = ready();
         let rt2 = rt.clone();
         let pair = loom::thread::spawn(move || {
             let (_, ptr) = rt2.mem_alloc_on(q, POOL_BLOCK)?;
             rt2.mem_free_on(q, ptr)
         });
-        shut_down(&rt);
+        shut_down_clean(&rt);
         match pair.join().unwrap() {
             Ok(()) => {}
             // Refused before or after the allocation: the teardown then freed it.
@@ -100,9 +88,7 @@ fn a_pair_racing_the_final_shutdown() {
 #[test]
 fn a_free_racing_the_allocation_of_its_address() {
     loom::model(|| {
-        let (b, rt) = setup();
-        rt.init().unwrap();
-        let q = queue(&rt);
+        let (b, rt, q) = ready();
         let rt2 = rt.clone();
         // The pool hands out `POOL[0]` first: the free may come before the allocation is
         // recorded (the address unknown) or after (it frees it).
@@ -120,6 +106,6 @@ fn a_free_racing_the_allocation_of_its_address() {
             }
         }
         assert_eq!(b.pool_counts(), (1, 1));
-        shut_down(&rt);
+        shut_down_clean(&rt);
     });
 }

@@ -89,12 +89,7 @@ static double update_extra(void) {
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 50;
-  CUdevice dev;
-  CUcontext ctx;
-  CU(cuInit(0));
-  CU(cuDeviceGet(&dev, 0));
-  CU(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CU(cuCtxSetCurrent(ctx));
+  CUdevice dev = primary_context();
   CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   CU(cuDeviceGetDefaultMemPool(&pool, dev));
   uint64_t threshold = UINT64_MAX;

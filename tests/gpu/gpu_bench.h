@@ -1,9 +1,9 @@
 /* What the GPU benchmarks built against cuda.h share (mlir_bench.c, offload_bench.c,
- * launch_probe.c, inproc_ab.c): the driver-call check, reading the kernels' PTX file, device 0's
- * primary context made current (the one ordo uses), and liboffload's types and result check (the
- * GPU machine has no OffloadAPI.h; they are the header's, whose values and layouts
- * tests/offload/layout.c checks on the CPU). c_launch_bench.c builds without cuda.h and keeps
- * its own. */
+ * launch_probe.c, inproc_ab.c, driver_probe.c): the driver-call check, reading the kernels' PTX
+ * file, device 0's primary context made current (the one ordo uses), and liboffload's types and
+ * result check (the GPU machine has no OffloadAPI.h; they are the header's, whose values and
+ * layouts tests/offload/layout.c checks on the CPU). c_launch_bench.c builds without cuda.h and
+ * keeps its own. */
 #ifndef ORDO_GPU_BENCH_H
 #define ORDO_GPU_BENCH_H
 #include <cuda.h>

@@ -355,26 +355,17 @@ impl core::fmt::Debug for RuntimeState {
 unsafe impl Sync for RuntimeState {}
 
 impl RuntimeState {
-    /// A fresh, uninitialised state (all zeros).
-    #[cfg(not(loom))]
-    pub const fn new() -> Self {
-        Self {
-            gate: Gate::new(),
-            tables: UnsafeCell::new(Tables::new()),
-            last_report: spin::Mutex::new(TeardownReport::EMPTY),
-            identity: core::sync::atomic::AtomicU32::new(0),
-        }
-    }
-
-    /// A fresh, uninitialised state (loom builds cannot make atomics in a `const fn`).
-    #[cfg(loom)]
-    #[allow(clippy::new_without_default, reason = "the other builds' `new` is a const fn, which `Default` cannot be")]
-    pub fn new() -> Self {
-        Self {
-            gate: Gate::new(),
-            tables: UnsafeCell::new(Tables::new()),
-            last_report: spin::Mutex::new(TeardownReport::EMPTY),
-            identity: core::sync::atomic::AtomicU32::new(0),
+    crate::sync::const_fn_unless_loom! {
+        /// A fresh, uninitialised state (all zeros; a plain `fn` in loom builds, which cannot
+        /// make atomics in a `const fn`).
+        #[allow(clippy::new_without_default, reason = "the loom build's `new` only: `Default` is not derived there")]
+        pub fn new() -> Self {
+            Self {
+                gate: Gate::new(),
+                tables: UnsafeCell::new(Tables::new()),
+                last_report: spin::Mutex::new(TeardownReport::EMPTY),
+                identity: core::sync::atomic::AtomicU32::new(0),
+            }
         }
     }
 }

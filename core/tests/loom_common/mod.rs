@@ -9,7 +9,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use ordo_core::{
     Backend, BackendError, BackendKind, BackendResult, Capabilities, CopyKind, DeviceInfo, ErrorCode, FillValue,
-    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, Queue, Runtime,
+    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, Queue, Runtime, Shutdown,
 };
 
 pub struct LoomBackend {
@@ -227,6 +227,20 @@ pub fn setup() -> (&'static LoomBackend, Arc<Runtime>) {
     let state: &'static ordo_core::RuntimeState = Box::leak(Box::new(ordo_core::RuntimeState::new()));
     // SAFETY: a fresh state, used by this runtime only.
     (backend, Arc::new(unsafe { Runtime::with_state(backends, state) }))
+}
+
+/// `setup`, initialised, with one queue.
+pub fn ready() -> (&'static LoomBackend, Arc<Runtime>, Queue) {
+    let (b, rt) = setup();
+    rt.init().unwrap();
+    let q = queue(&rt);
+    (b, rt, q)
+}
+
+/// The final shutdown, which must be a clean teardown.
+pub fn shut_down_clean(rt: &Runtime) {
+    let outcome = rt.shutdown().unwrap();
+    assert!(matches!(outcome, Shutdown::TornDown(ref r) if r.is_clean()), "{outcome:?}");
 }
 
 pub fn queue(rt: &Runtime) -> Queue {
