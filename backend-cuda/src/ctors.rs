@@ -41,6 +41,21 @@ pub(crate) fn array_objects(image: &[u8], prefix: &str) -> Vec<String> {
     found
 }
 
+/// Whether `image` (PTX text, or a cubin's string table) names the identifier `name`: the bytes
+/// appear with no identifier character right after them.
+pub(crate) fn names(image: &[u8], name: &str) -> bool {
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+    let mut at = 0;
+    while let Some(i) = image[at..].windows(name.len()).position(|w| w == name.as_bytes()) {
+        let end = at + i + name.len();
+        if image.get(end).is_none_or(|&b| !is_ident(b)) {
+            return true;
+        }
+        at = at + i + 1;
+    }
+    false
+}
+
 /// The kernel `name` of `module`, if it has one.
 ///
 /// # Safety
@@ -68,10 +83,17 @@ unsafe fn write(to: u64, bytes: &[u8]) -> BackendResult<()> {
 /// # Safety
 /// `module` is a live module of the current context.
 unsafe fn prepare(module: u64, image: &[u8], kind: &str) -> BackendResult<Option<(CUfunction, u64)>> {
+    // The image's own names first: a lookup of a kernel the module does not have is an API error
+    // under compute-sanitizer (`CUDA_ERROR_NOT_FOUND`), and most programs have no constructors.
+    let kernel_name = format!("nvptx$device${kind}");
+    let objects = array_objects(image, &format!("__{kind}_array_object_"));
+    if objects.is_empty() || !names(image, &kernel_name) {
+        return Ok(None);
+    }
     // SAFETY: forwarded contract.
-    let Some(kernel) = (unsafe { function(module, &format!("nvptx$device${kind}")) }) else { return Ok(None) };
+    let Some(kernel) = (unsafe { function(module, &kernel_name) }) else { return Ok(None) };
     let mut pointers: Vec<u8> = Vec::new();
-    for name in array_objects(image, &format!("__{kind}_array_object_")) {
+    for name in objects {
         // SAFETY: forwarded contract.
         let Ok((addr, size)) = (unsafe { crate::global::global(module, &name) }) else { continue };
         if size != 8 {
@@ -200,5 +222,15 @@ mod tests {
         let strtab = b"\0global\0__fini_array_object_dtor_be_65535\0__fini_array_start\0";
         assert_eq!(array_objects(strtab, "__fini_array_object_"), ["__fini_array_object_dtor_be_65535"]);
         assert!(array_objects(b"no constructors here", "__init_array_object_").is_empty());
+    }
+
+    #[test]
+    fn a_kernel_is_named_only_as_a_whole_identifier() {
+        assert!(names(b".entry nvptx$device$init(\n", "nvptx$device$init"));
+        assert!(names(b"\0nvptx$device$fini\0", "nvptx$device$fini"));
+        assert!(names(b"nvptx$device$init", "nvptx$device$init"));
+        assert!(!names(b".entry nvptx$device$init_other(", "nvptx$device$init"));
+        assert!(!names(b".entry vector_add(", "nvptx$device$init"));
+        assert!(!names(b"", "nvptx$device$init"));
     }
 }

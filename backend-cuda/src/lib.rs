@@ -20,6 +20,7 @@ mod graph;
 mod image;
 mod memory;
 pub mod nvrtc;
+mod params;
 mod program;
 mod queue;
 pub mod tensor_map;
@@ -374,7 +375,9 @@ impl Backend for CudaBackend {
 
     fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
         let _program_context = self.devices.make_current(device)?;
-        program::load(image)
+        let program = program::load(image)?;
+        self.kernels.describe(program, image);
+        Ok(program)
     }
 
     unsafe fn program_unload(&self, device: u32, program: u64) -> BackendResult<()> {
@@ -388,7 +391,7 @@ impl Backend for CudaBackend {
         let _program_context = self.devices.make_current(device)?;
         // SAFETY: forwarded contract.
         let kernel = unsafe { program::kernel(program, name) }?;
-        self.kernels.record(program, kernel);
+        self.kernels.record(program, kernel, name);
         Ok(kernel)
     }
 
@@ -438,13 +441,13 @@ impl Backend for CudaBackend {
     unsafe fn kernel_param_count(&self, device: u32, kernel: u64) -> BackendResult<usize> {
         let _program_context = self.devices.make_current(device)?;
         // SAFETY: a live kernel of this device.
-        unsafe { program::param_count(kernel) }
+        unsafe { program::param_count(kernel, self.kernels.param_count(kernel)) }
     }
 
     unsafe fn kernel_param_layout(&self, device: u32, kernel: u64, out: &mut ParamLayout) -> BackendResult<()> {
         let _program_context = self.devices.make_current(device)?;
         // SAFETY: a live kernel of this device (the trait's contract).
-        unsafe { program::param_layout(kernel, out) }
+        unsafe { program::param_layout(kernel, self.kernels.param_count(kernel), out) }
     }
 
     unsafe fn kernel_optimal_block_size(&self, device: u32, kernel: u64, dynamic_shared: usize) -> BackendResult<u32> {

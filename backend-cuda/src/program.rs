@@ -115,6 +115,10 @@ struct Kernels {
     by_kernel: HashMap<u64, (u64, u32)>,
     /// program -> its kernels
     by_program: HashMap<u64, Vec<u64>>,
+    /// program -> its kernels' parameter counts, as its image describes them (`params`)
+    counts: HashMap<u64, HashMap<String, usize>>,
+    /// kernel -> its parameter count, where its program's image gave one
+    params: HashMap<u64, usize>,
 }
 
 /// Every kernel looked up, with its program and opted-in shared memory. Consulted on launch only
@@ -131,12 +135,28 @@ impl KernelRegistry {
         f(guard.get_or_insert_with(Kernels::default))
     }
 
-    pub(crate) fn record(&self, program: u64, kernel: u64) {
+    /// Keeps the parameter counts `image` describes for `program`, just loaded from it.
+    pub(crate) fn describe(&self, program: u64, image: &[u8]) {
+        let counts = crate::params::param_counts(image);
+        self.with(|k| {
+            k.counts.insert(program, counts);
+        });
+    }
+
+    pub(crate) fn record(&self, program: u64, kernel: u64, name: &str) {
         self.with(|k| {
             if k.by_kernel.insert(kernel, (program, 0)).is_none() {
                 k.by_program.entry(program).or_default().push(kernel);
             }
+            if let Some(&count) = k.counts.get(&program).and_then(|c| c.get(name)) {
+                k.params.insert(kernel, count);
+            }
         });
+    }
+
+    /// The kernel's parameter count as its image describes it, if it does.
+    pub(crate) fn param_count(&self, kernel: u64) -> Option<usize> {
+        self.with(|k| k.params.get(&kernel).copied())
     }
 
     fn ensure_shared_memory(&self, kernel: u64, bytes: u32) -> BackendResult<()> {
@@ -162,7 +182,9 @@ impl KernelRegistry {
         self.with(|k| {
             for kernel in k.by_program.remove(&program).unwrap_or_default() {
                 k.by_kernel.remove(&kernel);
+                k.params.remove(&kernel);
             }
+            k.counts.remove(&program);
         });
     }
 
@@ -383,40 +405,93 @@ pub(crate) unsafe fn launch_cluster(
     })
 }
 
-/// Calls `each(offset, size)` for every parameter of a kernel, from `cuFuncGetParamInfo` for each
-/// index until the driver says there is none (CUDA 12.4 drivers and up); returns the count.
+/// Calls `each(offset, size)` for every parameter of a kernel and returns the count. The count
+/// is `known` (the kernel's image described it: `params`), else from `cuFuncGetParamCount`
+/// where the driver has it (CUDA 13.2 and up), and each
+/// parameter from `cuFuncGetParamInfo` (CUDA 12.4 and up). On a driver without the count, the
+/// parameters are probed until the driver answers `CUDA_ERROR_INVALID_VALUE`. That failing call is
+/// the one API error this makes, and only on such drivers (compute-sanitizer reports it).
 ///
 /// # Safety
 /// `kernel` is a live function of the current context.
-unsafe fn each_param(kernel: u64, mut each: impl FnMut(usize, usize) -> BackendResult<()>) -> BackendResult<usize> {
+unsafe fn each_param(
+    kernel: u64,
+    known: Option<usize>,
+    mut each: impl FnMut(usize, usize) -> BackendResult<()>,
+) -> BackendResult<usize> {
     debug_assert!(kernel != 0, "each_param: a null function");
     if !driver_has("cuFuncGetParamInfo") {
         return Err(old_driver("the CUDA driver is too old to describe kernel parameters (cuFuncGetParamInfo)"));
     }
+    let function = kernel as usize as CUfunction;
+    let info = |index: usize| {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: a live function (the caller's contract), valid out-pointers.
+        let r = unsafe { sys::cuFuncGetParamInfo(function, index, &mut offset, &mut size) };
+        (r, offset, size)
+    };
+    let known = match known {
+        Some(count) => Some(count),
+        None => match param_count_fn() {
+            Some(get) => {
+                let mut count = 0usize;
+                // SAFETY: the driver's `cuFuncGetParamCount` (CUDA 13.2), a live function, a
+                // valid out-pointer.
+                check("cuFuncGetParamCount", unsafe { get(function, &mut count) })?;
+                Some(count)
+            }
+            None => None,
+        },
+    };
+    if let Some(count) = known {
+        if count > MAX_DESCRIBED_PARAMS {
+            return Err(BackendError::new(ErrorCode::Unsupported, 0, "kernel has more parameters than ordo describes"));
+        }
+        for index in 0..count {
+            let (r, offset, size) = info(index);
+            check("cuFuncGetParamInfo", r)?;
+            each(offset, size)?;
+        }
+        return Ok(count);
+    }
     let mut count = 0usize;
     loop {
-        let (mut offset, mut size) = (0usize, 0usize);
-        // SAFETY: a live function, valid out-pointers.
-        let r = unsafe { sys::cuFuncGetParamInfo(kernel as usize as CUfunction, count, &mut offset, &mut size) };
-        match r {
-            CUresult::CUDA_SUCCESS => each(offset, size)?,
-            CUresult::CUDA_ERROR_INVALID_VALUE => return Ok(count),
-            other => return check("cuFuncGetParamInfo", other).map(|()| count),
+        match info(count) {
+            (CUresult::CUDA_SUCCESS, offset, size) => each(offset, size)?,
+            (CUresult::CUDA_ERROR_INVALID_VALUE, ..) => return Ok(count),
+            (other, ..) => return check("cuFuncGetParamInfo", other).map(|()| count),
         }
         count += 1;
-        if count > 4096 {
+        if count > MAX_DESCRIBED_PARAMS {
             return Err(BackendError::new(ErrorCode::Internal, 0, "kernel parameter count did not end"));
         }
     }
 }
 
+/// The driver's `cuFuncGetParamCount`, where it has one (CUDA 13.2 and up; cudarc binds it only
+/// for builds against 13.2, and ordo builds against 13.0 so as to run on 13.0 drivers).
+fn param_count_fn() -> Option<unsafe extern "C" fn(CUfunction, *mut usize) -> CUresult> {
+    static FN: OnceLock<Option<unsafe extern "C" fn(CUfunction, *mut usize) -> CUresult>> = OnceLock::new();
+    *FN.get_or_init(|| {
+        // SAFETY: the backend is up, so the library is loaded; the symbol, where present, has
+        // this signature (cuda.h, 13.2).
+        unsafe { sys::culib().get::<unsafe extern "C" fn(CUfunction, *mut usize) -> CUresult>(b"cuFuncGetParamCount") }
+            .ok()
+            .map(|f| *f)
+    })
+}
+
+/// The most parameters `each_param` walks (a kernel's parameters take at most 32 KiB on Hopper,
+/// so 4,096 pointers; more is a driver answer not to be trusted).
+const MAX_DESCRIBED_PARAMS: usize = 4096;
+
 /// The number of parameters of a kernel.
 ///
 /// # Safety
 /// `kernel` is a live function of the current context.
-pub(crate) unsafe fn param_count(kernel: u64) -> BackendResult<usize> {
+pub(crate) unsafe fn param_count(kernel: u64, known: Option<usize>) -> BackendResult<usize> {
     // SAFETY: forwarded contract.
-    unsafe { each_param(kernel, |_, _| Ok(())) }
+    unsafe { each_param(kernel, known, |_, _| Ok(())) }
 }
 
 /// The `kernelParams` the driver gets: null for a kernel without arguments (an empty slice's
@@ -432,7 +507,11 @@ fn params_pointer(args: &KernelArgs<'_>) -> *mut *mut c_void {
 ///
 /// # Safety
 /// `kernel` is a live function of the current context.
-pub(crate) unsafe fn param_layout(kernel: u64, out: &mut ordo_core::ParamLayout) -> BackendResult<()> {
+pub(crate) unsafe fn param_layout(
+    kernel: u64,
+    known: Option<usize>,
+    out: &mut ordo_core::ParamLayout,
+) -> BackendResult<()> {
     out.clear();
     let push = |offset: usize, size: usize| {
         out.push(ordo_core::ParamSlot { offset: offset as u32, size: size as u32 }).map_err(|_| {
@@ -440,7 +519,7 @@ pub(crate) unsafe fn param_layout(kernel: u64, out: &mut ordo_core::ParamLayout)
         })
     };
     // SAFETY: forwarded contract.
-    unsafe { each_param(kernel, push) }.map(drop)
+    unsafe { each_param(kernel, known, push) }.map(drop)
 }
 
 /// `cuOccupancyMaxPotentialBlockSize` with a fixed dynamic shared memory size.

@@ -549,11 +549,29 @@ ordo_status_t ordo_mem_alloc_async(struct ordo_queue_t queue, size_t size, void 
 // Frees memory from `ordo_mem_alloc_async` (its start) in the order of `queue`, a queue of its
 // device: work submitted to `queue` before this call may still use it; from this call on the
 // address is unknown to ordo (a copy, fill or free naming it is `ORDO_ERROR_NOT_FOUND`).
-// `ORDO_ERROR_NOT_FOUND` for an address that starts no live allocation,
-// `ORDO_ERROR_INVALID_ARGUMENT` for memory that is not queue-ordered (`ordo_mem_free` frees it),
-// a queue of another device or a queue that is capturing, the queue's handle errors; nothing
-// changes on error. On CUDA it waits for no other thread's call in flight.
+// `ORDO_ERROR_NULL_POINTER` for NULL, `ORDO_ERROR_NOT_FOUND` for an address inside no live
+// allocation (never allocated, or freed already), `ORDO_ERROR_INVALID_ARGUMENT` for an address
+// inside a live allocation that is not its start, for memory that is not queue-ordered
+// (`ordo_mem_free` frees it), a queue of another device or a queue that is capturing, then the
+// queue's handle errors; nothing changes on error. On CUDA it waits for no other thread's call
+// in flight.
 ordo_status_t ordo_mem_free_async(struct ordo_queue_t queue, void *ptr);
+
+// Describes the memory ordo knows at `ptr` (any address inside an allocation, registered host
+// memory or a program's global variable): each non-NULL output gets the range's start
+// (`base`), its size in bytes (`size`), its kind (`kind`, an `ORDO_MEM_*` value) and its device
+// (`device`). Any output may be NULL. `ORDO_ERROR_NULL_POINTER` for a NULL `ptr`,
+// `ORDO_ERROR_NOT_FOUND` for an address inside nothing ordo knows (never allocated, freed,
+// unregistered, or its program unloaded), `ORDO_ERROR_UNINITIALIZED` before `ordo_init`;
+// nothing is written on error.
+//
+// # Safety
+// Each output must be NULL or valid for one write of its type, as C requires of its callers.
+ordo_status_t ordo_mem_info(const void *ptr,
+                            void **base,
+                            size_t *size,
+                            ordo_mem_kind_t *kind,
+                            struct ordo_device_t *device);
 
 // Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and
 // mapped for it at the same address, and named by that address like an allocation (copies,

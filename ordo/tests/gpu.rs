@@ -457,6 +457,42 @@ fn a_graph_launch_takes_new_arguments_without_a_new_capture() {
     assert_eq!(refused.code(), ErrorCode::InvalidArgument, "the launch runs another kernel");
 }
 
+/// One graph updated on one thread while another launches it (`cuGraphExecKernelNodeSetParams`
+/// beside `cuGraphLaunch` on one executable graph faults in the driver unless the two are
+/// serialised: the graph's own lock does it). Every launch runs, with whole arguments.
+#[test]
+fn a_graph_updated_and_launched_from_two_threads_at_once() {
+    let ctx = Context::new().unwrap();
+    let Some(gpu) = cuda(&ctx) else { return };
+    let n = 1024u32;
+    let module = Module::load_for(&gpu, &SAXPY_PROGRAM).unwrap();
+    let saxpy = module.kernel(&SAXPY).unwrap();
+    let x = DeviceBuffer::from_slice(&gpu, &vec![1.0f32; n as usize]).unwrap();
+    let mut y = DeviceBuffer::from_slice(&gpu, &vec![0.0f32; n as usize]).unwrap();
+    let queue = gpu.queue().unwrap();
+    // SAFETY: the launch reads n elements of x and writes n of y (both n long), alive until the
+    // queue is synchronised below; nothing else uses them meanwhile.
+    let graph = queue.capture(|q| unsafe { q.launch(&saxpy, saxpy.dims_for(n)?, (1.0f32, &x, &mut y, n)) }).unwrap();
+    let rounds = 2_000;
+    let (graph, queue, y_out) = (&graph, &queue, &mut y);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..rounds {
+                // SAFETY: the same buffers as captured, alive until the end of the test.
+                unsafe { graph.set_args(0, &saxpy, (1.0f32, &x, &mut *y_out, n)) }.unwrap();
+            }
+        });
+        s.spawn(|| {
+            for _ in 0..rounds {
+                // SAFETY: as above.
+                unsafe { graph.launch(queue) }.unwrap();
+            }
+        });
+    });
+    queue.synchronize().unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == rounds as f32), "every launch ran once, whole");
+}
+
 /// An event recorded on one GPU's queue gates the other GPU's queue (`cuStreamWaitEvent`
 /// across contexts): the gated copy reads what the first GPU's kernel wrote, though the kernel
 /// runs long.

@@ -8,7 +8,9 @@
 //! not synchronised, queried or timed until the capture ends. A graph's kernel launches are
 //! numbered in capture order, and their arguments can be set between launches
 //! (`graph_set_args`); unloading a program whose kernels a graph launches orphans the graph
-//! (its launches and updates are refused). Graphs are handles in their own table, destroyed by
+//! (its launches and updates are refused). A graph's launches and argument updates are
+//! serialised (each holds the graph's own lock around the backend's call), so one graph may be
+//! updated and launched from many threads. Graphs are handles in their own table, destroyed by
 //! the teardown after the device's events and before its queues. Depends on the runtime's
 //! tables (`super`), `info` (lookups), `backend`, `handle` and `error`.
 
@@ -87,6 +89,7 @@ impl Runtime {
             programs: heapless::Vec::new(),
             any_program: false,
             orphaned: false,
+            busy: core::sync::atomic::AtomicU32::new(0),
         };
         let mut last: Option<(u64, u32)> = None;
         let mut each = |kernel: u64| {
@@ -166,7 +169,7 @@ impl Runtime {
                 Self::check_param_count(d, k, args)?;
                 // SAFETY: a live graph and kernel of this device; the arguments' contract is the
                 // caller's.
-                Ok(unsafe { d.driver.graph_set_args(d.ordinal, g.raw, index, k.raw, args) }?)
+                Ok(g.exclusively(|| unsafe { d.driver.graph_set_args(d.ordinal, g.raw, index, k.raw, args) })?)
             },
         )
     }
@@ -233,7 +236,7 @@ impl Runtime {
                 }
                 let timing = Self::time_work(t, begun, d.backend, d.ordinal, queue, raw);
                 // SAFETY: a live graph and a live queue of this device.
-                let r = unsafe { d.backend.graph_launch(d.ordinal, g.raw, raw) };
+                let r = g.exclusively(|| unsafe { d.backend.graph_launch(d.ordinal, g.raw, raw) });
                 Self::work_done(timing, || crate::trace::WorkKind::Graph { graph: graph.0.0 }, r.map_err(Into::into))
             })
         })

@@ -190,6 +190,49 @@ pub(crate) struct GraphEntry {
     pub any_program: bool,
     /// A program of its kernels was unloaded: launches and argument updates are refused.
     pub orphaned: bool,
+    /// 1 while a launch or an argument update of the graph is in the backend: the two are
+    /// serialised per graph (a driver's executable graph is not safe to update and launch from
+    /// two threads at once: `cuGraphExecKernelNodeSetParams` beside `cuGraphLaunch` faults).
+    pub busy: core::sync::atomic::AtomicU32,
+}
+
+impl GraphEntry {
+    /// Holds the graph's lock for `f`: the backend's launch or update of this graph. A thread
+    /// that finds it held waits with the core's wait step (`sync::relax`), after a short spin.
+    #[inline(always)]
+    pub(crate) fn exclusively<R>(&self, f: impl FnOnce() -> R) -> R {
+        use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+        if self.busy.compare_exchange(0, 1, Acquire, Relaxed).is_err() {
+            self.wait_for_lock();
+        }
+        struct Unlock<'a>(&'a core::sync::atomic::AtomicU32);
+        impl Drop for Unlock<'_> {
+            #[inline(always)]
+            fn drop(&mut self) {
+                self.0.store(0, Release);
+            }
+        }
+        let _unlock = Unlock(&self.busy);
+        f()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wait_for_lock(&self) {
+        use core::sync::atomic::Ordering::{Acquire, Relaxed};
+        let mut spins = 0u32;
+        loop {
+            if self.busy.load(Relaxed) == 0 && self.busy.compare_exchange(0, 1, Acquire, Relaxed).is_ok() {
+                return;
+            }
+            if spins < 64 {
+                spins += 1;
+                core::hint::spin_loop();
+            } else {
+                crate::sync::relax();
+            }
+        }
+    }
 }
 
 /// Programs a graph's entry names one by one; a graph with kernels of more programs is

@@ -8,8 +8,11 @@
 //! "host", "graph"; kernels with their grid and block, copies and fills with their bytes and
 //! bandwidth). Times are microseconds of one monotonic clock.
 //!
-//! Events are buffered and written at least every 100 ms (at the first event after that), at
-//! the end of each final teardown and at [`stop`]. After a teardown and at exit (an `atexit`
+//! Events are buffered and written at least every 100 ms by a writer thread of the trace's own
+//! (also while no call comes), at the end of each final teardown and at [`stop`]. The path must
+//! be a regular file (or not exist yet): a FIFO, a device or a directory is refused, never
+//! waited on. A forked child drops the trace it inherited without writing a byte of it (the
+//! file stays the parent's) and may start its own. After a teardown and at exit (an `atexit`
 //! handler registered with the first trace) the array is closed, so the file is valid JSON; a
 //! later event reopens it. A run killed before that leaves an array without its `]`, every event
 //! in it whole: Perfetto opens it, and so does `ordo trace summary`.
@@ -38,6 +41,10 @@ const HANDLES: &[&str] =
 
 struct Writer {
     out: BufWriter<File>,
+    /// The process that started the trace (a forked child's copy is not its own).
+    pid: u32,
+    /// Events written to the buffer since it last reached the file.
+    unflushed: bool,
     path: PathBuf,
     /// No event written yet (the next one needs no comma).
     first: bool,
@@ -82,7 +89,47 @@ fn thread_id() -> u64 {
 
 fn io_error(what: &str, e: &std::io::Error) -> Error {
     log::warn!("ordo: trace: {what}: {e}");
-    Error::new(ErrorCode::OutOfResources, "the trace file could not be written (the log says why)")
+    match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            Error::new(ErrorCode::InvalidArgument, "the trace file's directory does not exist")
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            Error::new(ErrorCode::InvalidArgument, "the trace file may not be written (permission denied)")
+        }
+        std::io::ErrorKind::IsADirectory => Error::new(ErrorCode::InvalidArgument, "the trace path is a directory"),
+        std::io::ErrorKind::WouldBlock => {
+            Error::new(ErrorCode::InvalidArgument, "the trace path is not a regular file (a FIFO, socket or device)")
+        }
+        _ => Error::new(ErrorCode::OutOfResources, "the trace file could not be created or written"),
+    }
+}
+
+/// Opens `path` for the trace without ever blocking: a FIFO with no reader is refused (opened
+/// non-blocking), and so is anything that is not a regular file.
+fn open_regular(path: &Path) -> Result<File> {
+    let not_regular =
+        || Error::new(ErrorCode::InvalidArgument, "the trace path is not a regular file (a FIFO, socket or device)");
+    if let Ok(m) = std::fs::metadata(path) {
+        if m.is_dir() {
+            return Err(Error::new(ErrorCode::InvalidArgument, "the trace path is a directory"));
+        }
+        if !m.is_file() {
+            return Err(not_regular());
+        }
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // O_NONBLOCK: a FIFO that appeared after the check above fails instead of waiting.
+        options.custom_flags(0o4000);
+    }
+    let file = options.open(path).map_err(|e| io_error("creating the file", &e))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(not_regular());
+    }
+    Ok(file)
 }
 
 /// Starts writing a trace of every call and every piece of device work to `path` (created or
@@ -93,9 +140,11 @@ pub fn start(path: &Path) -> Result<()> {
     if w.is_some() || super::enabled() {
         return Err(Error::new(ErrorCode::Busy, "a trace is being written already"));
     }
-    let file = File::create(path).map_err(|e| io_error("creating the file", &e))?;
+    let file = open_regular(path)?;
     let mut writer = Writer {
         out: BufWriter::with_capacity(1 << 16, file),
+        pid: std::process::id(),
+        unflushed: false,
         path: path.to_path_buf(),
         first: true,
         closed: false,
@@ -128,15 +177,101 @@ pub fn start(path: &Path) -> Result<()> {
         }
         // SAFETY: a plain function that only takes the writer's lock if it is free.
         unsafe { atexit(close_at_exit) };
+        fork::register();
     });
+    flusher::ensure_running();
     Ok(())
+}
+
+/// The writer thread: every 100 ms it writes out what the trace buffered, so that a run killed
+/// (or merely quiet) a moment after its last call still has every event in its file. One per
+/// process (a forked child that starts a trace starts its own); it takes the writer's lock only
+/// briefly and never keeps the process alive.
+mod flusher {
+    use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+    use super::{FLUSH_EVERY_NS, TRACE};
+
+    /// The process whose flusher runs (0: none yet).
+    static RUNNING_IN: AtomicU32 = AtomicU32::new(0);
+
+    pub(super) fn ensure_running() {
+        let me = std::process::id();
+        if RUNNING_IN.swap(me, Relaxed) == me {
+            return;
+        }
+        let spawned = std::thread::Builder::new().name("ordo-trace-flush".into()).spawn(|| {
+            loop {
+                std::thread::sleep(core::time::Duration::from_nanos(FLUSH_EVERY_NS));
+                TRACE.flush_if_due();
+            }
+        });
+        if let Err(e) = spawned {
+            // Without it, events still reach the file at the next call after 100 ms.
+            log::warn!("ordo: trace: no writer thread ({e}): events are written as calls come");
+            RUNNING_IN.store(0, Relaxed);
+        }
+    }
+}
+
+/// Fork safety (`pthread_atfork`): the writer's lock is held across `fork` so that the child's
+/// copy is consistent, and the child drops the inherited writer without writing: its buffer is
+/// discarded, the parent's file is left alone, and tracing is off in the child until it starts
+/// a trace of its own.
+mod fork {
+    use core::cell::UnsafeCell;
+    use std::sync::MutexGuard;
+
+    use super::{TRACE, Writer};
+
+    /// The writer's guard from `prepare` until `parent` or `child` (one `fork` at a time holds
+    /// it: the lock itself orders them).
+    struct Held(UnsafeCell<Option<MutexGuard<'static, Option<Writer>>>>);
+    // SAFETY: written by `prepare` and taken by `parent`/`child` of the same fork, which the
+    // writer's lock (held in between) serialises against every other fork.
+    unsafe impl Sync for Held {}
+    static HELD: Held = Held(UnsafeCell::new(None));
+
+    unsafe extern "C" {
+        fn pthread_atfork(
+            prepare: Option<unsafe extern "C" fn()>,
+            parent: Option<unsafe extern "C" fn()>,
+            child: Option<unsafe extern "C" fn()>,
+        ) -> core::ffi::c_int;
+    }
+
+    unsafe extern "C" fn prepare() {
+        let guard = TRACE.writer.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: see `Held`: this fork holds the lock, so no other thread touches the slot.
+        unsafe { *HELD.0.get() = Some(guard) };
+    }
+
+    unsafe extern "C" fn parent() {
+        // SAFETY: see `Held`.
+        drop(unsafe { (*HELD.0.get()).take() });
+    }
+
+    unsafe extern "C" fn child() {
+        // SAFETY: see `Held`; the child has one thread.
+        let Some(mut guard) = (unsafe { (*HELD.0.get()).take() }) else { return };
+        if let Some(w) = guard.take() {
+            super::super::child_after_fork();
+            // The parent's buffered events and file are the parent's: dropped unwritten.
+            let (_file, _discarded) = w.out.into_parts();
+        }
+    }
+
+    pub(super) fn register() {
+        // SAFETY: three plain functions that take and give back the writer's lock.
+        unsafe { pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+    }
 }
 
 /// Stops the trace [`start`] began: device work still waiting for its events is resolved, the
 /// array closed and the file written. Returns the file's path and how many events it has;
 /// `NotFound` when no trace is being written.
 pub fn stop() -> Result<(PathBuf, u64)> {
-    if TRACE.writer.lock().unwrap_or_else(|e| e.into_inner()).is_none() {
+    if TRACE.writer.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_none_or(|w| w.pid != std::process::id()) {
         return Err(Error::new(ErrorCode::NotFound, "no trace is being written"));
     }
     super::uninstall();
@@ -181,6 +316,16 @@ impl ChromeTrace {
         }
     }
 
+    /// Writes out the buffered events, if any (the flusher's tick).
+    fn flush_if_due(&self) {
+        let mut g = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = g.as_mut().filter(|w| w.unflushed && w.pid == std::process::id()) {
+            let _ = w.out.flush();
+            w.unflushed = false;
+            w.last_flush_ns = crate::std_clock_ns();
+        }
+    }
+
     fn with(&self, f: impl FnOnce(&mut Writer)) {
         let mut g = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(w) = g.as_mut() {
@@ -205,9 +350,11 @@ impl Writer {
         self.scratch.extend_from_slice(sep);
         self.scratch.extend_from_slice(self.line.as_bytes());
         let _ = self.out.write_all(&self.scratch);
+        self.unflushed = true;
         let now = crate::std_clock_ns();
         if now.saturating_sub(self.last_flush_ns) >= FLUSH_EVERY_NS {
             let _ = self.out.flush();
+            self.unflushed = false;
             self.last_flush_ns = now;
         }
     }
@@ -229,6 +376,7 @@ impl Writer {
             self.closed = true;
         }
         let _ = self.out.flush();
+        self.unflushed = false;
         self.last_flush_ns = crate::std_clock_ns();
     }
 

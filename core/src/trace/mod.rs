@@ -32,7 +32,17 @@ use crate::error::ErrorCode;
 
 /// Whether a sink is installed: the one load a call makes while tracing is off.
 static ON: AtomicBool = AtomicBool::new(false);
-static SINK: spin::Mutex<Option<&'static dyn Sink>> = spin::Mutex::new(None);
+/// The installed sink: read by every traced call at once (a read lock), written by `install`
+/// and `uninstall`. Its waits take the core's wait step (`sync::relax`: a yield with `std`), so
+/// many tracing threads never spin the one that holds it out of its time slice.
+static SINK: spin::rwlock::RwLock<Option<&'static dyn Sink>, TraceRelax> = spin::rwlock::RwLock::new(None);
+
+/// The relax strategy of the timeline's locks: the core's.
+#[cfg(not(loom))]
+pub(crate) type TraceRelax = crate::sync::Relax;
+/// The relax strategy of the timeline's locks (loom does not model them).
+#[cfg(loom)]
+pub(crate) type TraceRelax = spin::relax::Spin;
 
 /// How many timed pieces of work wait for their events at most.
 pub const MAX_PENDING: usize = 256;
@@ -139,7 +149,7 @@ pub struct Work {
 /// Installs `sink`: from now on calls are traced. `false` (and nothing changes) when a sink is
 /// installed already.
 pub fn install(sink: &'static dyn Sink) -> bool {
-    let mut s = SINK.lock();
+    let mut s = SINK.write();
     if s.is_some() {
         return false;
     }
@@ -151,15 +161,27 @@ pub fn install(sink: &'static dyn Sink) -> bool {
 /// Stops tracing: resolves every span still waiting for its events (waiting for them), then
 /// removes the sink and returns it. `None` when none was installed.
 pub fn uninstall() -> Option<&'static dyn Sink> {
-    let sink = *SINK.lock();
+    let sink = *SINK.read();
     sink?;
     resolve(Scope::All, true);
     ON.store(false, Relaxed);
-    let taken = SINK.lock().take();
+    let taken = SINK.write().take();
     // Spans of calls that were in flight meanwhile found no sink, or were handed to it; events
     // they left are resolved (without a sink: released).
     resolve(Scope::All, true);
     taken
+}
+
+/// In a forked child whose parent was tracing (`chrome`'s fork handler): tracing stops without
+/// waiting for anything (the parent's spans and events are the parent's). A lock another thread
+/// of the parent held at the fork stays held in the child, so the sink is removed only if it
+/// can be taken at once.
+#[cfg(feature = "std")]
+pub(crate) fn child_after_fork() {
+    ON.store(false, Relaxed);
+    if let Some(mut s) = SINK.try_write() {
+        *s = None;
+    }
 }
 
 /// Whether a sink is installed (one relaxed load).
@@ -174,7 +196,7 @@ pub fn lost_work() -> u64 {
 }
 
 fn sink() -> Option<&'static dyn Sink> {
-    *SINK.lock()
+    *SINK.read()
 }
 
 /// A call's start, while tracing is on.

@@ -5,7 +5,10 @@
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 
-use super::{Begun, MAX_PENDING, Work, WorkKind, sink};
+use super::{Begun, MAX_PENDING, TraceRelax, Work, WorkKind, sink};
+
+/// The timeline's locks: spin's, waiting with the core's wait step.
+type Lock<T> = spin::mutex::Mutex<T, TraceRelax>;
 use crate::backend::Backend;
 
 /// Work that ran untimed because the pending list was full (since the process started).
@@ -42,6 +45,8 @@ pub(crate) struct Timing {
 }
 
 struct Pending {
+    /// Its place in the order spans were queued (`Waiting::next`, wrapping).
+    seq: u32,
     target: Target,
     queue: u64,
     kind: WorkKind,
@@ -66,16 +71,18 @@ struct Spare {
 struct Waiting {
     pending: heapless::Deque<Pending, MAX_PENDING>,
     spare: heapless::Vec<Spare, MAX_SPARE>,
+    /// The next span's `seq`.
+    next: u32,
 }
 
-static WAITING: spin::Mutex<Waiting> =
-    spin::Mutex::new(Waiting { pending: heapless::Deque::new(), spare: heapless::Vec::new() });
+static WAITING: Lock<Waiting> =
+    Lock::new(Waiting { pending: heapless::Deque::new(), spare: heapless::Vec::new(), next: 0 });
 /// Each timed queue's anchor. An anchor's event is replaced or released only by the thread
 /// holding `RESOLVER`.
-static ANCHORS: spin::Mutex<heapless::Vec<Anchor, MAX_ANCHORS>> = spin::Mutex::new(heapless::Vec::new());
+static ANCHORS: Lock<heapless::Vec<Anchor, MAX_ANCHORS>> = Lock::new(heapless::Vec::new());
 /// Held by the one thread that resolves spans; nothing blocks on it but the calls that must see
 /// their spans resolved (queue destroy, teardown, uninstall), which are never callbacks.
-static RESOLVER: spin::Mutex<()> = spin::Mutex::new(());
+static RESOLVER: Lock<()> = Lock::new(());
 /// Whether this module ever kept a backend event (so that a queue's destroy and a teardown
 /// look for spans only then).
 static HELD: AtomicBool = AtomicBool::new(false);
@@ -223,8 +230,16 @@ pub(crate) unsafe fn work_end(timing: Timing, kind: WorkKind, submitted: bool) {
         give_event(target.backend, target.ordinal, start);
         return;
     };
-    let span = Pending { target, queue, kind, start, end, submit_ns };
-    if let Err(span) = WAITING.lock().pending.push_back(span) {
+    let pushed = {
+        let mut w = WAITING.lock();
+        let span = Pending { seq: w.next, target, queue, kind, start, end, submit_ns };
+        let pushed = w.pending.push_back(span);
+        if pushed.is_ok() {
+            w.next = w.next.wrapping_add(1);
+        }
+        pushed
+    };
+    if let Err(span) = pushed {
         // Filled by other threads meanwhile: this one goes untimed.
         LOST.fetch_add(1, Relaxed);
         give_event(target.backend, target.ordinal, span.start);
@@ -273,10 +288,15 @@ pub(crate) fn resolve(scope: Scope, wait: bool) {
         return;
     }
     let _resolver = RESOLVER.lock();
+    // Only the spans queued before now: threads that go on submitting traced work meanwhile
+    // cannot keep this loop going (their spans are resolved by their own polls, or by the next
+    // waiting resolve).
+    let limit = WAITING.lock().next;
+    let before = |p: &Pending| (p.seq.wrapping_sub(limit) as i32) < 0;
     loop {
         let next = {
             let mut w = WAITING.lock();
-            let i = w.pending.iter().position(|p| scope.covers(&p.target));
+            let i = w.pending.iter().position(|p| before(p) && scope.covers(&p.target));
             i.and_then(|i| take_at(&mut w.pending, i))
         };
         let Some(p) = next else { break };

@@ -115,13 +115,61 @@ pub unsafe extern "C" fn ordo_mem_alloc_async(
 /// Frees memory from `ordo_mem_alloc_async` (its start) in the order of `queue`, a queue of its
 /// device: work submitted to `queue` before this call may still use it; from this call on the
 /// address is unknown to ordo (a copy, fill or free naming it is `ORDO_ERROR_NOT_FOUND`).
-/// `ORDO_ERROR_NOT_FOUND` for an address that starts no live allocation,
-/// `ORDO_ERROR_INVALID_ARGUMENT` for memory that is not queue-ordered (`ordo_mem_free` frees it),
-/// a queue of another device or a queue that is capturing, the queue's handle errors; nothing
-/// changes on error. On CUDA it waits for no other thread's call in flight.
+/// `ORDO_ERROR_NULL_POINTER` for NULL, `ORDO_ERROR_NOT_FOUND` for an address inside no live
+/// allocation (never allocated, or freed already), `ORDO_ERROR_INVALID_ARGUMENT` for an address
+/// inside a live allocation that is not its start, for memory that is not queue-ordered
+/// (`ordo_mem_free` frees it), a queue of another device or a queue that is capturing, then the
+/// queue's handle errors; nothing changes on error. On CUDA it waits for no other thread's call
+/// in flight.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_mem_free_async(queue: ordo_queue_t, ptr: *mut c_void) -> ordo_status_t {
     guard(|| status(runtime().mem_free_on(Queue::from_raw(queue.raw), DevicePtr(ptr as u64))))
+}
+
+/// Describes the memory ordo knows at `ptr` (any address inside an allocation, registered host
+/// memory or a program's global variable): each non-NULL output gets the range's start
+/// (`base`), its size in bytes (`size`), its kind (`kind`, an `ORDO_MEM_*` value) and its device
+/// (`device`). Any output may be NULL. `ORDO_ERROR_NULL_POINTER` for a NULL `ptr`,
+/// `ORDO_ERROR_NOT_FOUND` for an address inside nothing ordo knows (never allocated, freed,
+/// unregistered, or its program unloaded), `ORDO_ERROR_UNINITIALIZED` before `ordo_init`;
+/// nothing is written on error.
+///
+/// # Safety
+/// Each output must be NULL or valid for one write of its type, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_mem_info(
+    ptr: *const c_void,
+    base: *mut *mut c_void,
+    size: *mut usize,
+    kind: *mut ordo_mem_kind_t,
+    device: *mut ordo_device_t,
+) -> ordo_status_t {
+    guard(|| {
+        if let Err(e) = non_null(ptr, "ptr is NULL").and_then(|()| ready()) {
+            return fail(e);
+        }
+        match runtime().mem_info(DevicePtr(ptr as u64)) {
+            Ok((b, n, k, d)) => {
+                // SAFETY: each output is NULL (skipped) or writable (the caller's contract).
+                unsafe {
+                    if !base.is_null() {
+                        base.write(b.as_ptr());
+                    }
+                    if !size.is_null() {
+                        size.write(n);
+                    }
+                    if !kind.is_null() {
+                        kind.write(k as ordo_mem_kind_t);
+                    }
+                    if !device.is_null() {
+                        device.write(ordo_device_t { raw: d.to_raw() });
+                    }
+                }
+                ORDO_SUCCESS
+            }
+            Err(e) => fail(e),
+        }
+    })
 }
 
 /// Registers `size` bytes of existing host memory at `ptr` with a device: page-locked and

@@ -55,6 +55,7 @@ static void all_uninitialized(ordo_device_t d, ordo_queue_t q, ordo_event_t e, o
   ordo_graph_t gg = {77};
   EXPECT(ordo_mem_alloc_async(q, 16, &ptr), U);
   EXPECT(ordo_mem_free_async(q, m), U);
+  EXPECT(ordo_mem_info(m, NULL, NULL, NULL, NULL), U);
   EXPECT(ordo_queue_begin_capture(q), U);
   EXPECT(ordo_queue_end_capture(q, &gg), U);
   EXPECT(ordo_graph_launch(gg, q), U);
@@ -341,7 +342,25 @@ int main(void) {
   OK(ordo_mem_alloc_async(q, 64, &ordered));
   EXPECT(ordo_mem_free_async(q, m), ORDO_ERROR_INVALID_ARGUMENT);
   EXPECT(ordo_mem_free_async(q, NULL), ORDO_ERROR_NULL_POINTER);
-  OK(ordo_mem_free_async(q, ordered));
+  /* Inside a live allocation: not its start (the header's word), and it stays live. */
+  EXPECT(ordo_mem_free_async(q, (char *)ordered + 8), ORDO_ERROR_INVALID_ARGUMENT);
+  {
+    void *base = (void *)0x77;
+    size_t size = 77;
+    ordo_mem_kind_t kind = 77;
+    ordo_device_t dev = {77};
+    OK(ordo_mem_info((char *)ordered + 8, &base, &size, &kind, &dev));
+    if (base != ordered || size != 64 || kind != ORDO_MEM_ORDERED || dev.raw != d.raw) {
+      fprintf(stderr, "ordo_mem_info: %p %zu %u\n", base, size, (unsigned)kind);
+      return 1;
+    }
+    OK(ordo_mem_info(ordered, NULL, NULL, NULL, NULL));
+    EXPECT(ordo_mem_info(NULL, &base, &size, &kind, &dev), ORDO_ERROR_NULL_POINTER);
+    OK(ordo_mem_free_async(q, ordered));
+    base = (void *)0x77;
+    EXPECT(ordo_mem_info(ordered, &base, &size, &kind, &dev), ORDO_ERROR_NOT_FOUND);
+    if (base != (void *)0x77) return 1;
+  }
   EXPECT(ordo_mem_free_async(q, ordered), ORDO_ERROR_NOT_FOUND);
   OK(ordo_queue_begin_capture(q));
   EXPECT(ordo_queue_begin_capture(q), ORDO_ERROR_INVALID_ARGUMENT);
