@@ -93,8 +93,9 @@ fn error(code: ErrorCode, message: &'static str) -> CompileError {
 }
 
 /// The message of a missing NVRTC.
-pub const NVRTC_MISSING: &str = "NVRTC (libnvrtc.so.13 or .12) was not found: install it (`pip install \
-     nvidia-cuda-nvrtc`, or the CUDA toolkit) and put its lib directory on LD_LIBRARY_PATH";
+pub const NVRTC_MISSING: &str = "NVRTC (libnvrtc.so.13 or .12) was not found: install the version that matches \
+     the driver (`pip install 'nvidia-cuda-nvrtc==13.0.*'` for a CUDA 13.0 driver: a newer NVRTC writes PTX \
+     an older driver refuses), or the CUDA toolkit, and put its lib directory on LD_LIBRARY_PATH";
 
 /// Whether NVRTC can be loaded (asked once per process).
 pub fn available() -> bool {
@@ -132,6 +133,12 @@ pub fn clear_memory_cache() {
     cache().lock().unwrap_or_else(|p| p.into_inner()).clear();
 }
 
+/// The cache directory `ORDO_NVRTC_CACHE` names: none when it is unset or empty (an empty
+/// variable means unset, as for `ORDO_TRACE`; it never means the current directory).
+fn env_cache_dir() -> Option<PathBuf> {
+    std::env::var_os("ORDO_NVRTC_CACHE").filter(|d| !d.is_empty()).map(PathBuf::from)
+}
+
 /// Compiles CUDA C++ `source` to PTX (no device needed), or returns the result of an earlier
 /// compilation of the same source with the same options (in memory, then in the cache
 /// directory). Errors: `NotPresent` without NVRTC (`NVRTC_MISSING`), `InvalidArgument` for a
@@ -142,7 +149,7 @@ pub fn compile(source: &str, options: &CompileOptions) -> Result<Arc<Compiled>, 
     if let Some(hit) = cache().lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(Arc::clone(hit));
     }
-    let dir = options.cache_dir.clone().or_else(|| std::env::var_os("ORDO_NVRTC_CACHE").map(PathBuf::from));
+    let dir = options.cache_dir.clone().or_else(env_cache_dir);
     let file = dir.as_ref().map(|d| d.join(format!("{:016x}.ptx", fingerprint(&key, FNV_BASIS))));
     let check = format!("{:016x}", fingerprint(&key, CHECK_BASIS));
     let compiled = match file.as_ref().and_then(|f| read_cached(f, &check, options)) {
@@ -331,4 +338,24 @@ fn program_log(program: &Program) -> Result<String, CompileError> {
     check(guarded(|| unsafe { sys::nvrtcGetProgramLog(program.0, log.as_mut_ptr().cast()) })?, "nvrtcGetProgramLog")?;
     let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
     Ok(String::from_utf8_lossy(&log[..end]).trim_end().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ORDO_NVRTC_CACHE=` (set but empty) is unset: compiled PTX never lands in the current
+    /// directory. (The only test of this crate that touches the variable.)
+    #[test]
+    fn an_empty_cache_variable_means_no_cache() {
+        // SAFETY: no other test of this crate reads or writes the environment.
+        unsafe { std::env::set_var("ORDO_NVRTC_CACHE", "") };
+        assert_eq!(env_cache_dir(), None);
+        // SAFETY: as above.
+        unsafe { std::env::set_var("ORDO_NVRTC_CACHE", "/tmp/ordo-nvrtc-cache") };
+        assert_eq!(env_cache_dir(), Some(PathBuf::from("/tmp/ordo-nvrtc-cache")));
+        // SAFETY: as above.
+        unsafe { std::env::remove_var("ORDO_NVRTC_CACHE") };
+        assert_eq!(env_cache_dir(), None);
+    }
 }

@@ -14,14 +14,38 @@ pub(crate) use loom::sync::atomic::{AtomicU32, Ordering, fence};
 #[cfg(not(loom))]
 use spin::relax::RelaxStrategy;
 
-/// A lock around data: spin's mutex, or loom's under `cfg(loom)` so that the models see who
-/// waits for whom (`DeferredHost`'s locks, `core/tests/loom_deferred.rs`; the queue-ordered
+/// spin's relax strategy for the core's own spin locks: each failed attempt takes the core's
+/// wait step (`relax`: a spin without std, a yield to the OS with std, or the host's hook), so
+/// a thread waiting for a lock lets the holder run instead of spinning it out of its time slice
+/// (a host-queue worker waiting for the host device's lock, many threads tracing at once).
+#[derive(Debug)]
+pub struct CoreRelax;
+
+impl spin::relax::RelaxStrategy for CoreRelax {
+    #[inline]
+    fn relax() {
+        #[cfg(not(loom))]
+        relax();
+        // Outside a loom model's threads these locks are plain spin locks (loom sees its own).
+        #[cfg(loom)]
+        core::hint::spin_loop();
+    }
+}
+
+/// spin's mutex with the core's wait step (`CoreRelax`): the lock of every table and device
+/// state that loom does not model.
+pub(crate) type SpinLock<T> = spin::mutex::Mutex<T, CoreRelax>;
+/// What `SpinLock::lock` returns.
+pub(crate) type SpinGuard<'a, T> = spin::mutex::MutexGuard<'a, T, CoreRelax>;
+
+/// A lock around data: spin's mutex (with the core's wait step), or loom's under `cfg(loom)` so
+/// that the models see who waits for whom (`DeferredHost`'s locks, `core/tests/loom_deferred.rs`; the queue-ordered
 /// allocations' table, `core/tests/loom_ordered.rs`).
 #[cfg(not(loom))]
-pub(crate) type Mutex<T> = spin::Mutex<T>;
+pub(crate) type Mutex<T> = SpinLock<T>;
 /// What `Mutex::lock` returns.
 #[cfg(not(loom))]
-pub(crate) type MutexGuard<'a, T> = spin::MutexGuard<'a, T>;
+pub(crate) type MutexGuard<'a, T> = SpinGuard<'a, T>;
 /// What `Mutex::lock` returns.
 #[cfg(loom)]
 pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;

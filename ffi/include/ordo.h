@@ -606,7 +606,9 @@ ordo_status_t ordo_mem_free(void *ptr);
 // a GPU and the host device, the GPU's copy from or to host memory (from 256 KiB on, the host
 // device's allocation is page-locked for the GPU until it is freed); two GPU platforms (CUDA and
 // AMDGPU), staged through page-locked host memory in 8 MiB chunks. A zero-byte copy succeeds and does nothing, whatever its
-// pointers.
+// pointers. A host side that is a GPU's device memory ordo knows (device, queue-ordered or
+// global) is `ORDO_ERROR_INVALID_ARGUMENT`, nothing copied (the host cannot address it: copy
+// device to device).
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
@@ -888,7 +890,9 @@ ordo_status_t ordo_queue_query(struct ordo_queue_t queue, int32_t *done);
 // Makes later work on `queue` wait for `event`, an event of any device: of the queue's
 // platform, the device waits (CUDA: across devices too); of another platform, this call waits
 // on the host until the event has completed. `ORDO_ERROR_INVALID_ARGUMENT` for an event recorded
-// during another queue's capture that has not ended (the wait would join or merge captures).
+// during another queue's capture that has not ended (the wait would join or merge captures),
+// and for one whose latest record was captured by a capture that ended (until it is recorded
+// again outside a capture).
 ordo_status_t ordo_queue_wait_event(struct ordo_queue_t queue, struct ordo_event_t event);
 
 // Creates an event on a device.
@@ -904,12 +908,14 @@ ordo_status_t ordo_event_destroy(struct ordo_event_t event);
 // Records an event on a queue of the same device.
 ordo_status_t ordo_event_record(struct ordo_event_t event, struct ordo_queue_t queue);
 
-// Waits until the event has completed. `ORDO_ERROR_INVALID_ARGUMENT` for an event recorded
-// during a capture that has not ended.
+// Waits until the event has completed. `ORDO_ERROR_INVALID_ARGUMENT` for an event whose latest
+// record was captured (during a capture, and after it ended: the record is part of the graph
+// and never runs on its own; record the event again outside a capture).
 ordo_status_t ordo_event_synchronize(struct ordo_event_t event);
 
 // `*done` = 1 when the event has completed, else 0. `ORDO_ERROR_INVALID_ARGUMENT` for an event
-// recorded during a capture that has not ended.
+// whose latest record was captured (during a capture, and after it ended, until it is recorded
+// again outside a capture).
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
@@ -917,7 +923,8 @@ ordo_status_t ordo_event_synchronize(struct ordo_event_t event);
 ordo_status_t ordo_event_query(struct ordo_event_t event, int32_t *done);
 
 // `*ms` = milliseconds between two completed events of one device. `ORDO_ERROR_INVALID_ARGUMENT`
-// for an event recorded during a capture that has not ended.
+// for an event whose latest record was captured (during a capture, and after it ended, until it
+// is recorded again outside a capture).
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
@@ -964,7 +971,8 @@ ordo_status_t ordo_queue_end_capture(struct ordo_queue_t queue, struct ordo_grap
 
 // Launches a graph on a queue of its device, asynchronously: its work runs in the captured
 // order after the queue's earlier work. `ORDO_ERROR_INVALID_ARGUMENT` for a queue of another
-// device, or a graph whose kernels' program was unloaded since the capture.
+// device, a queue that is capturing (nothing is added to its capture, which goes on), or a
+// graph whose kernels' program was unloaded since the capture.
 //
 // # Safety
 // The kernels, memory and host functions the captured work used are live, as for the calls

@@ -332,3 +332,59 @@ fn a_first_mgpu_call_that_is_a_null_copy_prints_one_line() {
         other => panic!("status {other:?}\n{stderr}"),
     }
 }
+
+/// The child side of `an_exit_handler_calling_mgpu_during_the_first_calls_exit_returns`: an exit
+/// handler that makes an `mgpu*` call, registered before the process's first `mgpu*` call.
+#[test]
+fn child_exit_handler_calls_mgpu() {
+    if std::env::var_os("ORDO_HOSTILE_EXIT_CHILD").is_none() {
+        return;
+    }
+    extern "C" fn at_exit() {
+        let stream = ordo_ffi::mlir::mgpuStreamCreate();
+        if !stream.is_null() {
+            ordo_ffi::mlir::mgpuStreamDestroy(stream);
+        }
+    }
+    // SAFETY: a plain function.
+    assert_eq!(unsafe { libc::atexit(at_exit) }, 0);
+    let stream = ordo_ffi::mlir::mgpuStreamCreate();
+    if !stream.is_null() {
+        ordo_ffi::mlir::mgpuStreamDestroy(stream);
+    }
+}
+
+/// Without a CUDA device the first `mgpu*` call prints one line and exits with status 1; an
+/// exit handler that calls an `mgpu*` function during that exit gets an error and returns (the
+/// one-time initialisation called `exit` inside itself, and the handler waited for it forever).
+/// With a device the child exits 0, silent.
+#[test]
+fn an_exit_handler_calling_mgpu_during_the_first_calls_exit_returns() {
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_exit_handler_calls_mgpu", "--nocapture", "--test-threads=1"])
+        .env("ORDO_HOSTILE_EXIT_CHILD", "1")
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the child hangs at exit");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    match status.code() {
+        Some(0) => assert!(lines.is_empty(), "{stderr}"),
+        Some(1) => assert!(lines.len() == 1 && lines[0].contains("no CUDA device"), "{stderr}"),
+        other => panic!("status {other:?}\n{stderr}"),
+    }
+}

@@ -493,6 +493,59 @@ fn a_graph_updated_and_launched_from_two_threads_at_once() {
     assert!(y.to_vec().unwrap().iter().all(|&v| v == rounds as f32), "every launch ran once, whole");
 }
 
+/// A host-and-device copy whose host side is a GPU's device memory (known to ordo) is refused
+/// before the driver, nothing copied: the host would read or write a device address and fault.
+#[test]
+fn a_gpus_memory_named_as_the_host_side_of_a_copy_is_refused() {
+    let ctx = Context::new().unwrap();
+    let Some(gpu) = cuda(&ctx) else { return };
+    let rt = ctx.runtime();
+    let a = rt.mem_alloc(gpu.raw(), ordo_core::MemKind::Device, 256).unwrap();
+    let b = rt.mem_alloc(gpu.raw(), ordo_core::MemKind::Device, 256).unwrap();
+    for kind in [ordo_core::CopyKind::HostToDevice, ordo_core::CopyKind::DeviceToHost] {
+        // SAFETY: refused before anything is read or written.
+        let r = unsafe { rt.memcpy(kind, b.0, a.0 + 16, 64, None) };
+        assert_eq!(r.unwrap_err().code, ErrorCode::InvalidArgument, "{kind:?}");
+    }
+    // SAFETY: two device allocations of 256 bytes.
+    unsafe { rt.memcpy(ordo_core::CopyKind::DeviceToDevice, b.0, a.0, 256, None) }.unwrap();
+    rt.mem_free(a).unwrap();
+    rt.mem_free(b).unwrap();
+}
+
+/// On a CUDA queue: a graph launched into a capture is refused before the driver and the
+/// capture goes on; an event recorded during a capture stays refused after it ended (its record
+/// is part of the graph: the driver refuses to synchronise it) until it is recorded again.
+#[test]
+fn captured_event_records_and_graphs_launched_into_a_capture_are_refused_alike() {
+    let ctx = Context::new().unwrap();
+    let Some(gpu) = cuda(&ctx) else { return };
+    let rt = ctx.runtime();
+    let queue = gpu.queue().unwrap();
+    let empty = queue.capture(|_| Ok(())).unwrap();
+    let event = rt.event_create(gpu.raw()).unwrap();
+    let graph = queue
+        .capture(|q| {
+            // SAFETY: an empty graph.
+            let into = unsafe { empty.launch(q) }.unwrap_err();
+            assert_eq!(into.code(), ErrorCode::InvalidArgument, "a graph launched into a capture");
+            rt.event_record(event, q.raw()).unwrap();
+            Ok(())
+        })
+        .expect("the capture went on after the refused launch");
+    for refused in
+        [rt.event_synchronize(event), rt.event_query(event).map(drop), rt.queue_wait_event(queue.raw(), event)]
+    {
+        assert_eq!(refused.unwrap_err().code, ErrorCode::InvalidArgument, "a captured record after the capture");
+    }
+    rt.event_record(event, queue.raw()).unwrap();
+    rt.event_synchronize(event).unwrap();
+    // SAFETY: a graph of an event record only.
+    unsafe { graph.launch(&queue) }.unwrap();
+    queue.synchronize().unwrap();
+    rt.event_destroy(event).unwrap();
+}
+
 /// An event recorded on one GPU's queue gates the other GPU's queue (`cuStreamWaitEvent`
 /// across contexts): the gated copy reads what the first GPU's kernel wrote, though the kernel
 /// runs long.

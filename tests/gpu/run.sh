@@ -15,13 +15,18 @@
 #   abi     the MLIR programs, liboffload's conformance suite and upstream's OffloadAPI tests
 #   bench   the benchmarks: cuda_bench, queue-ordered memory and graphs against the raw driver,
 #           ordo bench, and the launch rows in several processes
+#   sanitize NVIDIA's compute-sanitizer (tests/gpu/sanitize.sh): memcheck with the leak check over
+#           the demo, every example, the Rust, C-ABI, mgpu* and ol* GPU suites; racecheck,
+#           synccheck and initcheck over the demo and the examples. Every API error must be
+#           one a test provokes on purpose, listed by name below; SANITIZE_ONLY=NAME,... runs
+#           only the named programs
 # No PART runs all four in order (more than one 10-minute device call: run them a call each).
 set -uo pipefail
 parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(tests rust abi bench)  # multi: on a two-GPU machine, asked for
 wants() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
 for p in "${parts[@]}"; do
-  case $p in tests|rust|multi|abi|bench) ;; *) echo "unknown part: $p (tests, rust, multi, abi or bench)"; exit 2 ;; esac
+  case $p in tests|rust|multi|abi|bench|sanitize) ;; *) echo "unknown part: $p (tests, rust, multi, abi, bench or sanitize)"; exit 2 ;; esac
 done
 out=${OUT:-gpu-out}
 mkdir -p "$out"
@@ -265,6 +270,53 @@ else
   echo "FAIL offload_bench (needs cc, cuda.h and gpu-bin/offload)"; status=1
 fi
 
+fi
+
+if wants sanitize; then
+echo "== compute-sanitizer"
+compute-sanitizer --version | tail -n 1
+# sanitized NAME TOOL ALLOWED COMMAND...: one program under one tool (see sanitize.sh).
+sanitized() {
+  local name=$1 tool=$2 allowed=$3; shift 3
+  if [ -n "${SANITIZE_ONLY:-}" ] && [[ ",$SANITIZE_ONLY," != *",$name,"* ]]; then return 0; fi
+  step "sanitize_${tool}_$name" bash tests/gpu/sanitize.sh "$out/sanitize_${tool}_$name.txt" "$tool" "$allowed" -- "$@"
+}
+for tool in memcheck racecheck synccheck initcheck; do
+  sanitized demo $tool - gpu-bin/ordo demo
+  for example in gpu-bin/ordo-examples/*; do
+    sanitized "example_$(basename "$example")" $tool - "$example"
+  done
+done
+# The suites make mistakes on purpose (images the device cannot load, kernels that are not
+# there, launches the driver refuses, memory freed twice through the raw driver...): the API
+# errors each provokes are listed by name; any other fails the step.
+sanitized gpu_tests memcheck "${SANITIZE_ALLOWED_GPU_TESTS:--}" \
+  env ORDO_REQUIRE_GPU=1 gpu-bin/gpu_tests --test-threads=1
+sanitized ordo_gpu_tests memcheck "${SANITIZE_ALLOWED_ORDO_GPU_TESTS:--}" \
+  env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --test-threads=1
+sanitized hostile memcheck "${SANITIZE_ALLOWED_HOSTILE:--}" env ORDO_REQUIRE_GPU=1 gpu-bin/hostile_tests
+sanitized default_queue memcheck "${SANITIZE_ALLOWED_DEFAULT_QUEUE:--}" \
+  env ORDO_REQUIRE_GPU=1 gpu-bin/default_queue_tests
+sanitized atexit_hook_rust memcheck - gpu-bin/atexit_hook_rust
+if [ -n "$cc" ]; then
+  "$cc" -std=c99 -O2 -I ffi/include tests/gpu/atexit_hook.c gpu-bin/libordo.a -ldl -lgcc_s -lutil -lrt \
+    -lpthread -lm -lc -o /tmp/atexit_hook_c && sanitized atexit_hook_c memcheck - /tmp/atexit_hook_c
+fi
+if [ -d gpu-bin/mlir ]; then
+  for prog in gpu-bin/mlir/*; do
+    [ -x "$prog" ] && [ -f "$prog" ] && [ "${prog##*.}" != "0" ] || continue
+    [ "$(basename "$prog")" = assert ] && continue # a device-side assertion on purpose
+    sanitized "mlir_$(basename "$prog")" memcheck - "$prog"
+  done
+else
+  echo "FAIL sanitize mlir (gpu-bin/mlir was not built: no mlir-22-tools where build.sh ran)"; status=1
+fi
+if [ -x gpu-bin/offload/conformance ]; then
+  sanitized offload_conformance memcheck "${SANITIZE_ALLOWED_OFFLOAD:--}" env OL_TEST_IMAGE=gpu-bin/offload/kernels.ptx \
+    OL_TEST_GLOBAL=ol_test_global gpu-bin/offload/conformance
+else
+  echo "FAIL sanitize offload (gpu-bin/offload was not built where build.sh ran)"; status=1
+fi
 fi
 
 echo "== summary (${parts[*]}): $([ $status -eq 0 ] && echo ALL PASSED || echo FAILURES)"

@@ -2,7 +2,7 @@
 //! or (heap mode, `HostBackend::with_heap`) one block of a system allocator per allocation; and
 //! the copies between addresses. Depends on `state` (the free list) and `arena` (`HOST_ALIGN`).
 
-use spin::MutexGuard;
+use crate::sync::SpinGuard as MutexGuard;
 
 use super::state::HostState;
 use super::{HOST_ALIGN, HostBackend, err};

@@ -73,7 +73,7 @@ pub struct HostBackend {
     registry: Option<&'static HostProgramRegistry>,
     clock_ns: Option<fn() -> u64>,
     info: fn() -> HostDeviceInfo,
-    exec: spin::Mutex<()>,
+    exec: crate::sync::SpinLock<()>,
 }
 
 impl core::fmt::Debug for HostBackend {
@@ -106,7 +106,7 @@ impl HostBackend {
             registry: None,
             clock_ns,
             info: || HostDeviceInfo::UNKNOWN,
-            exec: spin::Mutex::new(()),
+            exec: crate::sync::SpinLock::new(()),
         }
     }
 
@@ -139,7 +139,7 @@ impl HostBackend {
     }
 
     /// The bookkeeping of the arena (a backend over it is the only reader).
-    fn bookkeeping(&self) -> &spin::Mutex<HostState> {
+    fn bookkeeping(&self) -> &crate::sync::SpinLock<HostState> {
         &self.arena.bookkeeping().0
     }
 
@@ -170,7 +170,7 @@ impl HostBackend {
     }
 
     /// The state, for a safe call: `device` must be 0 and the backend initialised.
-    fn checked_state(&self, device: u32) -> BackendResult<spin::MutexGuard<'_, HostState>> {
+    fn checked_state(&self, device: u32) -> BackendResult<crate::sync::SpinGuard<'_, HostState>> {
         if device != 0 {
             return Err(err(ErrorCode::InvalidArgument, "the host platform has one device, 0"));
         }

@@ -6,7 +6,7 @@ use crate::capacity::{MAX_ALLOCATIONS, MAX_EVENTS};
 
 /// The host backend's bookkeeping of one arena: its free ranges and events. All zeros when new,
 /// so a `static` arena holding one stays in `.bss`. Only `HostBackend` reads it.
-pub struct HostBookkeeping(pub(super) spin::Mutex<HostState>);
+pub struct HostBookkeeping(pub(super) crate::sync::SpinLock<HostState>);
 
 impl core::fmt::Debug for HostBookkeeping {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -17,7 +17,7 @@ impl core::fmt::Debug for HostBookkeeping {
 impl HostBookkeeping {
     /// Fresh bookkeeping (nothing allocated; the backend is not initialised).
     pub const fn new() -> Self {
-        Self(spin::Mutex::new(HostState {
+        Self(crate::sync::SpinLock::new(HostState {
             up: false,
             base: core::ptr::null_mut(),
             len: 0,

@@ -5,7 +5,9 @@
 //! querying or destroying the queue, a second capture on it, and calls without a queue on its
 //! device (they would be ordered with the capture). An event recorded during a capture may be
 //! waited for by the capturing queue only (another queue would join or merge captures) and is
-//! not synchronised, queried or timed until the capture ends. A graph's kernel launches are
+//! not synchronised, queried, timed or waited for by any queue after it, until it is recorded
+//! again outside a capture: its record became part of the graph and never runs on its own
+//! (CUDA refuses such an event too). A graph's kernel launches are
 //! numbered in capture order, and their arguments can be set between launches
 //! (`graph_set_args`); unloading a program whose kernels a graph launches orphans the graph
 //! (its launches and updates are refused). A graph's launches and argument updates are
@@ -22,6 +24,9 @@ use crate::error::{ErrorCode, Result, fail};
 use crate::handle::{Graph, Kernel, Queue};
 
 use super::info::Dev;
+
+/// An event's capture mark once the capture that recorded it ended (see `set_capturing`).
+pub(super) const CAPTURE_ENDED: u32 = u32::MAX;
 use super::{GraphEntry, Runtime, Tables};
 
 impl Runtime {
@@ -45,8 +50,10 @@ impl Runtime {
     }
 
     /// Ends `queue`'s capture: the work submitted since `queue_begin_capture`, as a graph of the
-    /// queue's device (nothing of it has run). The queue stops capturing whatever this returns,
-    /// and events recorded during the capture may be waited for and synchronised again.
+    /// queue's device (nothing of it has run). The queue stops capturing whatever this returns.
+    /// Events recorded during the capture stay refused (`InvalidArgument`) by waits,
+    /// synchronisation, queries and timing until they are recorded again outside a capture:
+    /// their record is part of the graph.
     /// Errors: the queue's handle errors; `InvalidArgument` when it is not capturing; the
     /// driver's error for a capture it invalidated (a call that was not allowed during
     /// capture); `OutOfResources` when the graph table is full (the captured graph is destroyed).
@@ -215,8 +222,9 @@ impl Runtime {
 
     /// Launches `graph` on `queue`, a queue of the graph's device, asynchronously: its work runs
     /// in the captured order after the queue's earlier work. Errors: the handles' errors;
-    /// `InvalidArgument` for a queue of another device or an orphaned graph (a program of its
-    /// kernels was unloaded).
+    /// `InvalidArgument` for a queue of another device, an orphaned graph (a program of its
+    /// kernels was unloaded) or a queue that is capturing (a graph is not launched into a
+    /// capture; the capture goes on unchanged).
     ///
     /// # Safety
     /// What the captured launches, copies and host functions required of their callers holds
@@ -233,6 +241,12 @@ impl Runtime {
                 }
                 if g.orphaned {
                     return Self::orphaned();
+                }
+                if t.queues.get(queue.0)?.capturing() {
+                    // CUDA would add the graph to the capture as a child graph on some paths and
+                    // invalidate the capture on others; the host device cannot: refused alike,
+                    // before any backend sees it, and the capture goes on unchanged.
+                    return fail(ErrorCode::InvalidArgument, super::queue::CAPTURING);
                 }
                 let timing = Self::time_work(t, begun, d.backend, d.ordinal, queue, raw);
                 // SAFETY: a live graph and a live queue of this device.
@@ -270,12 +284,13 @@ impl Runtime {
         if let Ok(slot) = t.queues.resolve(queue.0) {
             t.queues.at_mut(slot).capture.store(u32::from(capturing), Relaxed);
             if !capturing {
-                // Events recorded during the capture are ordinary events again.
+                // Events recorded during the capture keep a record that never runs (it is part
+                // of the graph): marked until they are recorded again outside a capture.
                 let mark = slot + 1;
                 let mut cur = t.events.oldest();
                 while let Some(e) = cur {
                     cur = t.events.newer(e);
-                    let _ = t.events.at(e).capture.compare_exchange(mark, 0, Relaxed, Relaxed);
+                    let _ = t.events.at(e).capture.compare_exchange(mark, CAPTURE_ENDED, Relaxed, Relaxed);
                 }
             }
         }
@@ -295,6 +310,9 @@ impl Runtime {
     /// capturing) or merge two (one that is).
     #[inline]
     pub(super) fn wait_within_capture(mark: u32, queue_slot: u32) -> Result<()> {
+        if mark == CAPTURE_ENDED {
+            return Self::record_captured();
+        }
         if mark != 0 && mark != queue_slot + 1 {
             return fail(
                 ErrorCode::InvalidArgument,
@@ -308,6 +326,9 @@ impl Runtime {
     /// ended (it has no completion to wait for, query or time).
     #[inline]
     pub(super) fn not_captured(event: &super::EventEntry) -> Result<()> {
+        if event.capture.load(Relaxed) == CAPTURE_ENDED {
+            return Self::record_captured();
+        }
         if event.capturing() {
             return fail(
                 ErrorCode::InvalidArgument,
@@ -315,6 +336,14 @@ impl Runtime {
             );
         }
         Ok(())
+    }
+
+    #[cold]
+    fn record_captured() -> Result<()> {
+        fail(
+            ErrorCode::InvalidArgument,
+            "the event's latest record was captured into a graph (it never runs on its own): record it again outside a capture",
+        )
     }
 
     /// `InvalidArgument` when a queue of the device in `slot` is capturing: a call without a

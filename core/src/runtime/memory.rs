@@ -260,7 +260,9 @@ impl Runtime {
     /// copy is complete and starts after all work submitted earlier to the device's queues.
     ///
     /// The device side (both sides for device-to-device) must lie in one live allocation, and the
-    /// queue must belong to the device of the memory (`InvalidArgument` otherwise). A
+    /// queue must belong to the device of the memory (`InvalidArgument` otherwise); the host side
+    /// must not be a GPU's device memory ordo knows (`InvalidArgument`: the host cannot address
+    /// it). A
     /// device-to-device copy may join any two devices (see [`Runtime::copy_device`] for how,
     /// and which queue it takes). A zero-byte copy succeeds and does nothing (its
     /// addresses are not looked at; a queue, when given, is still checked).
@@ -300,8 +302,14 @@ impl Runtime {
             return fail(ErrorCode::NullPointer, "copy source or destination is null");
         }
         let d = match kind {
-            CopyKind::HostToDevice => self.range_device(t, dst, size)?,
-            CopyKind::DeviceToHost => self.range_device(t, src, size)?,
+            CopyKind::HostToDevice => {
+                Self::host_side(t, src)?;
+                self.range_device(t, dst, size)?
+            }
+            CopyKind::DeviceToHost => {
+                Self::host_side(t, dst)?;
+                self.range_device(t, src, size)?
+            }
             CopyKind::DeviceToDevice => {
                 let from = self.range_device(t, src, size)?;
                 let to = self.range_device(t, dst, size)?;
@@ -328,6 +336,29 @@ impl Runtime {
         // queue of it; host ranges are the caller's contract.
         let r = unsafe { d.backend.memcpy(d.ordinal, kind, dst, src, size, q) };
         Self::work_done(timing, || WorkKind::Copy { bytes: size as u64 }, r.map_err(Into::into))
+    }
+
+    /// `InvalidArgument` when the host side of a copy starts in memory ordo knows that the host
+    /// cannot address: a GPU's device, queue-ordered or global memory (the host device's memory
+    /// is host memory, and pinned, managed and registered memory are host-addressable). Such a
+    /// copy would read or write a device address on the host and fault the process.
+    #[inline]
+    fn host_side(t: &Tables, addr: u64) -> Result<()> {
+        if let Ok(m) = t.alloc_range(addr, 1)
+            && matches!(m.kind, MemKind::Device | MemKind::Global | MemKind::Ordered)
+            && t.devices.at(m.device).driver.kind() != crate::backend::BackendKind::Host
+        {
+            return Self::device_memory_as_host();
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn device_memory_as_host() -> Result<()> {
+        fail(
+            ErrorCode::InvalidArgument,
+            "the host side of the copy is a GPU's device memory: copy device to device instead",
+        )
     }
 
     /// Copies `size` bytes between memory named with its device (liboffload's `olMemcpy`):

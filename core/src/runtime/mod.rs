@@ -296,7 +296,7 @@ pub(crate) struct Tables {
     pub graphs: Table<GraphEntry, MAX_GRAPHS, { ObjectKind::Graph as u8 }>,
     /// Host-device allocations the runtime page-locked for a GPU's copies between platforms
     /// (`peer.rs`); changed under its lock in shared calls, emptied by exclusive ones.
-    pub pinned: spin::Mutex<heapless::Vec<peer::Pinned, { peer::MAX_PINNED }>>,
+    pub pinned: crate::sync::SpinLock<heapless::Vec<peer::Pinned, { peer::MAX_PINNED }>>,
 }
 
 /// The identities handed to runtimes so far (each runtime takes one at its first init).
@@ -335,7 +335,7 @@ impl Tables {
                 allocations: AllocTable::new(),
                 ordered: OrderedAllocs::new(),
                 graphs: Table::new(),
-                pinned: spin::Mutex::new(heapless::Vec::new()),
+                pinned: crate::sync::SpinLock::new(heapless::Vec::new()),
             }
         }
     }
@@ -382,7 +382,7 @@ pub struct RuntimeState {
     gate: Gate,
     tables: UnsafeCell<Tables>,
     /// The report of the last final teardown, written before the lifecycle word reopens.
-    last_report: spin::Mutex<TeardownReport>,
+    last_report: crate::sync::SpinLock<TeardownReport>,
     /// The runtime's identity (`RuntimeId`; 0 until its first init, which alone writes it).
     identity: core::sync::atomic::AtomicU32,
 }
@@ -406,7 +406,7 @@ impl RuntimeState {
             Self {
                 gate: Gate::new(),
                 tables: UnsafeCell::new(Tables::new()),
-                last_report: spin::Mutex::new(TeardownReport::EMPTY),
+                last_report: crate::sync::SpinLock::new(TeardownReport::EMPTY),
                 identity: core::sync::atomic::AtomicU32::new(0),
             }
         }

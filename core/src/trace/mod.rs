@@ -37,12 +37,8 @@ static ON: AtomicBool = AtomicBool::new(false);
 /// many tracing threads never spin the one that holds it out of its time slice.
 static SINK: spin::rwlock::RwLock<Option<&'static dyn Sink>, TraceRelax> = spin::rwlock::RwLock::new(None);
 
-/// The relax strategy of the timeline's locks: the core's.
-#[cfg(not(loom))]
-pub(crate) type TraceRelax = crate::sync::Relax;
-/// The relax strategy of the timeline's locks (loom does not model them).
-#[cfg(loom)]
-pub(crate) type TraceRelax = spin::relax::Spin;
+/// The relax strategy of the timeline's locks: the core's wait step.
+pub(crate) type TraceRelax = crate::sync::CoreRelax;
 
 /// How many timed pieces of work wait for their events at most.
 pub const MAX_PENDING: usize = 256;

@@ -238,7 +238,9 @@ fn copy(
 /// a GPU and the host device, the GPU's copy from or to host memory (from 256 KiB on, the host
 /// device's allocation is page-locked for the GPU until it is freed); two GPU platforms (CUDA and
 /// AMDGPU), staged through page-locked host memory in 8 MiB chunks. A zero-byte copy succeeds and does nothing, whatever its
-/// pointers.
+/// pointers. A host side that is a GPU's device memory ordo knows (device, queue-ordered or
+/// global) is `ORDO_ERROR_INVALID_ARGUMENT`, nothing copied (the host cannot address it: copy
+/// device to device).
 ///
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function

@@ -51,7 +51,9 @@ pub unsafe extern "C" fn ordo_queue_query(queue: ordo_queue_t, done: *mut i32) -
 /// Makes later work on `queue` wait for `event`, an event of any device: of the queue's
 /// platform, the device waits (CUDA: across devices too); of another platform, this call waits
 /// on the host until the event has completed. `ORDO_ERROR_INVALID_ARGUMENT` for an event recorded
-/// during another queue's capture that has not ended (the wait would join or merge captures).
+/// during another queue's capture that has not ended (the wait would join or merge captures),
+/// and for one whose latest record was captured by a capture that ended (until it is recorded
+/// again outside a capture).
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_queue_wait_event(queue: ordo_queue_t, event: ordo_event_t) -> ordo_status_t {
     guard(|| status(runtime().queue_wait_event(q(queue), e(event))))
@@ -81,15 +83,17 @@ pub extern "C" fn ordo_event_record(event: ordo_event_t, queue: ordo_queue_t) ->
     guard(|| status(runtime().event_record(e(event), q(queue))))
 }
 
-/// Waits until the event has completed. `ORDO_ERROR_INVALID_ARGUMENT` for an event recorded
-/// during a capture that has not ended.
+/// Waits until the event has completed. `ORDO_ERROR_INVALID_ARGUMENT` for an event whose latest
+/// record was captured (during a capture, and after it ended: the record is part of the graph
+/// and never runs on its own; record the event again outside a capture).
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_event_synchronize(event: ordo_event_t) -> ordo_status_t {
     guard(|| status(runtime().event_synchronize(e(event))))
 }
 
 /// `*done` = 1 when the event has completed, else 0. `ORDO_ERROR_INVALID_ARGUMENT` for an event
-/// recorded during a capture that has not ended.
+/// whose latest record was captured (during a capture, and after it ended, until it is recorded
+/// again outside a capture).
 ///
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function
@@ -100,7 +104,8 @@ pub unsafe extern "C" fn ordo_event_query(event: ordo_event_t, done: *mut i32) -
 }
 
 /// `*ms` = milliseconds between two completed events of one device. `ORDO_ERROR_INVALID_ARGUMENT`
-/// for an event recorded during a capture that has not ended.
+/// for an event whose latest record was captured (during a capture, and after it ended, until it
+/// is recorded again outside a capture).
 ///
 /// # Safety
 /// Each pointer argument must be NULL or valid for the reads and writes this function
@@ -174,7 +179,8 @@ pub unsafe extern "C" fn ordo_queue_end_capture(queue: ordo_queue_t, out: *mut o
 
 /// Launches a graph on a queue of its device, asynchronously: its work runs in the captured
 /// order after the queue's earlier work. `ORDO_ERROR_INVALID_ARGUMENT` for a queue of another
-/// device, or a graph whose kernels' program was unloaded since the capture.
+/// device, a queue that is capturing (nothing is added to its capture, which goes on), or a
+/// graph whose kernels' program was unloaded since the capture.
 ///
 /// # Safety
 /// The kernels, memory and host functions the captured work used are live, as for the calls

@@ -85,14 +85,20 @@ fn report(what: &str, e: &ordo_core::Error) {
 }
 
 /// Initialises ordo once (and registers its at-exit teardown after the driver is up). Without a
-/// CUDA device, says so and exits with status 1.
+/// CUDA device, says so and exits with status 1: once, and outside the one-time initialisation,
+/// so that an exit handler calling an `mgpu*` function during that exit (or a program whose
+/// first call comes from an exit handler) finds the initialisation finished and failed, prints
+/// nothing more and gets the call's error, instead of waiting for an initialisation that never
+/// ends.
 fn ensure_init() {
     static INIT: Once = Once::new();
+    static FAILURE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     INIT.call_once(|| {
         let rt = runtime();
         if let Err(e) = crate::boundary::init_default() {
-            eprintln!("ordo: mgpu: initialisation failed: {e}");
-            std::process::exit(1);
+            let _ = FAILURE.set(format!("ordo: mgpu: initialisation failed: {e}"));
+            return;
         }
         crate::c::lifecycle::ordo_shutdown_at_exit();
         if cuda_device_count() == 0 {
@@ -100,10 +106,15 @@ fn ensure_init() {
                 .and_then(|p| rt.platform_info(p).ok())
                 .and_then(|i| i.absent)
                 .map_or_else(|| "no device".to_string(), |e| e.message.to_string());
-            eprintln!("ordo: no CUDA device ({reason}); this MLIR program needs one");
-            std::process::exit(1);
+            let _ = FAILURE.set(format!("ordo: no CUDA device ({reason}); this MLIR program needs one"));
         }
     });
+    if let Some(failure) = FAILURE.get()
+        && !EXITING.swap(true, std::sync::atomic::Ordering::AcqRel)
+    {
+        eprintln!("{failure}");
+        std::process::exit(1);
+    }
 }
 
 fn cuda_platform() -> Option<ordo_core::Platform> {

@@ -374,6 +374,15 @@ int main(void) {
   if (launches != 0) return 1;
   OK(ordo_graph_launch(g, q));
   OK(ordo_queue_synchronize(q));
+  /* A graph launched into a capture: refused before the backend, the capture goes on. */
+  {
+    ordo_graph_t inner = {0};
+    OK(ordo_queue_begin_capture(q));
+    EXPECT(ordo_graph_launch(g, q), ORDO_ERROR_INVALID_ARGUMENT);
+    EXPECT(ordo_queue_synchronize(q), ORDO_ERROR_INVALID_ARGUMENT); /* still capturing */
+    OK(ordo_queue_end_capture(q, &inner));
+    OK(ordo_graph_destroy(inner));
+  }
   OK(ordo_graph_destroy(g));
   EXPECT(ordo_graph_destroy(g), ORDO_ERROR_INVALID_HANDLE);
   char buf[2048];

@@ -15,8 +15,8 @@ use crate::error::{BackendError, ErrorCode};
 // Plain atomics and spin's lock, not the loom-checked ones of `crate::sync`: the queue wrappers
 // are built in constants (loom's locks are not), and the loom models capture nothing (they reach
 // this file only through `Captures::of`'s load of a zero count).
+use crate::sync::SpinLock as Mutex;
 use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
-use spin::Mutex;
 
 use super::{CopiedLaunch, DEFERRED_PATTERN, HostBackend};
 

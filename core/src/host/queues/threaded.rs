@@ -48,7 +48,7 @@ struct State {
 pub struct QueuedHost {
     inner: &'static HostBackend,
     /// A spin lock, so that a forked child can take it over (a parent thread may have held it).
-    state: spin::Mutex<Option<State>>,
+    state: crate::sync::SpinLock<Option<State>>,
     /// Queues capturing into graphs.
     captures: Captures,
 }
@@ -63,7 +63,7 @@ impl core::fmt::Debug for QueuedHost {
 impl QueuedHost {
     /// Queues for `inner`.
     pub const fn new(inner: &'static HostBackend) -> Self {
-        Self { inner, state: spin::Mutex::new(None), captures: Captures::new() }
+        Self { inner, state: crate::sync::SpinLock::new(None), captures: Captures::new() }
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
