@@ -172,12 +172,25 @@ pub fn uninstall() -> Option<&'static dyn Sink> {
 /// waiting for anything (the parent's spans and events are the parent's). A lock another thread
 /// of the parent held at the fork stays held in the child, so the sink is removed only if it
 /// can be taken at once.
+///
+/// The child has one thread, so a lock of the timeline that is held was held by a thread of the
+/// parent that does not exist here: it is released by force, and the spans, anchors and spare
+/// events the child inherited are forgotten without a backend call (their events, and the host
+/// queues' worker threads that would complete them, are the parent's).
 #[cfg(feature = "std")]
 pub(crate) fn child_after_fork() {
     ON.store(false, Relaxed);
-    if let Some(mut s) = SINK.try_write() {
-        *s = None;
+    // SAFETY: the child's only thread holds none of these locks (see above).
+    unsafe {
+        if SINK.writer_count() != 0 {
+            SINK.force_write_unlock();
+        }
+        while SINK.reader_count() != 0 {
+            SINK.force_read_decrement();
+        }
     }
+    *SINK.write() = None;
+    work::forget_after_fork();
 }
 
 /// Whether a sink is installed (one relaxed load).

@@ -249,6 +249,42 @@ pub(crate) unsafe fn work_end(timing: Timing, kind: WorkKind, submitted: bool) {
     resolve(Scope::All, false);
 }
 
+/// In a forked child (one thread; see `child_after_fork`): the timeline's locks released by
+/// force where a vanished thread of the parent held them, and every span, anchor and spare
+/// event forgotten without a backend call.
+#[cfg(feature = "std")]
+pub(super) fn forget_after_fork() {
+    // SAFETY: the child's only thread is this one, and it holds none of them.
+    unsafe {
+        for lock in [&RESOLVER as &dyn ForceUnlock, &WAITING, &ANCHORS] {
+            lock.force_unlock_if_held();
+        }
+    }
+    let mut w = WAITING.lock();
+    w.pending.clear();
+    w.spare.clear();
+    drop(w);
+    ANCHORS.lock().clear();
+}
+
+/// A timeline lock that can be released by force (`forget_after_fork`).
+#[cfg(feature = "std")]
+trait ForceUnlock {
+    /// # Safety
+    /// No live guard of this lock exists in this process.
+    unsafe fn force_unlock_if_held(&self);
+}
+
+#[cfg(feature = "std")]
+impl<T> ForceUnlock for Lock<T> {
+    unsafe fn force_unlock_if_held(&self) {
+        if self.is_locked() {
+            // SAFETY: the caller's contract.
+            unsafe { self.force_unlock() };
+        }
+    }
+}
+
 /// Which waiting spans to resolve.
 #[derive(Clone, Copy)]
 pub(crate) enum Scope {
