@@ -487,6 +487,19 @@ impl Devices {
         if one { self.launch_kernel.get().copied() } else { None }
     }
 
+    /// For driver calls that do not check the thread's current context: `cuGraphExecKernelNodeSetParams`
+    /// on a thread with no context current faults inside the driver instead of returning an
+    /// error (a graph updated from a thread whose first ordo call that is). No driver call when
+    /// this thread's record says the device's context is current, else `make_current`.
+    #[inline]
+    pub(crate) fn make_current_cached(&self, ordinal: u32) -> BackendResult<Option<ProgramContext>> {
+        let ctx = self.context(ordinal)?;
+        if CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire)) {
+            return Ok(None);
+        }
+        self.make_current(ordinal).map(Some)
+    }
+
     /// `make_current_trusted` with several devices, or for a bad ordinal.
     #[inline(never)]
     fn make_current_trusted_slow(&self, ordinal: u32) -> BackendResult<Option<ProgramContext>> {

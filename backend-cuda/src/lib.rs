@@ -204,8 +204,11 @@ impl Backend for CudaBackend {
         kernel: u64,
         args: &KernelArgs<'_>,
     ) -> BackendResult<()> {
+        // Not `in_context`: the driver does not refuse an update on a thread without the context
+        // (it faults), so the context is made current unless this thread's record says it is.
+        let _program_context = self.devices.make_current_cached(device)?;
         // SAFETY: a live graph and kernel of the device; the arguments are the caller's contract.
-        self.in_context(device, || unsafe { graph::set_args(graph, index, kernel, args) })
+        unsafe { graph::set_args(graph, index, kernel, args) }
     }
 
     unsafe fn graph_destroy(&self, device: u32, graph: u64) -> BackendResult<()> {

@@ -743,6 +743,11 @@ fn graph_argument_updates_orphans_and_captured_events() {
     // SAFETY: as above.
     unsafe { rt.launch(w.q, k2, &dims, &args) }.unwrap();
     let graph = rt.queue_end_capture(w.q).unwrap();
+    // The event's record is part of the graph: refused until it is recorded again.
+    rejects(&w, ErrorCode::InvalidArgument, || rt.event_synchronize(w.e));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.queue_wait_event(q2, w.e));
+    rejects(&w, ErrorCode::InvalidArgument, || rt.queue_wait_event(w.q, w.e));
+    rt.event_record(w.e, w.q).unwrap();
     rt.event_synchronize(w.e).unwrap();
     rt.queue_wait_event(q2, w.e).unwrap();
     assert_eq!(rt.graph_kernel_count(graph).unwrap(), 2);
@@ -761,14 +766,19 @@ fn graph_argument_updates_orphans_and_captured_events() {
     rejects(&w, ErrorCode::InvalidHandle, || set(graph, 0, w.old_k, &args));
     // The backend tells which kernel each launch runs.
     assert_eq!(set(graph, 0, k2, &args).unwrap_err().code, ErrorCode::InvalidArgument);
-    // A graph of `k2` alone survives the unload of `w.k`'s program; the graph of both does not.
+    // A graph holds its programs: the unload of `w.k`'s program by its loader leaves it loaded
+    // and the graph launchable. Unloaded once more (more unloads than references), the program
+    // goes: the graph of both is orphaned, a graph of `k2` alone is not.
     rt.queue_begin_capture(w.q).unwrap();
     // SAFETY: as above.
     unsafe { rt.launch(w.q, k2, &dims, &args) }.unwrap();
     let only_k2 = rt.queue_end_capture(w.q).unwrap();
-    rt.program_unload(w.p).unwrap();
     // SAFETY: the scripted backend runs nothing (and an orphaned graph is refused before it).
     let launch = |g, q| unsafe { rt.graph_launch(g, q) };
+    rt.program_unload(w.p).unwrap();
+    assert!(rt.kernel_get(w.p, "kernel").is_ok(), "the graph keeps the program loaded");
+    launch(graph, w.q).unwrap();
+    rt.program_unload(w.p).unwrap();
     rejects(&w, ErrorCode::InvalidArgument, || launch(graph, w.q));
     rejects(&w, ErrorCode::InvalidArgument, || set(graph, 1, k2, &args));
     launch(only_k2, w.q).unwrap();

@@ -9,8 +9,9 @@
 //! again outside a capture: its record became part of the graph and never runs on its own
 //! (CUDA refuses such an event too). A graph's kernel launches are
 //! numbered in capture order, and their arguments can be set between launches
-//! (`graph_set_args`); unloading a program whose kernels a graph launches orphans the graph
-//! (its launches and updates are refused). A graph's launches and argument updates are
+//! (`graph_set_args`). A graph keeps the programs of its kernels loaded (a reference each,
+//! given back when it is destroyed); a program unloaded regardless (more unloads than loads
+//! and retains) orphans the graph (its launches and updates are refused). A graph's launches and argument updates are
 //! serialised (each holds the graph's own lock around the backend's call), so one graph may be
 //! updated and launched from many threads. Graphs are handles in their own table, destroyed by
 //! the teardown after the device's events and before its queues. Depends on the runtime's
@@ -97,6 +98,7 @@ impl Runtime {
             any_program: false,
             orphaned: false,
             busy: core::sync::atomic::AtomicU32::new(0),
+            held: heapless::Vec::new(),
         };
         let mut last: Option<(u64, u32)> = None;
         let mut each = |kernel: u64| {
@@ -123,8 +125,40 @@ impl Runtime {
         // SAFETY: the live graph the backend just returned.
         if unsafe { d.backend.graph_kernels(d.ordinal, graph, &mut each) }.is_err() {
             (entry.kernels, entry.any_program) = (0, true);
+            entry.programs.clear();
+        }
+        // The graph keeps its programs loaded: one reference each, given back by its destroy.
+        for &p in &entry.programs {
+            let taken = t.programs.at(p).retained.fetch_update(Relaxed, Relaxed, |n| n.checked_add(1)).is_ok();
+            if taken {
+                let _ = entry.held.push(t.programs.handle_at(p));
+            } else {
+                // Too many references: this one is not held, and its unload orphans the graph.
+                entry.any_program = true;
+            }
         }
         entry
+    }
+
+    /// Gives back the program references a removed graph held: each one's count goes down, and a
+    /// program whose last reference this was is unloaded (as `program_unload` unloads it). A
+    /// program that cannot be unloaded now (a queue of its device is capturing) stays loaded until
+    /// the teardown.
+    fn release_held(&self, t: &mut Tables, held: &[crate::handle::RawHandle]) -> Result<()> {
+        let mut result = Ok(());
+        for &h in held {
+            let Ok(slot) = t.programs.resolve(h) else { continue };
+            let p = t.programs.at(slot);
+            if p.retained.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).is_ok() {
+                continue;
+            }
+            if Self::no_capture_on(t, p.device).is_err() {
+                continue;
+            }
+            let unloaded = self.unload_slot(t, slot);
+            result = result.and(unloaded);
+        }
+        result
     }
 
     /// How many kernel launches `graph` holds (`graph_set_args` numbers them from 0, in the
@@ -275,7 +309,11 @@ impl Runtime {
                 let d = self.dev_at(t, g.device);
                 // SAFETY: a live graph of this device, removed from the table first so it is never
                 // passed again.
-                Ok(unsafe { d.backend.graph_destroy(d.ordinal, g.raw) }?)
+                let destroyed = unsafe { d.backend.graph_destroy(d.ordinal, g.raw) };
+                // Then the programs its kernels need: after the graph that launches them.
+                let released = self.release_held(t, &g.held);
+                destroyed?;
+                released
             })
         })
     }

@@ -190,6 +190,11 @@ pub(crate) struct GraphEntry {
     pub any_program: bool,
     /// A program of its kernels was unloaded: launches and argument updates are refused.
     pub orphaned: bool,
+    /// The programs whose reference the graph holds (one `program_retain` each, taken when the
+    /// capture ended and given back when the graph is destroyed): an unload by their loader
+    /// leaves them loaded until then. Handles, so a program unloaded regardless (its references
+    /// given back more often than taken) is never confused with a later one in its slot.
+    pub held: heapless::Vec<crate::handle::RawHandle, GRAPH_PROGRAMS>,
     /// 1 while a launch or an argument update of the graph is in the backend: the two are
     /// serialised per graph (a driver's executable graph is not safe to update and launch from
     /// two threads at once: `cuGraphExecKernelNodeSetParams` beside `cuGraphLaunch` faults).

@@ -103,9 +103,11 @@ impl Runtime {
         })
     }
 
-    /// Unloads a program (or gives back a reference `program_retain` took: see there); its
-    /// kernel handles go stale with it, and graphs that launch its kernels are orphaned (their
-    /// launches and argument updates are refused). `InvalidArgument` while a queue of its device
+    /// Unloads a program (or gives back a reference `program_retain` or a graph took: see
+    /// there); its kernel handles go stale with it. A graph that launches its kernels holds a
+    /// reference, so the program stays loaded until the graph is destroyed; unloaded regardless
+    /// (references given back more often than taken), it orphans such graphs (their launches and
+    /// argument updates are refused). `InvalidArgument` while a queue of its device
     /// is capturing (a captured launch of its kernels would outlive them).
     pub fn program_unload(&self, program: Program) -> Result<()> {
         traced!("program_unload", ["program" = program.0.0], {
@@ -127,20 +129,27 @@ impl Runtime {
                     p.retained.fetch_sub(1, Relaxed);
                     return Ok(());
                 }
-                let d = self.dev_at(t, t.programs.at(slot).device);
-                // A launch of its kernels may be in an open capture, whose graph would outlive them.
-                Self::no_capture_on(t, d.slot)?;
-                let entry = t.programs.remove_at(slot);
-                teardown::forget_kernels(t, entry.first_kernel);
-                Self::orphan_graphs(t, entry.device, slot);
-                if entry.globals > 0 {
-                    teardown::forget_globals(t, slot);
-                }
-                // SAFETY: a live program of this device, removed from the table (with its kernels)
-                // so never passed again.
-                Ok(unsafe { d.backend.program_unload(d.ordinal, entry.raw) }?)
+                self.unload_slot(t, slot)
             })
         })
+    }
+
+    /// Unloads the live program in `slot`, whose references are all given back: refused
+    /// (`InvalidArgument`, nothing changed) while a queue of its device is capturing; its kernels
+    /// and globals are forgotten and the graphs that launch its kernels orphaned.
+    pub(super) fn unload_slot(&self, t: &mut super::Tables, slot: u32) -> Result<()> {
+        let d = self.dev_at(t, t.programs.at(slot).device);
+        // A launch of its kernels may be in an open capture, whose graph would outlive them.
+        Self::no_capture_on(t, d.slot)?;
+        let entry = t.programs.remove_at(slot);
+        teardown::forget_kernels(t, entry.first_kernel);
+        Self::orphan_graphs(t, entry.device, slot);
+        if entry.globals > 0 {
+            teardown::forget_globals(t, slot);
+        }
+        // SAFETY: a live program of this device, removed from the table (with its kernels) so
+        // never passed again.
+        Ok(unsafe { d.backend.program_unload(d.ordinal, entry.raw) }?)
     }
 
     /// The kernel called `name` in a program; the same name gives the same handle.

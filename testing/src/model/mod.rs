@@ -83,9 +83,17 @@ pub struct ObjInfo {
     pub layout_known: bool,
     /// For a capturing queue (since its capture began) and a graph: its kernel launches.
     pub launches: Launches,
-    /// For an event: the queue whose capture recorded it, while that capture lasts.
+    /// For an event: the queue whose capture recorded it, while that capture lasts;
+    /// [`CAPTURE_ENDED`] once that capture ended, until the event is recorded again (its record
+    /// is part of the graph and never runs on its own).
     pub captured_by: Option<ObjId>,
+    /// For a program: the references its graphs hold (one per graph whose launches use it),
+    /// which its unloads give back before it is unloaded.
+    pub retained: u32,
 }
+
+/// An event's `captured_by` once the capture that recorded it ended.
+pub const CAPTURE_ENDED: ObjId = ObjId(u32::MAX);
 
 /// What a capture (and its graph) holds of kernel launches: the runtime numbers them for
 /// argument updates and orphans the graph when a program of theirs is unloaded.
@@ -273,10 +281,20 @@ impl<const N: usize> Model<N> {
         if busy { Err(ErrorCode::InvalidArgument) } else { Ok(()) }
     }
 
-    /// `InvalidArgument` when event `e`'s latest record was captured by a capture that has not
-    /// ended.
+    /// `InvalidArgument` when event `e`'s latest record was captured (by a capture that has not
+    /// ended, or by one that ended: see [`CAPTURE_ENDED`]).
     fn not_captured(&self, e: ObjId) -> Check<()> {
         if self.info(e).captured_by.is_some() { Err(ErrorCode::InvalidArgument) } else { Ok(()) }
+    }
+
+    /// Program `p` is about to be unloaded: the graphs of its device that use it are orphaned.
+    fn orphan_graphs_of(&mut self, p: ObjId) {
+        let device = self.info(p).device;
+        for o in self.objects.iter_mut() {
+            if o.live && o.kind == ObjectKind::Graph && o.device == device && o.launches.uses(p) {
+                o.launches.orphaned = true;
+            }
+        }
     }
 
     /// A launch of kernel `k` went to queue `q`: listed in its capture if it captures.
@@ -367,6 +385,7 @@ impl<const N: usize> Model<N> {
                 layout_known: false,
                 launches: Launches::default(),
                 captured_by: None,
+                retained: 0,
             };
             if self.objects.push(info).is_err() || self.platforms.push(platform).is_err() {
                 return Outcome::ModelFull;
@@ -387,6 +406,7 @@ impl<const N: usize> Model<N> {
                     layout_known: false,
                     launches: Launches::default(),
                     captured_by: None,
+                    retained: 0,
                 };
                 if self.objects.push(info).is_err() {
                     return Outcome::ModelFull;

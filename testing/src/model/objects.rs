@@ -33,6 +33,7 @@ impl<const N: usize> Model<N> {
             layout_known: false,
             launches: Launches::default(),
             captured_by: None,
+            retained: 0,
         };
         Ok(match op {
             Op::PlatformCount => Outcome::Count(self.platforms.len() as u32),
@@ -132,9 +133,9 @@ impl<const N: usize> Model<N> {
                     return Err(ErrorCode::InvalidArgument);
                 }
                 self.objects[q.0 as usize].capturing = false;
-                // Events its capture recorded are ordinary events again.
+                // Events its capture recorded keep a record that never runs until recorded again.
                 for o in self.objects.iter_mut().filter(|o| o.captured_by == Some(q)) {
-                    o.captured_by = None;
+                    o.captured_by = Some(super::CAPTURE_ENDED);
                 }
                 self.call_on(q, BackendOp::QueueEndCapture)?;
                 if self.live(K::Graph) >= MAX_GRAPHS {
@@ -148,6 +149,10 @@ impl<const N: usize> Model<N> {
                     Ok(()) => self.info(q).launches,
                     Err(_) => Launches { any_program: true, ..Launches::default() },
                 };
+                // The graph holds a reference to each program of its launches.
+                for p in launches.programs.into_iter().flatten() {
+                    self.objects[p.0 as usize].retained += 1;
+                }
                 self.create(ObjInfo { launches, ..obj(K::Graph, self.info(q).device) })
             }
             Op::GraphLaunch { graph, queue } => {
@@ -178,7 +183,30 @@ impl<const N: usize> Model<N> {
             Op::GraphDestroy(g) => {
                 let g = self.resolve(g, K::Graph)?;
                 self.kill(g);
-                self.call_on(g, BackendOp::GraphDestroy)?;
+                let destroyed = self.call_on(g, BackendOp::GraphDestroy);
+                // Then the program references it held: a program whose last one this was is
+                // unloaded (left loaded while a queue of its device captures); the first failed
+                // unload is the answer when the destroy itself succeeded.
+                let mut released = Ok(());
+                for p in self.info(g).launches.programs.into_iter().flatten() {
+                    if !self.info(p).live {
+                        continue;
+                    }
+                    if self.info(p).retained > 0 {
+                        self.objects[p.0 as usize].retained -= 1;
+                        continue;
+                    }
+                    let device = self.info(p).device;
+                    if self.no_capture_on(device).is_err() {
+                        continue;
+                    }
+                    self.orphan_graphs_of(p);
+                    self.kill(p);
+                    let unloaded = self.call_on(p, BackendOp::ProgramUnload);
+                    released = released.and(unloaded);
+                }
+                destroyed?;
+                released?;
                 Outcome::Ok
             }
             Op::HostUnregister(a) => {
@@ -305,13 +333,13 @@ impl<const N: usize> Model<N> {
                     self.not_capturing(x)?;
                 }
                 if kind == K::Program {
-                    self.no_capture_on(self.info(x).device)?;
-                    let device = self.info(x).device;
-                    for o in self.objects.iter_mut() {
-                        if o.live && o.kind == K::Graph && o.device == device && o.launches.uses(x) {
-                            o.launches.orphaned = true;
-                        }
+                    if self.info(x).retained > 0 {
+                        // A reference a graph holds is given back instead: still loaded.
+                        self.objects[x.0 as usize].retained -= 1;
+                        return Ok(Outcome::Ok);
                     }
+                    self.no_capture_on(self.info(x).device)?;
+                    self.orphan_graphs_of(x);
                 }
                 self.kill(x);
                 self.call_on(x, call)?;
