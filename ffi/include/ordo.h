@@ -960,14 +960,17 @@ ordo_status_t ordo_queue_native(struct ordo_queue_t queue, void **out);
 ordo_status_t ordo_queue_begin_capture(struct ordo_queue_t queue);
 
 // Ends the queue's capture; `*out` gets the captured work as a graph of the queue's device
-// (nothing of it has run). The queue stops capturing whatever this returns.
-// `ORDO_ERROR_INVALID_ARGUMENT` when the queue is not capturing; the driver's error for a
+// (nothing of it has run). The queue stops capturing whatever this returns. The graph holds a
+// reference to each program its kernels belong to: `ordo_program_unload` by their loader leaves
+// them loaded until `ordo_graph_destroy` (which unloads a program whose last reference the
+// graph held). `ORDO_ERROR_INVALID_ARGUMENT` when the queue is not capturing; the driver's error for a
 // capture it invalidated; `ORDO_ERROR_OUT_OF_RESOURCES` when the graph table is full.
 //
 // # Safety
 // Each pointer argument must be NULL or valid for the reads and writes this function
 // documents, as C requires of its callers.
-ordo_status_t ordo_queue_end_capture(struct ordo_queue_t queue, struct ordo_graph_t *out);
+ordo_status_t ordo_queue_end_capture(struct ordo_queue_t queue,
+                                     struct ordo_graph_t *out);
 
 // Launches a graph on a queue of its device, asynchronously: its work runs in the captured
 // order after the queue's earlier work. `ORDO_ERROR_INVALID_ARGUMENT` for a queue of another
@@ -979,7 +982,10 @@ ordo_status_t ordo_queue_end_capture(struct ordo_queue_t queue, struct ordo_grap
 // that were captured (the graph keeps their addresses and arguments).
 ordo_status_t ordo_graph_launch(struct ordo_graph_t graph, struct ordo_queue_t queue);
 
-// Destroys a graph (launches already submitted still run); the handle is stale afterwards.
+// Destroys a graph (launches already submitted still run); the handle is stale afterwards. The
+// program references it held are given back (a program whose last reference it was is
+// unloaded; its unload's failure, if any, is this call's error, the graph destroyed all the
+// same).
 ordo_status_t ordo_graph_destroy(struct ordo_graph_t graph);
 
 // Starts writing a trace to the file at `path` (created or truncated), in the Chrome
@@ -987,11 +993,14 @@ ordo_status_t ordo_graph_destroy(struct ordo_graph_t graph);
 // thread with every ordo call of every ABI (`ordo_*`, `ol*`, `mgpu*`, Rust), a track per queue
 // with the device work on it (device-timed kernels, copies, fills, host functions, graph
 // launches), and the lifecycle and teardown steps. What `ORDO_TRACE=path` does at the first
-// init. May be called before `ordo_init`. Events are written at least every 100 ms and at the
-// end of each final teardown, after which the file is valid JSON. `ORDO_ERROR_NULL_POINTER` for
-// a NULL `path`, `ORDO_ERROR_INVALID_ARGUMENT` for a path that is not UTF-8,
-// `ORDO_ERROR_BUSY` while a trace is being written, `ORDO_ERROR_OUT_OF_RESOURCES` when the file
-// cannot be created, `ORDO_ERROR_UNSUPPORTED` in builds without std.
+// init. May be called before `ordo_init`. Events are written at least every 100 ms (also while
+// no call comes) and at the end of each final teardown, after which the file is valid JSON. `ORDO_ERROR_NULL_POINTER` for
+// a NULL `path`, `ORDO_ERROR_INVALID_ARGUMENT` for a path that is not UTF-8, whose directory
+// does not exist, that may not be written, or that is not a regular file (a directory, FIFO,
+// socket or device: refused at once, never waited on), `ORDO_ERROR_BUSY` while a trace is being
+// written, `ORDO_ERROR_OUT_OF_RESOURCES` when the file cannot be created for another reason,
+// `ORDO_ERROR_UNSUPPORTED` in builds without std. Events are flushed by a writer thread of the
+// trace's own every 100 ms; a forked child drops the trace it inherited without writing it.
 //
 // # Safety
 // `path` is NULL or a NUL-terminated string.

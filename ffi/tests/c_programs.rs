@@ -238,10 +238,19 @@ fn no_process_spawned_and_no_file_read_but_libraries() {
             let path = line.split('"').nth(1).unwrap_or("");
             let library = path == "/etc/ld.so.cache" || path.contains(".so") || path.ends_with("/");
             let probe = driver_open && ["/proc/", "/sys/", "/dev/"].iter().any(|p| path.starts_with(p));
-            // What the host device reports about the machine (clock, vendor, memory).
-            let host_info = ["/proc/cpuinfo", "/proc/meminfo", "/sys/devices/system/cpu/", "/sys/firmware/dmi/"]
-                .iter()
-                .any(|p| path.starts_with(p));
+            // What the host device reports about the machine (clock, vendor, memory: the least of
+            // MemTotal, the process's cgroup limits and its RLIMIT_AS / RLIMIT_DATA).
+            let host_info = [
+                "/proc/cpuinfo",
+                "/proc/meminfo",
+                "/proc/self/limits",
+                "/proc/self/cgroup",
+                "/sys/fs/cgroup/",
+                "/sys/devices/system/cpu/",
+                "/sys/firmware/dmi/",
+            ]
+            .iter()
+            .any(|p| path.starts_with(p));
             assert!(library || probe || host_info, "ordo opened a file that is not a shared library: {line}");
             driver_open |= (path.contains("libhsa-runtime64") || path.contains("libcuda")) && !line.contains("ENOENT");
         }

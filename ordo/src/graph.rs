@@ -19,9 +19,16 @@ use crate::queue::Queue;
 /// Graphs come from backends that have them: CUDA and the host device (AMDGPU answers
 /// `Unsupported`; the host device captures launches, copies, fills and host functions, not event
 /// records or waits). The arguments of its kernel launches can be changed between launches
-/// without capturing again ([`Graph::set_args`]); their grids and blocks stay as captured. A
-/// graph whose kernels' module was dropped is orphaned: its launches and updates are refused
-/// (`InvalidArgument`).
+/// without capturing again ([`Graph::set_args`]); their grids and blocks stay as captured.
+///
+/// A graph holds what it uses, as every other object does: its kernels' modules stay loaded
+/// until it is dropped (a reference each), and its launches are refused (`InvalidHandle`,
+/// nothing launched) once a buffer given to one of its typed launches ([`Queue::launch`] while
+/// capturing, or [`Graph::set_args`]) has been dropped or is from before a re-init, as a direct
+/// launch refuses it. Up to 16 buffers per graph are checked; buffers given through a
+/// [`LaunchBuilder`](crate::LaunchBuilder) or captured copies are not, and remain the launch's
+/// `unsafe` contract. Launches and argument updates of one graph from many threads are
+/// serialised.
 pub struct Graph<'r> {
     device: Device<'r>,
     raw: RawGraph,
@@ -39,6 +46,7 @@ struct Capturing<'a, 'r>(&'a Queue<'r>);
 
 impl Drop for Capturing<'_, '_> {
     fn drop(&mut self) {
+        self.0.captured.store(0, core::sync::atomic::Ordering::Relaxed);
         let rt = self.0.device.rt();
         if let Ok(g) = rt.queue_end_capture(self.0.raw) {
             let _ = rt.graph_destroy(g);
@@ -80,9 +88,11 @@ impl<'r> Queue<'r> {
         self.device.ctx.check_current()?;
         let rt = self.device.rt();
         rt.queue_begin_capture(self.raw)?;
+        self.captured.store(1, core::sync::atomic::Ordering::Relaxed);
         let capturing = Capturing(self);
         let body = f(self);
         core::mem::forget(capturing);
+        self.captured.store(0, core::sync::atomic::Ordering::Relaxed);
         let ended = rt.queue_end_capture(self.raw);
         match (body, ended) {
             (Ok(()), Ok(raw)) => Ok(Graph { device: self.device.clone(), raw }),
@@ -100,7 +110,8 @@ impl<'r> Queue<'r> {
 impl<'r> Graph<'r> {
     /// Launches the graph on `queue` (a queue of its device), asynchronously: its work runs in
     /// the captured order after the queue's earlier work. `InvalidArgument` for a queue of
-    /// another device; `InvalidHandle` for a graph from before a re-init.
+    /// another device or a queue that is capturing; `InvalidHandle` for a graph from before a
+    /// re-init, or when a buffer its typed launches were given has been dropped (see [`Graph`]).
     ///
     /// # Safety
     /// What the `unsafe` launches captured into the graph promised holds again for this launch:
@@ -158,9 +169,10 @@ impl<'r> Graph<'r> {
         args: A,
     ) -> Result<()> {
         let (rt, kernel) = (self.device.rt(), function.function().raw());
-        args.with_args(self.device.raw(), |kernel_args, _owned| {
+        args.with_args(self.device.raw(), |kernel_args, owned| {
+            let allocations = crate::queue::distinct_allocations(owned);
             // SAFETY: the caller's contract; the runtime checks the graph, index, kernel and count.
-            Ok(unsafe { rt.graph_set_args(self.raw, index, kernel, kernel_args) }?)
+            Ok(unsafe { rt.graph_set_args_using(self.raw, index, kernel, kernel_args, &allocations) }?)
         })
     }
 

@@ -296,6 +296,8 @@ impl<'a, 'r> LaunchBuilder<'a, 'r> {
         // SAFETY: one size per pointer, and every pointer comes from a reference (`arg`).
         let args = unsafe { KernelArgs::new_unchecked(params, sizes) };
         // SAFETY: the caller's contract; the runtime checks the queue, kernel and dimensions.
-        Ok(unsafe { self.queue.device.rt().launch(self.queue.raw, self.function.raw, &dims, &args) }?)
+        unsafe { self.queue.device.rt().launch(self.queue.raw, self.function.raw, &dims, &args) }?;
+        // Counted in a capture (the builder names no buffer to it: see `Queue::capture`).
+        self.queue.launched(&[])
     }
 }

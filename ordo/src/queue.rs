@@ -23,12 +23,49 @@ use crate::error::{Error, Result};
 pub struct Queue<'r> {
     pub(crate) device: Device<'r>,
     pub(crate) raw: RawQueue,
+    /// While [`Queue::capture`] records this queue's work: 1 + the kernel launches submitted
+    /// since it began (their numbers in the graph); else 0.
+    pub(crate) captured: core::sync::atomic::AtomicU32,
 }
 
 impl core::fmt::Debug for Queue<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "Queue({:?} on {:?})", self.raw, self.device)
     }
+}
+
+impl Queue<'_> {
+    /// After a kernel launch on this queue: while [`Queue::capture`] records, the launch is
+    /// counted and the buffers it was given are named to the runtime (`capture_uses`), so that
+    /// the graph's launches refuse them once released. One relaxed load otherwise.
+    #[inline(always)]
+    pub(crate) fn launched(&self, owned: &[crate::host_kernel::Owned]) -> Result<()> {
+        let c = self.captured.load(core::sync::atomic::Ordering::Relaxed);
+        if c == 0 {
+            return Ok(());
+        }
+        self.note_captured(c, owned)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn note_captured(&self, c: u32, owned: &[crate::host_kernel::Owned]) -> Result<()> {
+        self.captured.store(c.saturating_add(1), core::sync::atomic::Ordering::Relaxed);
+        Ok(self.device.rt().capture_uses(self.raw, c - 1, &distinct_allocations(owned))?)
+    }
+}
+
+/// The allocations of a launch's buffer arguments, each once.
+pub(crate) fn distinct_allocations(
+    owned: &[crate::host_kernel::Owned],
+) -> heapless::Vec<ordo_core::Allocation, { crate::MAX_LAUNCH_ARGS }> {
+    let mut allocations = heapless::Vec::new();
+    for &(a, _, _) in owned {
+        if !allocations.contains(&a) {
+            let _ = allocations.push(a);
+        }
+    }
+    allocations
 }
 
 impl<'r> Device<'r> {
@@ -43,7 +80,7 @@ impl<'r> Device<'r> {
     pub fn queue(&self) -> Result<Queue<'r>> {
         self.ctx.check_current()?;
         let raw = self.rt().queue_create(self.raw)?;
-        Ok(Queue { device: self.clone(), raw })
+        Ok(Queue { device: self.clone(), raw, captured: core::sync::atomic::AtomicU32::new(0) })
     }
 
     /// A new event on this device.

@@ -21,7 +21,12 @@
 pub use ordo_core::trace::{Call, Category, MAX_PENDING, Sink, Work, WorkKind, enabled, install, lost_work, uninstall};
 
 /// Starts writing a trace to `path` (created or truncated). `Busy` while a trace (or another
-/// sink) is active; `OutOfResources` when the file cannot be created.
+/// sink) is active; `InvalidArgument` for a path whose directory does not exist, that may not be
+/// written, or that is not a regular file (a directory, FIFO, socket or device: refused at once,
+/// never waited on); `OutOfResources` when the file cannot be created for another reason.
+/// Events reach the file every 100 ms (a writer thread of the trace's own) and at each final
+/// teardown; a forked child drops the trace it inherited without writing it, and may start its
+/// own.
 #[cfg(feature = "std")]
 pub fn start(path: impl AsRef<std::path::Path>) -> crate::Result<()> {
     Ok(ordo_core::trace::chrome::start(path.as_ref())?)

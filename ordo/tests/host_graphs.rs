@@ -118,3 +118,59 @@ fn sixteen_threads_launch_one_host_graph_while_it_is_updated() {
     });
     assert_eq!(y.to_vec().unwrap(), [800], "16 threads × 50 launches, none lost or doubled");
 }
+
+/// A graph holds what it uses: its kernels' module stays loaded after the module is dropped,
+/// and a launch is refused (`InvalidHandle`, nothing launched) once a buffer one of its typed
+/// launches was given (captured or set later) is dropped, as a direct launch would refuse it. A
+/// second load of the same program is another module: its kernel is refused by an update.
+#[test]
+fn a_graph_keeps_its_module_and_refuses_a_released_buffer() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let ctx = Context::new().unwrap();
+    let dev = ctx.device(0).unwrap();
+    let n = 64u32;
+    let queue = dev.queue().unwrap();
+    let mut y = DeviceBuffer::<u32>::zeroed(&dev, n as usize).unwrap();
+    let graph = {
+        let module = Module::load_host(&dev, &PROGRAM).unwrap();
+        let add = module.kernel(&ADD).unwrap();
+        // SAFETY: `add` writes n elements of y (n long); each launch of the graph is synchronised
+        // while y lives, and after y is dropped the launch is refused.
+        queue.capture(|q| unsafe { q.launch(&add, add.dims_for(n)?, (1u32, &mut y, n)) }).unwrap()
+    };
+    // SAFETY: as above.
+    unsafe { graph.launch(&queue) }.unwrap();
+    queue.synchronize().unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 1), "the module stayed loaded for the graph");
+    let other = Module::load_host(&dev, &PROGRAM).unwrap();
+    let other_add = other.kernel(&ADD).unwrap();
+    // SAFETY: refused before anything runs.
+    let refused = unsafe { graph.set_args(0, &other_add, (5u32, &mut y, n)) }.unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::InvalidArgument, "another load's kernel: {refused}");
+    drop(y);
+    // SAFETY: refused before anything runs.
+    let refused = unsafe { graph.launch(&queue) }.unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::InvalidHandle, "{refused}");
+
+    // A graph captured from the second load: new arguments name a live buffer, launchable
+    // again; refused once that one is dropped too.
+    let mut y2 = DeviceBuffer::<u32>::zeroed(&dev, n as usize).unwrap();
+    let mut z = DeviceBuffer::<u32>::zeroed(&dev, n as usize).unwrap();
+    // SAFETY: `add` writes n elements of y2, then of z; each launch is synchronised while they live.
+    let graph2 =
+        queue.capture(|q| unsafe { q.launch(&other_add, other_add.dims_for(n)?, (1u32, &mut y2, n)) }).unwrap();
+    drop(y2);
+    // SAFETY: refused before anything runs.
+    assert_eq!(unsafe { graph2.launch(&queue) }.unwrap_err().code(), ErrorCode::InvalidHandle);
+    // SAFETY: as above.
+    unsafe {
+        graph2.set_args(0, &other_add, (5u32, &mut z, n)).unwrap();
+        graph2.launch(&queue).unwrap();
+    }
+    queue.synchronize().unwrap();
+    assert!(z.to_vec().unwrap().iter().all(|&v| v == 5));
+    drop(z);
+    // SAFETY: refused before anything runs.
+    assert_eq!(unsafe { graph2.launch(&queue) }.unwrap_err().code(), ErrorCode::InvalidHandle);
+    drop((graph, graph2));
+}

@@ -87,6 +87,14 @@ impl core::fmt::Debug for HostBackend {
     }
 }
 
+/// How many programs (built-in and registered) a host program value can name.
+const PROGRAM_PLACES: usize = 0xffff;
+
+/// The place in the program list that a host program value names (`program_load`).
+fn program_place(program: u64) -> usize {
+    ((program & 0xffff) as usize).wrapping_sub(1)
+}
+
 fn err(code: ErrorCode, message: &'static str) -> BackendError {
     BackendError::new(code, 0, message)
 }
@@ -156,7 +164,7 @@ impl HostBackend {
     }
 
     fn host_kernel(&self, kernel: u64) -> BackendResult<&HostKernel> {
-        let program = self.program_at(((kernel >> 32) as usize).wrapping_sub(1));
+        let program = self.program_at(program_place(kernel >> 32));
         program
             .and_then(|p| p.kernels.get((kernel & 0xffff_ffff) as usize))
             .ok_or_else(|| err(ErrorCode::InvalidHandle, "host kernel does not exist"))
@@ -483,9 +491,16 @@ impl Backend for HostBackend {
     }
 
     fn program_load(&self, device: u32, image: &[u8]) -> BackendResult<u64> {
-        drop(self.checked_state(device)?);
+        let mut state = self.checked_state(device)?;
         match self.program_index(image) {
-            Some(i) => Ok(i as u64 + 1),
+            // Place + 1 in the low 16 bits, and which load this is above them: two loads of one
+            // program have different values, and so do their kernels (a graph's argument update
+            // then refuses the other load's kernel, as CUDA's distinct functions are refused).
+            Some(i) if i < PROGRAM_PLACES => {
+                state.loads = state.loads.wrapping_add(1);
+                Ok((u64::from(state.loads & 0xffff) << 16) | (i as u64 + 1))
+            }
+            Some(_) => Err(err(ErrorCode::OutOfResources, "more host programs than a program value can name")),
             None => Err(err(ErrorCode::InvalidBinary, "image names no registered host program")),
         }
     }
@@ -495,7 +510,7 @@ impl Backend for HostBackend {
     }
 
     unsafe fn kernel_get(&self, _device: u32, program: u64, name: &str) -> BackendResult<u64> {
-        let Some(p) = self.program_at((program as usize).wrapping_sub(1)) else {
+        let Some(p) = self.program_at(program_place(program)) else {
             return Err(err(ErrorCode::InvalidHandle, "host program does not exist"));
         };
         match p.kernels.iter().position(|k| k.name == name) {

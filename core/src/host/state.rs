@@ -26,6 +26,7 @@ impl HostBookkeeping {
             next_queue: 0,
             heap: false,
             heap_used: 0,
+            loads: 0,
         }))
     }
 }
@@ -58,6 +59,8 @@ pub(crate) struct HostState {
     pub(super) heap: bool,
     /// Bytes the heap mode has handed out and not taken back.
     pub(super) heap_used: u64,
+    /// Programs loaded so far (each load's program value carries it: `program_load`).
+    pub(super) loads: u32,
 }
 
 // SAFETY: the arena pointer is only an address the state carries between calls; the bytes it

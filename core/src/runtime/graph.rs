@@ -22,7 +22,7 @@ use core::sync::atomic::Ordering::Relaxed;
 
 use crate::backend::KernelArgs;
 use crate::error::{ErrorCode, Result, fail};
-use crate::handle::{Graph, Kernel, Queue};
+use crate::handle::{Allocation, Graph, Kernel, Queue};
 
 use super::info::Dev;
 
@@ -45,6 +45,9 @@ impl Runtime {
                 // SAFETY: a live queue of the device, not capturing.
                 unsafe { d.backend.queue_begin_capture(d.ordinal, raw) }?;
                 Self::set_capturing(t, queue, d, true);
+                // What an earlier capture of this slot left (one that a teardown ended).
+                let slot = t.queues.resolve(queue.0)?;
+                t.capture_uses.get_mut().retain(|u| u.queue != slot);
                 Ok(())
             })
         })
@@ -66,6 +69,18 @@ impl Runtime {
                     return fail(ErrorCode::InvalidArgument, "the queue is not capturing");
                 }
                 Self::set_capturing(t, queue, d, false);
+                // The allocations its launches named, moved out whatever the capture gives.
+                let slot = t.queues.resolve(queue.0)?;
+                let mut named = super::GraphUses::default();
+                t.capture_uses.get_mut().retain(|u| {
+                    if u.queue != slot {
+                        return true;
+                    }
+                    if named.list.push((u.index, u.allocation)).is_err() {
+                        named.unchecked = true;
+                    }
+                    false
+                });
                 // SAFETY: a live queue of the device that is capturing.
                 let graph = unsafe { d.backend.queue_end_capture(d.ordinal, raw) }?;
                 if t.graphs.is_full() {
@@ -74,6 +89,7 @@ impl Runtime {
                     return fail(ErrorCode::OutOfResources, "graph table is full (ORDO_MAX_GRAPHS)");
                 }
                 let entry = Self::graph_entry(t, d, graph);
+                *entry.uses.lock() = named;
                 match t.graphs.insert(entry) {
                     Ok(h) => Ok(Graph(h)),
                     Err(_) => {
@@ -97,7 +113,7 @@ impl Runtime {
             programs: heapless::Vec::new(),
             any_program: false,
             orphaned: false,
-            busy: core::sync::atomic::AtomicU32::new(0),
+            uses: crate::sync::SpinLock::new(super::GraphUses::default()),
             held: heapless::Vec::new(),
         };
         let mut last: Option<(u64, u32)> = None;
@@ -186,7 +202,50 @@ impl Runtime {
     pub unsafe fn graph_set_args(&self, graph: Graph, index: u32, kernel: Kernel, args: &KernelArgs<'_>) -> Result<()> {
         traced!("graph_set_args", ["graph" = graph.0.0, "index" = index, "kernel" = kernel.0.0], {
             // SAFETY: forwarded contract.
-            unsafe { self.graph_set_args_in(graph, index, kernel, args) }
+            unsafe { self.graph_set_args_in(graph, index, kernel, args, None) }
+        })
+    }
+
+    /// `graph_set_args`, naming the allocations the new arguments use (`capture_uses`): from
+    /// now on the graph's launches are refused (`InvalidHandle`) once one of them is released,
+    /// and no longer check the ones the launch used before. ordo's typed API calls it.
+    ///
+    /// # Safety
+    /// As `graph_set_args`.
+    #[inline(always)]
+    pub unsafe fn graph_set_args_using(
+        &self,
+        graph: Graph,
+        index: u32,
+        kernel: Kernel,
+        args: &KernelArgs<'_>,
+        allocations: &[Allocation],
+    ) -> Result<()> {
+        traced!("graph_set_args", ["graph" = graph.0.0, "index" = index, "kernel" = kernel.0.0], {
+            // SAFETY: forwarded contract.
+            unsafe { self.graph_set_args_in(graph, index, kernel, args, Some(allocations)) }
+        })
+    }
+
+    /// Records that kernel launch number `index` (counted from 0 since the capture began) of
+    /// `queue`'s capture in progress uses `allocations`: its graph's launches are refused
+    /// (`InvalidHandle`, nothing launched) once one of them is released or from an earlier
+    /// epoch, as a direct launch refuses such a buffer. Nothing happens when the queue is not
+    /// capturing. A graph keeps up to 16 such allocations (and captures in progress 64 between
+    /// them); the rest go unchecked. ordo's typed API calls it for each buffer of each launch.
+    pub fn capture_uses(&self, queue: Queue, index: u32, allocations: &[Allocation]) -> Result<()> {
+        traced!("capture_uses", ["queue" = queue.0.0, "index" = index], {
+            self.with_shared(|t| {
+                let slot = t.queues.resolve(queue.0)?;
+                if !t.queues.at(slot).capturing() {
+                    return Ok(());
+                }
+                let mut uses = t.capture_uses.lock();
+                for a in allocations {
+                    let _ = uses.push(super::CaptureUse { queue: slot, index, allocation: a.0 });
+                }
+                Ok(())
+            })
         })
     }
 
@@ -197,7 +256,14 @@ impl Runtime {
     /// # Safety
     /// As `graph_set_args`.
     #[inline(always)]
-    unsafe fn graph_set_args_in(&self, graph: Graph, index: u32, kernel: Kernel, args: &KernelArgs<'_>) -> Result<()> {
+    unsafe fn graph_set_args_in(
+        &self,
+        graph: Graph,
+        index: u32,
+        kernel: Kernel,
+        args: &KernelArgs<'_>,
+        allocations: Option<&[Allocation]>,
+    ) -> Result<()> {
         self.with_shared_inline(
             #[inline(always)]
             |t| {
@@ -210,7 +276,14 @@ impl Runtime {
                 Self::check_param_count(d, k, args)?;
                 // SAFETY: a live graph and kernel of this device; the arguments' contract is the
                 // caller's.
-                Ok(g.exclusively(|| unsafe { d.driver.graph_set_args(d.ordinal, g.raw, index, k.raw, args) })?)
+                g.exclusively(|uses| {
+                    // SAFETY: as above.
+                    unsafe { d.driver.graph_set_args(d.ordinal, g.raw, index, k.raw, args) }?;
+                    if let Some(allocations) = allocations {
+                        uses.set(index, allocations.iter().map(|a| a.0));
+                    }
+                    Ok(())
+                })
             },
         )
     }
@@ -227,6 +300,15 @@ impl Runtime {
             return Self::orphaned();
         }
         fail(ErrorCode::InvalidArgument, "the graph has no kernel launch at this index")
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn uses_released() -> Result<()> {
+        fail(
+            ErrorCode::InvalidHandle,
+            "a buffer the graph's launches use was released (or is from before a re-init): capture again or set the launch's arguments",
+        )
     }
 
     #[cold]
@@ -284,8 +366,14 @@ impl Runtime {
                 }
                 let timing = Self::time_work(t, begun, d.backend, d.ordinal, queue, raw);
                 // SAFETY: a live graph and a live queue of this device.
-                let r = g.exclusively(|| unsafe { d.backend.graph_launch(d.ordinal, g.raw, raw) });
-                Self::work_done(timing, || crate::trace::WorkKind::Graph { graph: graph.0.0 }, r.map_err(Into::into))
+                let r = g.exclusively(|uses| {
+                    if uses.list.iter().any(|&(_, a)| t.alloc_handle(a).is_err()) {
+                        return Self::uses_released();
+                    }
+                    // SAFETY: a live graph and a live queue of this device.
+                    Ok(unsafe { d.backend.graph_launch(d.ordinal, g.raw, raw) }?)
+                });
+                Self::work_done(timing, || crate::trace::WorkKind::Graph { graph: graph.0.0 }, r)
             })
         })
     }

@@ -195,49 +195,57 @@ pub(crate) struct GraphEntry {
     /// leaves them loaded until then. Handles, so a program unloaded regardless (its references
     /// given back more often than taken) is never confused with a later one in its slot.
     pub held: heapless::Vec<crate::handle::RawHandle, GRAPH_PROGRAMS>,
-    /// 1 while a launch or an argument update of the graph is in the backend: the two are
-    /// serialised per graph (a driver's executable graph is not safe to update and launch from
-    /// two threads at once: `cuGraphExecKernelNodeSetParams` beside `cuGraphLaunch` faults).
-    pub busy: core::sync::atomic::AtomicU32,
+    /// The allocations its launches use, as far as the callers named them (`capture_uses`,
+    /// `graph_set_args_using`), under the graph's own lock: held by every launch and argument
+    /// update of the graph, which are so serialised per graph.
+    pub uses: crate::sync::SpinLock<GraphUses>,
 }
 
 impl GraphEntry {
-    /// Holds the graph's lock for `f`: the backend's launch or update of this graph. A thread
-    /// that finds it held waits with the core's wait step (`sync::relax`), after a short spin.
+    /// Holds the graph's lock for `f`: the backend's launch or update of this graph, and the
+    /// allocations its launches use. A thread that finds it held waits with the core's wait step.
     #[inline(always)]
-    pub(crate) fn exclusively<R>(&self, f: impl FnOnce() -> R) -> R {
-        use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-        if self.busy.compare_exchange(0, 1, Acquire, Relaxed).is_err() {
-            self.wait_for_lock();
-        }
-        struct Unlock<'a>(&'a core::sync::atomic::AtomicU32);
-        impl Drop for Unlock<'_> {
-            #[inline(always)]
-            fn drop(&mut self) {
-                self.0.store(0, Release);
-            }
-        }
-        let _unlock = Unlock(&self.busy);
-        f()
+    pub(crate) fn exclusively<R>(&self, f: impl FnOnce(&mut GraphUses) -> R) -> R {
+        f(&mut self.uses.lock())
     }
+}
 
-    #[cold]
-    #[inline(never)]
-    fn wait_for_lock(&self) {
-        use core::sync::atomic::Ordering::{Acquire, Relaxed};
-        let mut spins = 0u32;
-        loop {
-            if self.busy.load(Relaxed) == 0 && self.busy.compare_exchange(0, 1, Acquire, Relaxed).is_ok() {
-                return;
-            }
-            if spins < 64 {
-                spins += 1;
-                core::hint::spin_loop();
-            } else {
-                crate::sync::relax();
+/// Allocations a graph's kernel launches use, each with the launch's number (capture order):
+/// a launch of the graph is refused (`InvalidHandle`) once one of them is released, as a
+/// direct launch is refused a released buffer.
+#[derive(Debug, Default)]
+pub(crate) struct GraphUses {
+    pub list: heapless::Vec<(u32, crate::handle::RawHandle), GRAPH_USES>,
+    /// More were named than `list` holds: the graph's launches check only those it holds.
+    pub unchecked: bool,
+}
+
+impl GraphUses {
+    /// Names the allocations launch `index` uses from now on (replacing what it used).
+    pub(crate) fn set(&mut self, index: u32, allocations: impl Iterator<Item = crate::handle::RawHandle>) {
+        self.list.retain(|&(i, _)| i != index);
+        for a in allocations {
+            if !self.list.contains(&(index, a)) && self.list.push((index, a)).is_err() {
+                self.unchecked = true;
             }
         }
     }
+}
+
+/// Allocations one graph's entry names (`GraphUses`); a graph whose launches use more checks the
+/// first ones only.
+pub(crate) const GRAPH_USES: usize = 16;
+
+/// Allocations named by launches of captures in progress (`capture_uses`), over all queues.
+pub(crate) const CAPTURE_USES: usize = 64;
+
+/// One allocation a capture's launch uses: the capturing queue's slot, the launch's number,
+/// the allocation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CaptureUse {
+    pub queue: u32,
+    pub index: u32,
+    pub allocation: crate::handle::RawHandle,
 }
 
 /// Programs a graph's entry names one by one; a graph with kernels of more programs is
@@ -302,6 +310,10 @@ pub(crate) struct Tables {
     /// Host-device allocations the runtime page-locked for a GPU's copies between platforms
     /// (`peer.rs`); changed under its lock in shared calls, emptied by exclusive ones.
     pub pinned: crate::sync::SpinLock<heapless::Vec<peer::Pinned, { peer::MAX_PINNED }>>,
+    /// Allocations the launches of captures in progress use (`capture_uses`), moved into their
+    /// graph when the capture ends; changed under its lock in shared calls. Full: the capture's
+    /// graph checks none (its queue's capture mark says so).
+    pub capture_uses: crate::sync::SpinLock<heapless::Vec<CaptureUse, CAPTURE_USES>>,
 }
 
 /// The identities handed to runtimes so far (each runtime takes one at its first init).
@@ -341,6 +353,7 @@ impl Tables {
                 ordered: OrderedAllocs::new(),
                 graphs: Table::new(),
                 pinned: crate::sync::SpinLock::new(heapless::Vec::new()),
+                capture_uses: crate::sync::SpinLock::new(heapless::Vec::new()),
             }
         }
     }

@@ -133,8 +133,9 @@ fn open_regular(path: &Path) -> Result<File> {
 }
 
 /// Starts writing a trace of every call and every piece of device work to `path` (created or
-/// truncated). `Busy` when a trace is being written already; `OutOfResources` when the file
-/// cannot be created.
+/// truncated). `Busy` when a trace is being written already; `InvalidArgument` for a path whose
+/// directory does not exist, that may not be written or that is not a regular file;
+/// `OutOfResources` when the file cannot be created for another reason.
 pub fn start(path: &Path) -> Result<()> {
     let mut w = TRACE.writer.lock().unwrap_or_else(|e| e.into_inner());
     if w.is_some() || super::enabled() {

@@ -165,8 +165,10 @@ pub extern "C" fn ordo_queue_begin_capture(queue: ordo_queue_t) -> ordo_status_t
 }
 
 /// Ends the queue's capture; `*out` gets the captured work as a graph of the queue's device
-/// (nothing of it has run). The queue stops capturing whatever this returns.
-/// `ORDO_ERROR_INVALID_ARGUMENT` when the queue is not capturing; the driver's error for a
+/// (nothing of it has run). The queue stops capturing whatever this returns. The graph holds a
+/// reference to each program its kernels belong to: `ordo_program_unload` by their loader leaves
+/// them loaded until `ordo_graph_destroy` (which unloads a program whose last reference the
+/// graph held). `ORDO_ERROR_INVALID_ARGUMENT` when the queue is not capturing; the driver's error for a
 /// capture it invalidated; `ORDO_ERROR_OUT_OF_RESOURCES` when the graph table is full.
 ///
 /// # Safety
@@ -191,7 +193,10 @@ pub unsafe extern "C" fn ordo_graph_launch(graph: ordo_graph_t, queue: ordo_queu
     guard(|| status(unsafe { runtime().graph_launch(Graph::from_raw(graph.raw), q(queue)) }))
 }
 
-/// Destroys a graph (launches already submitted still run); the handle is stale afterwards.
+/// Destroys a graph (launches already submitted still run); the handle is stale afterwards. The
+/// program references it held are given back (a program whose last reference it was is
+/// unloaded; its unload's failure, if any, is this call's error, the graph destroyed all the
+/// same).
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_graph_destroy(graph: ordo_graph_t) -> ordo_status_t {
     guard(|| status(runtime().graph_destroy(Graph::from_raw(graph.raw))))

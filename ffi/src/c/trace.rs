@@ -16,11 +16,14 @@ use crate::c::types::*;
 /// thread with every ordo call of every ABI (`ordo_*`, `ol*`, `mgpu*`, Rust), a track per queue
 /// with the device work on it (device-timed kernels, copies, fills, host functions, graph
 /// launches), and the lifecycle and teardown steps. What `ORDO_TRACE=path` does at the first
-/// init. May be called before `ordo_init`. Events are written at least every 100 ms and at the
-/// end of each final teardown, after which the file is valid JSON. `ORDO_ERROR_NULL_POINTER` for
-/// a NULL `path`, `ORDO_ERROR_INVALID_ARGUMENT` for a path that is not UTF-8,
-/// `ORDO_ERROR_BUSY` while a trace is being written, `ORDO_ERROR_OUT_OF_RESOURCES` when the file
-/// cannot be created, `ORDO_ERROR_UNSUPPORTED` in builds without std.
+/// init. May be called before `ordo_init`. Events are written at least every 100 ms (also while
+/// no call comes) and at the end of each final teardown, after which the file is valid JSON. `ORDO_ERROR_NULL_POINTER` for
+/// a NULL `path`, `ORDO_ERROR_INVALID_ARGUMENT` for a path that is not UTF-8, whose directory
+/// does not exist, that may not be written, or that is not a regular file (a directory, FIFO,
+/// socket or device: refused at once, never waited on), `ORDO_ERROR_BUSY` while a trace is being
+/// written, `ORDO_ERROR_OUT_OF_RESOURCES` when the file cannot be created for another reason,
+/// `ORDO_ERROR_UNSUPPORTED` in builds without std. Events are flushed by a writer thread of the
+/// trace's own every 100 ms; a forked child drops the trace it inherited without writing it.
 ///
 /// # Safety
 /// `path` is NULL or a NUL-terminated string.

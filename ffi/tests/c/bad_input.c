@@ -434,7 +434,8 @@ int main(void) {
   /* The timeline: bad paths, and no trace to stop. */
   EXPECT(ordo_trace_start(NULL), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_trace_start("\xff"), ORDO_ERROR_INVALID_ARGUMENT);
-  EXPECT(ordo_trace_start("/nonexistent-ordo-dir/trace.json"), ORDO_ERROR_OUT_OF_RESOURCES);
+  EXPECT(ordo_trace_start("/nonexistent-ordo-dir/trace.json"), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_trace_start("/"), ORDO_ERROR_INVALID_ARGUMENT);
   EXPECT(ordo_trace_stop(), ORDO_ERROR_NOT_FOUND);
   EXPECT(ordo_kernel_get(p, "no_such_kernel", &k0), ORDO_ERROR_NOT_FOUND);
   EXPECT(ordo_kernel_get(p, "", &k0), ORDO_ERROR_INVALID_ARGUMENT);

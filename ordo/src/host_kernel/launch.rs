@@ -197,13 +197,14 @@ impl<'r> Queue<'r> {
         args.with_args(self.device.raw, |kernel_args, owned| {
             // SAFETY: the caller's contract; the runtime checks the queue, kernel and dimensions.
             // On the host device the buffers' ranges are checked live in the launch's own call.
-            Ok(unsafe {
+            unsafe {
                 if host {
                     rt.launch_owned(self.raw, kernel, &dims, kernel_args, owned)
                 } else {
                     rt.launch(self.raw, kernel, &dims, kernel_args)
                 }
-            }?)
+            }?;
+            self.launched(owned)
         })
     }
 
