@@ -42,7 +42,7 @@ rm -rf gpu-bin && mkdir gpu-bin
 cp target/release/ordo target/release/examples/atexit_teardown target/release/examples/cuda_bench \
   target/release/examples/vs_cudarc target/release/examples/peer_bench \
   target/release/examples/host_device_bench target/release/examples/ordered_memory_bench \
-  target/release/examples/graph_bench target/release/examples/graph_vs_cudarc gpu-bin/
+  target/release/examples/graph_bench target/release/examples/graph_vs_cudarc target/release/examples/soak gpu-bin/
 cp target/release/examples/atexit_hook gpu-bin/atexit_hook_rust
 cp "$test_bin" gpu-bin/gpu_tests
 cp "$ordo_test_bin" gpu-bin/ordo_gpu_tests

@@ -15,6 +15,8 @@
 #   abi     the MLIR programs, liboffload's conformance suite and upstream's OffloadAPI tests
 #   bench   the benchmarks: cuda_bench, queue-ordered memory and graphs against the raw driver,
 #           ordo bench, and the launch rows in several processes
+#   soak    16 threads of random typed operations with a raw teardown and re-init every 3 s,
+#           tracing switched on and off, for 8 minutes (cli/examples/soak.rs; SOAK_SECONDS)
 #   sanitize NVIDIA's compute-sanitizer (tests/gpu/sanitize.sh): memcheck with the leak check over
 #           the demo, every example, the Rust, C-ABI, mgpu* and ol* GPU suites; racecheck,
 #           synccheck and initcheck over the demo and the examples. Every API error must be
@@ -26,7 +28,7 @@ parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(tests rust abi bench)  # multi: on a two-GPU machine, asked for
 wants() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
 for p in "${parts[@]}"; do
-  case $p in tests|rust|multi|abi|bench|sanitize) ;; *) echo "unknown part: $p (tests, rust, multi, abi, bench or sanitize)"; exit 2 ;; esac
+  case $p in tests|rust|multi|abi|bench|sanitize|soak) ;; *) echo "unknown part: $p (tests, rust, multi, abi, bench, sanitize or soak)"; exit 2 ;; esac
 done
 out=${OUT:-gpu-out}
 mkdir -p "$out"
@@ -270,6 +272,11 @@ else
   echo "FAIL offload_bench (needs cc, cuda.h and gpu-bin/offload)"; status=1
 fi
 
+fi
+
+if wants soak; then
+echo "== soak: 16 threads, raw teardowns under them, tracing on and off"
+step soak gpu-bin/soak "${SOAK_SECONDS:-480}" 16
 fi
 
 if wants sanitize; then
