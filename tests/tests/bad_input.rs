@@ -802,3 +802,55 @@ fn the_host_device_has_no_graphs() {
     rt.queue_synchronize(q).unwrap();
     rt.shutdown().unwrap();
 }
+
+/// A program unloaded while a queue of its device captures leaves the tables at once (its
+/// handle and kernels stale) and the backend unloads it when the device's last capture ends;
+/// the graph of that capture, which launched its kernel, is orphaned. (Before, the unload was
+/// refused, and a module dropped on one thread while another captured stayed loaded until the
+/// teardown: the soak filled the program table that way.) A graph destroyed during a capture
+/// gives its program back the same way.
+#[test]
+fn unloads_during_a_capture_wait_for_it_to_end() {
+    let w = world();
+    let rt = w.rt;
+    let n = 7u32;
+    let params = [&n as *const u32 as *mut c_void];
+    let args = KernelArgs::new(&params, &[4]).unwrap();
+    let dims = LaunchDims::linear(1, 1);
+    let p3 = rt.program_load(w.d, b"image3").unwrap();
+    let k3 = rt.kernel_get(p3, "kernel").unwrap();
+    let live_before = w.b.live_total();
+    rt.queue_begin_capture(w.q).unwrap();
+    // SAFETY: the scripted backend runs nothing.
+    unsafe { rt.launch(w.q, k3, &dims, &args) }.unwrap();
+    rt.program_unload(p3).unwrap();
+    assert_eq!(rt.kernel_get(p3, "kernel").unwrap_err().code, ErrorCode::InvalidHandle, "the handle is stale");
+    assert_eq!(w.b.live_total(), live_before, "the backend's unload waits for the capture");
+    let graph = rt.queue_end_capture(w.q).unwrap();
+    // SAFETY: refused before the backend (its kernel's program is gone).
+    assert_eq!(unsafe { rt.graph_launch(graph, w.q) }.unwrap_err().code, ErrorCode::InvalidArgument);
+    rt.graph_destroy(graph).unwrap();
+    assert_eq!(w.b.live_total(), live_before - 1, "unloaded when the capture ended (the graph went too)");
+
+    // A graph holding the only reference, destroyed while another queue captures.
+    let p4 = rt.program_load(w.d, b"image4").unwrap();
+    let k4 = rt.kernel_get(p4, "kernel").unwrap();
+    rt.queue_begin_capture(w.q).unwrap();
+    // SAFETY: as above.
+    unsafe { rt.launch(w.q, k4, &dims, &args) }.unwrap();
+    let g4 = rt.queue_end_capture(w.q).unwrap();
+    rt.program_unload(p4).unwrap();
+    assert!(rt.kernel_get(p4, "kernel").is_ok(), "the graph holds it");
+    let q2 = rt.queue_create(w.d).unwrap();
+    rt.queue_begin_capture(q2).unwrap();
+    let live = w.b.live_total();
+    rt.graph_destroy(g4).unwrap();
+    assert_eq!(rt.kernel_get(p4, "kernel").unwrap_err().code, ErrorCode::InvalidHandle);
+    assert_eq!(w.b.live_total(), live - 1, "the graph went; its program waits for the capture");
+    let empty = rt.queue_end_capture(q2).unwrap();
+    rt.graph_destroy(empty).unwrap();
+    assert_eq!(w.b.live_total(), live - 2, "the program went when the capture ended");
+    let Shutdown::TornDown(summary) = rt.shutdown().unwrap() else { panic!("not the last reference") };
+    assert!(summary.is_clean(), "{summary:?}");
+    assert_eq!(w.b.live_total(), 0);
+}

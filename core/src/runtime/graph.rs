@@ -82,13 +82,29 @@ impl Runtime {
                     false
                 });
                 // SAFETY: a live queue of the device that is capturing.
-                let graph = unsafe { d.backend.queue_end_capture(d.ordinal, raw) }?;
+                let ended = unsafe { d.backend.queue_end_capture(d.ordinal, raw) };
+                // Programs unloaded during the device's captures: a graph of this capture that
+                // launches a kernel the tables no longer know is orphaned, and once no capture is
+                // left the backend unloads them.
+                let deferred = t.deferred_unloads.iter().any(|&(dev, _)| dev == d.slot);
+                let unloaded = if deferred && t.devices.at(d.slot).capturing == 0 {
+                    self.run_deferred_unloads(t, d.slot)
+                } else {
+                    Ok(())
+                };
+                let graph = ended?;
+                if let Err(e) = unloaded {
+                    // SAFETY: the graph the backend just returned; never passed again.
+                    let _ = unsafe { d.backend.graph_destroy(d.ordinal, graph) };
+                    return Err(e);
+                }
                 if t.graphs.is_full() {
                     // SAFETY: the graph the backend just returned; never passed again.
                     let _ = unsafe { d.backend.graph_destroy(d.ordinal, graph) };
                     return fail(ErrorCode::OutOfResources, "graph table is full (ORDO_MAX_GRAPHS)");
                 }
-                let entry = Self::graph_entry(t, d, graph);
+                let mut entry = Self::graph_entry(t, d, graph);
+                entry.orphaned = deferred && entry.any_program;
                 *entry.uses.lock() = named;
                 match t.graphs.insert(entry) {
                     Ok(h) => Ok(Graph(h)),
@@ -157,18 +173,14 @@ impl Runtime {
     }
 
     /// Gives back the program references a removed graph held: each one's count goes down, and a
-    /// program whose last reference this was is unloaded (as `program_unload` unloads it). A
-    /// program that cannot be unloaded now (a queue of its device is capturing) stays loaded until
-    /// the teardown.
+    /// program whose last reference this was is unloaded (as `program_unload` unloads it: after
+    /// the device's captures, if a queue of it is capturing).
     fn release_held(&self, t: &mut Tables, held: &[crate::handle::RawHandle]) -> Result<()> {
         let mut result = Ok(());
         for &h in held {
             let Ok(slot) = t.programs.resolve(h) else { continue };
             let p = t.programs.at(slot);
             if p.retained.fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1)).is_ok() {
-                continue;
-            }
-            if Self::no_capture_on(t, p.device).is_err() {
                 continue;
             }
             let unloaded = self.unload_slot(t, slot);

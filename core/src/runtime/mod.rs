@@ -314,7 +314,15 @@ pub(crate) struct Tables {
     /// graph when the capture ends; changed under its lock in shared calls. Full: the capture's
     /// graph checks none (its queue's capture mark says so).
     pub capture_uses: crate::sync::SpinLock<heapless::Vec<CaptureUse, CAPTURE_USES>>,
+    /// Programs unloaded while a queue of their device captured: gone from the program table
+    /// (handles and kernels stale), unloaded by the backend when the device's last capture ends
+    /// (or by the teardown): (device slot, backend value). Exclusive calls only.
+    pub deferred_unloads: heapless::Vec<(u32, u64), DEFERRED_UNLOADS>,
 }
+
+/// Program unloads that wait for a device's captures to end (`Tables::deferred_unloads`); past
+/// it an unload during a capture is refused (`InvalidArgument`).
+pub(crate) const DEFERRED_UNLOADS: usize = 16;
 
 /// The identities handed to runtimes so far (each runtime takes one at its first init).
 static IDENTITIES: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
@@ -354,6 +362,7 @@ impl Tables {
                 graphs: Table::new(),
                 pinned: crate::sync::SpinLock::new(heapless::Vec::new()),
                 capture_uses: crate::sync::SpinLock::new(heapless::Vec::new()),
+                deferred_unloads: heapless::Vec::new(),
             }
         }
     }

@@ -107,8 +107,10 @@ impl Runtime {
     /// there); its kernel handles go stale with it. A graph that launches its kernels holds a
     /// reference, so the program stays loaded until the graph is destroyed; unloaded regardless
     /// (references given back more often than taken), it orphans such graphs (their launches and
-    /// argument updates are refused). `InvalidArgument` while a queue of its device
-    /// is capturing (a captured launch of its kernels would outlive them).
+    /// argument updates are refused). While a queue of its device is capturing, the program
+    /// leaves the tables at once (handle and kernels stale) and the backend unloads it when the
+    /// device's last capture ends (a graph that capture made with its kernels is orphaned) or at
+    /// the teardown; `InvalidArgument`, nothing changed, only when 16 such unloads wait already.
     pub fn program_unload(&self, program: Program) -> Result<()> {
         traced!("program_unload", ["program" = program.0.0], {
             // A retained reference is given back under the shared gate, with no wait for queues.
@@ -134,22 +136,54 @@ impl Runtime {
         })
     }
 
-    /// Unloads the live program in `slot`, whose references are all given back: refused
-    /// (`InvalidArgument`, nothing changed) while a queue of its device is capturing; its kernels
-    /// and globals are forgotten and the graphs that launch its kernels orphaned.
+    /// Unloads the live program in `slot`, whose references are all given back: its kernels and
+    /// globals are forgotten and the graphs that launch its kernels orphaned. While a queue of
+    /// its device captures (a launch of its kernels may be in that capture, whose graph would
+    /// outlive them) the backend's unload waits for the device's last capture to end
+    /// (`run_deferred_unloads`); refused (`InvalidArgument`, nothing changed) only when
+    /// `DEFERRED_UNLOADS` unloads wait already.
     pub(super) fn unload_slot(&self, t: &mut super::Tables, slot: u32) -> Result<()> {
         let d = self.dev_at(t, t.programs.at(slot).device);
-        // A launch of its kernels may be in an open capture, whose graph would outlive them.
-        Self::no_capture_on(t, d.slot)?;
+        let capturing = Self::no_capture_on(t, d.slot).is_err();
+        if capturing && t.deferred_unloads.is_full() {
+            return fail(
+                ErrorCode::InvalidArgument,
+                "a queue of the device is capturing and too many unloads wait for its captures to end",
+            );
+        }
         let entry = t.programs.remove_at(slot);
         teardown::forget_kernels(t, entry.first_kernel);
         Self::orphan_graphs(t, entry.device, slot);
         if entry.globals > 0 {
             teardown::forget_globals(t, slot);
         }
+        if capturing {
+            let _ = t.deferred_unloads.push((d.slot, entry.raw));
+            return Ok(());
+        }
         // SAFETY: a live program of this device, removed from the table (with its kernels) so
         // never passed again.
         Ok(unsafe { d.backend.program_unload(d.ordinal, entry.raw) }?)
+    }
+
+    /// Unloads, in the backend, the programs of the device in `device` whose unload waited for
+    /// its captures (none captures any more). The first failure is returned; every one is tried.
+    pub(super) fn run_deferred_unloads(&self, t: &mut super::Tables, device: u32) -> Result<()> {
+        let d = self.dev_at(t, device);
+        let mut result = Ok(());
+        let mut i = 0;
+        while i < t.deferred_unloads.len() {
+            if t.deferred_unloads[i].0 != device {
+                i += 1;
+                continue;
+            }
+            let (_, raw) = t.deferred_unloads.remove(i);
+            // SAFETY: a program of this device that left the table when its unload was deferred;
+            // never passed again.
+            let unloaded = unsafe { d.backend.program_unload(d.ordinal, raw) };
+            result = result.and(unloaded.map_err(Into::into));
+        }
+        result
     }
 
     /// The kernel called `name` in a program; the same name gives the same handle.

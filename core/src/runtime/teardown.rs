@@ -225,6 +225,17 @@ fn tear_down_device(backend: &dyn Backend, t: &mut Tables, device: u32, walk: &m
             });
         }
     }
+    // Programs whose unload waited for a capture that the teardown ended.
+    let mut i = 0;
+    while i < t.deferred_unloads.len() {
+        if t.deferred_unloads[i].0 != device {
+            i += 1;
+            continue;
+        }
+        let (_, raw) = t.deferred_unloads.remove(i);
+        // SAFETY: a program of this device that left the table when its unload was deferred.
+        walk.step(TeardownStep::UnloadProgram, RawHandle::NULL, 0, || unsafe { backend.program_unload(ordinal, raw) });
+    }
 
     // Queue-ordered memory from the device's pool (the ordered table), newest first; the
     // queues' work is done (the first step synchronised them).

@@ -151,7 +151,13 @@ pub struct Model<const N: usize = 4096> {
     /// The platform objects of the current (or last) init, in registration order.
     platforms: heapless::Vec<ObjId, MAX_MODEL_PLATFORMS>,
     objects: heapless::Vec<ObjInfo, N>,
+    /// Programs unloaded while a queue of their device captured: (program, device), unloaded by
+    /// the backend when the device's last capture ends or at the teardown.
+    deferred: heapless::Vec<(ObjId, ObjId), DEFERRED_UNLOADS>,
 }
+
+/// Unloads that may wait for a device's captures at once (the runtime's `DEFERRED_UNLOADS`).
+const DEFERRED_UNLOADS: usize = 16;
 
 type Check<T> = core::result::Result<T, ErrorCode>;
 
@@ -165,6 +171,7 @@ impl<const N: usize> Model<N> {
             faults: [None; MAX_MODEL_PLATFORMS],
             platforms: heapless::Vec::new(),
             objects: heapless::Vec::new(),
+            deferred: heapless::Vec::new(),
         }
     }
 
@@ -285,6 +292,41 @@ impl<const N: usize> Model<N> {
     /// ended, or by one that ended: see [`CAPTURE_ENDED`]).
     fn not_captured(&self, e: ObjId) -> Check<()> {
         if self.info(e).captured_by.is_some() { Err(ErrorCode::InvalidArgument) } else { Ok(()) }
+    }
+
+    /// Unloads program `p` whose references are all given back: its graphs orphaned, it and its
+    /// kernels dead; the backend's unload now, or (a queue of its device capturing) when the
+    /// device's last capture ends. `InvalidArgument` when too many unloads wait already.
+    fn unload_program(&mut self, p: ObjId) -> Check<()> {
+        let device = self.info(p).device;
+        let capturing = self.no_capture_on(device).is_err();
+        if capturing && self.deferred.is_full() {
+            return Err(ErrorCode::InvalidArgument);
+        }
+        self.orphan_graphs_of(p);
+        self.kill(p);
+        if capturing {
+            let _ = self.deferred.push((p, device));
+            return Ok(());
+        }
+        self.call_on(p, BackendOp::ProgramUnload)
+    }
+
+    /// The backend's unloads that waited for `device`'s captures (none is left); the first
+    /// failure is the answer, every one is made.
+    fn run_deferred_unloads(&mut self, device: ObjId) -> Check<()> {
+        let mut result = Ok(());
+        let mut i = 0;
+        while i < self.deferred.len() {
+            if self.deferred[i].1 != device {
+                i += 1;
+                continue;
+            }
+            let (p, _) = self.deferred.remove(i);
+            let unloaded = self.call_on(p, BackendOp::ProgramUnload);
+            result = result.and(unloaded);
+        }
+        result
     }
 
     /// Program `p` is about to be unloaded: the graphs of its device that use it are orphaned.
@@ -443,7 +485,9 @@ impl<const N: usize> Model<N> {
                     BackendOp::QueueEndCapture => self.capturing_on(p),
                     BackendOp::GraphDestroy => self.capturing_on(p) || any(ObjectKind::Graph),
                     BackendOp::EventDestroy => any(ObjectKind::Event),
-                    BackendOp::ProgramUnload => any(ObjectKind::Program),
+                    BackendOp::ProgramUnload => {
+                        any(ObjectKind::Program) || self.deferred.iter().any(|&(p2, _)| self.platform_of(p2) == p)
+                    }
                     BackendOp::MemFree => any(ObjectKind::Allocation),
                     BackendOp::DeviceRelease => any(ObjectKind::Device),
                     BackendOp::Deinit => self.up[p],
@@ -460,6 +504,7 @@ impl<const N: usize> Model<N> {
         for o in self.objects.iter_mut() {
             o.live = false;
         }
+        self.deferred.clear();
         Outcome::TornDown { failures, released_by_driver }
     }
 }

@@ -137,7 +137,20 @@ impl<const N: usize> Model<N> {
                 for o in self.objects.iter_mut().filter(|o| o.captured_by == Some(q)) {
                     o.captured_by = Some(super::CAPTURE_ENDED);
                 }
-                self.call_on(q, BackendOp::QueueEndCapture)?;
+                let ended = self.call_on(q, BackendOp::QueueEndCapture);
+                // Unloads that waited for the device's captures run once none is left.
+                let device = self.info(q).device;
+                let deferred = self.deferred.iter().any(|&(_, d)| d == device);
+                let unloaded = if deferred && self.no_capture_on(device).is_ok() {
+                    self.run_deferred_unloads(device)
+                } else {
+                    Ok(())
+                };
+                ended?;
+                if let Err(e) = unloaded {
+                    let _ = self.call_on(q, BackendOp::GraphDestroy);
+                    return Err(e);
+                }
                 if self.live(K::Graph) >= MAX_GRAPHS {
                     // The captured graph is destroyed (that call's own error is not the answer).
                     let _ = self.call_on(q, BackendOp::GraphDestroy);
@@ -145,10 +158,18 @@ impl<const N: usize> Model<N> {
                 }
                 // The graph's launches are listed; a failed list leaves none to update, and any
                 // program unloaded on the device orphans the graph.
-                let launches = match self.call_on(q, BackendOp::GraphKernels) {
+                let mut launches = match self.call_on(q, BackendOp::GraphKernels) {
                     Ok(()) => self.info(q).launches,
                     Err(_) => Launches { any_program: true, ..Launches::default() },
                 };
+                // A program unloaded during the capture: its kernels are unknown to the runtime.
+                for slot in launches.programs.iter_mut() {
+                    if slot.is_some_and(|p| !self.objects[p.0 as usize].live) {
+                        *slot = None;
+                        launches.any_program = true;
+                    }
+                }
+                launches.orphaned = deferred && launches.any_program;
                 // The graph holds a reference to each program of its launches.
                 for p in launches.programs.into_iter().flatten() {
                     self.objects[p.0 as usize].retained += 1;
@@ -196,13 +217,7 @@ impl<const N: usize> Model<N> {
                         self.objects[p.0 as usize].retained -= 1;
                         continue;
                     }
-                    let device = self.info(p).device;
-                    if self.no_capture_on(device).is_err() {
-                        continue;
-                    }
-                    self.orphan_graphs_of(p);
-                    self.kill(p);
-                    let unloaded = self.call_on(p, BackendOp::ProgramUnload);
+                    let unloaded = self.unload_program(p);
                     released = released.and(unloaded);
                 }
                 destroyed?;
@@ -338,8 +353,8 @@ impl<const N: usize> Model<N> {
                         self.objects[x.0 as usize].retained -= 1;
                         return Ok(Outcome::Ok);
                     }
-                    self.no_capture_on(self.info(x).device)?;
-                    self.orphan_graphs_of(x);
+                    self.unload_program(x)?;
+                    return Ok(Outcome::Ok);
                 }
                 self.kill(x);
                 self.call_on(x, call)?;
