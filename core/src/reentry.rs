@@ -68,20 +68,25 @@ mod imp {
     /// Runs `f`; a panic inside it becomes `Err(prefix + its message)`, a string kept for the
     /// life of the process (errors carry `&'static str`): one copy per distinct text, at most
     /// 64 texts (later ones read `prefix` and a note), so repeated panics do not grow memory.
-    pub(crate) fn contain_message<T>(prefix: &'static str, f: impl FnOnce() -> T) -> Result<T, &'static str> {
+    pub(crate) fn contain_message<T>(prefix: &str, f: impl FnOnce() -> T) -> Result<T, &'static str> {
         std::panic::catch_unwind(core::panic::AssertUnwindSafe(f)).map_err(|payload| {
             let message = payload
                 .downcast_ref::<&str>()
                 .copied()
                 .or_else(|| payload.downcast_ref::<std::string::String>().map(|s| s.as_str()))
                 .unwrap_or("(a panic without a text message)");
-            let text = std::format!("{prefix}: {message}");
+            // The thread it ran on: a host queue's worker names its queue; unnamed, its id.
+            let current = std::thread::current();
+            let text = match current.name() {
+                Some(name) => std::format!("{prefix} on thread '{name}': {message}"),
+                None => std::format!("{prefix} on thread {:?}: {message}", current.id()),
+            };
             let mut kept = MESSAGES.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(&same) = kept.iter().find(|&&k| k == text) {
                 return same;
             }
             if kept.len() >= KEPT_MESSAGES {
-                return prefix;
+                return "a host kernel or host function panicked (more distinct messages than ordo keeps)";
             }
             let text: &'static str = std::boxed::Box::leak(text.into_boxed_str());
             kept.push(text);
@@ -116,7 +121,7 @@ mod imp {
     }
 
     /// Runs `f` (without std a panic is not caught).
-    pub(crate) fn contain_message<T>(_prefix: &'static str, f: impl FnOnce() -> T) -> Result<T, &'static str> {
+    pub(crate) fn contain_message<T>(_prefix: &str, f: impl FnOnce() -> T) -> Result<T, &'static str> {
         Ok(f())
     }
 }

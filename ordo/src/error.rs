@@ -110,6 +110,24 @@ impl From<ordo_core::Error> for Error {
     }
 }
 
+/// An NVRTC compilation's error ([`nvrtc::compile`](crate::nvrtc::compile)) is this crate's:
+/// with the compiler's log, [`Error::Load`]; without one, [`Error::Runtime`]. So `?` works on
+/// `nvrtc::compile` in a function returning `ordo::Result`.
+///
+/// ```no_run
+/// fn ptx() -> ordo::Result<()> {
+///     let compiled = ordo::nvrtc::compile("extern \"C\" __global__ void k() {}", &Default::default())?;
+///     assert!(!compiled.ptx().is_empty());
+///     Ok(())
+/// }
+/// ```
+#[cfg(feature = "cuda")]
+impl From<ordo_cuda::nvrtc::CompileError> for Error {
+    fn from(e: ordo_cuda::nvrtc::CompileError) -> Self {
+        if e.log.is_empty() { Self::Runtime(e.error) } else { Self::Load { error: e.error, log: e.log } }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -198,9 +198,7 @@ impl<'r> Module<'r> {
                 options.arch = Some(crate::nvrtc::arch_of(major, minor));
             }
         }
-        let compiled = crate::nvrtc::compile(source, &options).map_err(|e| {
-            if e.log.is_empty() { Error::Runtime(e.error) } else { Error::Load { error: e.error, log: e.log } }
-        })?;
+        let compiled = crate::nvrtc::compile(source, &options)?;
         Ok((Self::load(device, compiled.ptx())?, compiled))
     }
 

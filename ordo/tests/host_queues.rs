@@ -333,7 +333,12 @@ fn a_panicking_host_kernel_is_an_error_of_its_queue_which_stays_usable() {
     .unwrap_err();
     assert_eq!(e.code, ErrorCode::BackendFailure, "{e}");
     let text = e.to_string();
-    assert!(text.contains("a host kernel panicked") && text.contains("the kernel was told to panic (1)"), "{text}");
+    // The message names the kernel and the thread it ran on (a host queue's worker).
+    assert!(
+        text.contains("host kernel 'panics_on_one' panicked on thread")
+            && text.contains("the kernel was told to panic (1)"),
+        "{text}"
+    );
     // The same queue runs the next launch; another queue was never affected.
     launch(q, 0).unwrap();
     rt.queue_synchronize(q).unwrap();

@@ -535,7 +535,8 @@ impl Backend for HostBackend {
         if dims.shared_mem_bytes > HOST_LOCAL_MEMORY_BYTES {
             return Err(err(ErrorCode::InvalidValue, "more local memory than a host block has (48 KiB)"));
         }
-        let run = self.host_kernel(kernel)?.run;
+        let host_kernel = self.host_kernel(kernel)?;
+        let run = host_kernel.run;
         // The blocks' local memory: one block of it, from the device's memory, for the launch
         // (blocks run one after another, each with it zeroed first).
         let local_len = dims.shared_mem_bytes as usize;
@@ -548,11 +549,12 @@ impl Backend for HostBackend {
             // fail with `Busy` (std builds), and a panic in it is this launch's error (std
             // builds), the device usable afterwards.
             let _callback = reentry::mark();
+            let mut prefix: heapless::String<96> = heapless::String::new();
+            let _ =
+                core::fmt::Write::write_fmt(&mut prefix, format_args!("host kernel '{}' panicked", host_kernel.name));
             // SAFETY: the caller of launch guarantees the arguments; `local` is this launch's.
-            reentry::contain_message("a host kernel panicked", || unsafe {
-                Self::run_grid(run, dims, args, local, local_len)
-            })
-            .unwrap_or_else(|message| Err(panicked(message)))
+            reentry::contain_message(&prefix, || unsafe { Self::run_grid(run, dims, args, local, local_len) })
+                .unwrap_or_else(|message| Err(panicked(message)))
         });
         if local != 0 {
             // SAFETY: the allocation made above for this launch, used by nothing else now.
