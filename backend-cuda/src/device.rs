@@ -428,6 +428,9 @@ impl Devices {
         ordinal: u32,
         check: fn(&'static str, CUresult) -> BackendResult<()>,
     ) -> BackendResult<ProgramContext> {
+        if crate::queue::in_host_function() {
+            return Err(host_function_call());
+        }
         let ctx = self.context(ordinal)?;
         let mut current: CUcontext = ptr::null_mut();
         // SAFETY: valid out-pointer.
@@ -493,6 +496,9 @@ impl Devices {
     /// this thread's record says the device's context is current, else `make_current`.
     #[inline]
     pub(crate) fn make_current_cached(&self, ordinal: u32) -> BackendResult<Option<ProgramContext>> {
+        if crate::queue::in_host_function() {
+            return Err(host_function_call());
+        }
         let ctx = self.context(ordinal)?;
         if CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire)) {
             return Ok(None);
@@ -503,6 +509,9 @@ impl Devices {
     /// `make_current_trusted` with several devices, or for a bad ordinal.
     #[inline(never)]
     fn make_current_trusted_slow(&self, ordinal: u32) -> BackendResult<Option<ProgramContext>> {
+        if crate::queue::in_host_function() {
+            return Err(host_function_call());
+        }
         let ctx = self.context(ordinal)?;
         if self.count.load(Ordering::Acquire) == 1
             || CURRENT.get() == (ctx as usize, self.epoch.load(Ordering::Acquire))
@@ -577,4 +586,15 @@ impl Devices {
             _ => return Err(BackendError::new(ErrorCode::Internal, 0, "launch limit not answered")),
         })
     }
+}
+
+/// The refusal of a driver call from inside a host function (`cuLaunchHostFunc` forbids it; a
+/// synchronising call there would wait for itself).
+#[cold]
+fn host_function_call() -> BackendError {
+    BackendError::new(
+        ordo_core::ErrorCode::Busy,
+        0,
+        "a CUDA host function may not call the CUDA driver: the call is refused (cuLaunchHostFunc's rule)",
+    )
 }

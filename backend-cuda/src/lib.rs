@@ -140,6 +140,7 @@ impl Backend for CudaBackend {
         self.kernels.clear();
         ctors::forget_all();
         self.devices.deinit();
+        queue::forget_host_calls();
         Ok(())
     }
 

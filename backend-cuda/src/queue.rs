@@ -110,12 +110,74 @@ pub(crate) unsafe fn event_elapsed_ms(start: u64, end: u64) -> BackendResult<f32
     Ok(ms)
 }
 
-/// `cuLaunchHostFunc`: `f(data)` runs on a driver thread in stream order.
+/// A host function as the driver runs it (`trampoline`'s argument).
+struct HostCall {
+    f: ordo_core::HostFn,
+    data: *mut std::ffi::c_void,
+    /// Enqueued outside a capture: runs once, and frees itself. Captured into a graph: runs at
+    /// each of the graph's launches, kept until the backend's deinit (`forget_host_calls`).
+    once: bool,
+}
+
+/// Host functions captured into graphs (their `HostCall`s, as addresses), freed at deinit.
+static CAPTURED_CALLS: std::sync::Mutex<Vec<usize>> = std::sync::Mutex::new(Vec::new());
+
+std::thread_local! {
+    /// Set while this thread runs a host function for the driver (`cuLaunchHostFunc`'s rule: it
+    /// may make no CUDA call); `Devices::make_current` refuses with `Busy` meanwhile.
+    static IN_HOST_FUNCTION: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is running a host function for the driver.
+pub(crate) fn in_host_function() -> bool {
+    IN_HOST_FUNCTION.with(std::cell::Cell::get)
+}
+
+/// What the driver calls: the user's function as a callback of the runtime (calls it makes into
+/// ordo that reach the driver answer `Busy`, as the driver forbids them, instead of hanging).
+unsafe extern "C" fn trampoline(call: *mut std::ffi::c_void) {
+    let call = call.cast::<HostCall>();
+    // SAFETY: a `HostCall` that `host_function` leaked for this call, alive until freed below
+    // (once) or at deinit (captured).
+    let HostCall { f, data, once } = unsafe { std::ptr::read(call) };
+    IN_HOST_FUNCTION.with(|c| c.set(true));
+    // SAFETY: `host_function`'s contract: `f(data)` is sound to call from any thread.
+    ordo_core::host::run_as_callback(|| unsafe { f(data) });
+    IN_HOST_FUNCTION.with(|c| c.set(false));
+    if once {
+        // SAFETY: leaked by `host_function` for this one call, which has now run.
+        drop(unsafe { Box::from_raw(call) });
+    }
+}
+
+/// `cuLaunchHostFunc`: `f(data)` runs on a driver thread in stream order, marked as a callback
+/// (see `trampoline`).
 ///
 /// # Safety
-/// `queue` is a live stream of the current context; `f(data)` is sound to call once from any
-/// thread and makes no CUDA call.
+/// `queue` is a live stream of the current context; `f(data)` is sound to call from any thread
+/// (once, or at each launch of a graph that captured it).
 pub(crate) unsafe fn host_function(queue: u64, f: ordo_core::HostFn, data: *mut std::ffi::c_void) -> BackendResult<()> {
-    // SAFETY: the caller's contract.
-    check("cuLaunchHostFunc", unsafe { sys::cuLaunchHostFunc(stream(queue), Some(f), data) })
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: a live stream; a valid out-pointer.
+    check("cuStreamIsCapturing", unsafe { sys::cuStreamIsCapturing(stream(queue), &mut status) })?;
+    let once = status == sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    let call = Box::into_raw(Box::new(HostCall { f, data, once }));
+    // SAFETY: the caller's stream; `trampoline` and its argument live as long as the driver may
+    // call them (see `HostCall::once`).
+    let r = check("cuLaunchHostFunc", unsafe { sys::cuLaunchHostFunc(stream(queue), Some(trampoline), call.cast()) });
+    match (&r, once) {
+        // SAFETY: the driver refused it: never called.
+        (Err(_), _) => drop(unsafe { Box::from_raw(call) }),
+        (Ok(()), false) => CAPTURED_CALLS.lock().unwrap_or_else(|p| p.into_inner()).push(call as usize),
+        (Ok(()), true) => {}
+    }
+    r
+}
+
+/// Frees the host functions captured into graphs (at deinit: the graphs went with the contexts).
+pub(crate) fn forget_host_calls() {
+    for call in std::mem::take(&mut *CAPTURED_CALLS.lock().unwrap_or_else(|p| p.into_inner())) {
+        // SAFETY: leaked by `host_function` for a capture; its graphs were destroyed by now.
+        drop(unsafe { Box::from_raw(call as *mut HostCall) });
+    }
 }

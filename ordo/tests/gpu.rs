@@ -716,3 +716,46 @@ fn a_trace_times_cuda_work_on_the_device() {
         assert!(p[1].0 >= p[0].1, "one queue: no overlap");
     }
 }
+
+/// What a CUDA host function's calls into ordo answered: (queue_synchronize, mem_alloc,
+/// event_query), as error codes (0: it worked).
+static FROM_HOST_FN: std::sync::Mutex<Option<[i32; 3]>> = std::sync::Mutex::new(None);
+
+/// The queue and event a host function uses (raw handles), set before it is enqueued.
+static HOST_FN_OBJECTS: std::sync::Mutex<Option<(ordo_core::Queue, ordo_core::Event, ordo_core::Device)>> =
+    std::sync::Mutex::new(None);
+
+unsafe extern "C" fn calls_ordo(_: *mut core::ffi::c_void) {
+    let rt = ordo::runtime();
+    let (q, e, d) = HOST_FN_OBJECTS.lock().unwrap().expect("set before the host function was enqueued");
+    let code = |r: ordo_core::Result<()>| r.err().map_or(0, |e| e.code as i32);
+    let answers = [
+        code(rt.queue_synchronize(q)),
+        code(rt.mem_alloc(d, ordo_core::MemKind::Device, 64).map(drop)),
+        code(rt.event_query(e).map(drop)),
+    ];
+    *FROM_HOST_FN.lock().unwrap() = Some(answers);
+}
+
+/// README: a call from inside a callback works or answers `Busy`, never hangs. A CUDA host
+/// function may make no CUDA call (`cuLaunchHostFunc`'s rule; a synchronise there waits for
+/// itself): ordo's calls from one that reach the driver answer `Busy`, and the queue goes on.
+#[test]
+fn calls_from_a_cuda_host_function_are_busy_and_never_hang() {
+    let ctx = Context::new().unwrap();
+    let Some(gpu) = cuda(&ctx) else { return };
+    let rt = ctx.runtime();
+    let queue = gpu.queue().unwrap();
+    let event = rt.event_create(gpu.raw()).unwrap();
+    rt.event_record(event, queue.raw()).unwrap();
+    *HOST_FN_OBJECTS.lock().unwrap() = Some((queue.raw(), event, gpu.raw()));
+    // SAFETY: `calls_ordo` may run on any thread; it uses only statics.
+    unsafe { rt.queue_host_function(queue.raw(), calls_ordo, core::ptr::null_mut()) }.unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let q = queue.raw();
+    std::thread::spawn(move || tx.send(ordo::runtime().queue_synchronize(q)));
+    rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the queue finished within 20 s").unwrap();
+    let busy = ErrorCode::Busy as i32;
+    assert_eq!(FROM_HOST_FN.lock().unwrap().take(), Some([busy, busy, busy]), "each call answered Busy");
+    rt.event_destroy(event).unwrap();
+}

@@ -118,7 +118,10 @@ pub unsafe extern "C" fn ordo_event_elapsed_ms(start: ordo_event_t, end: ordo_ev
 /// Enqueues `f(data)` on a queue: it runs on the host after all work submitted to the queue
 /// before it, and work submitted after it waits until it returns (CUDA: on a driver thread; the
 /// host platform: on the queue's thread, or without std at the queue's next execution point,
-/// such as its synchronise). `f` must not call ordo or the driver.
+/// such as its synchronise). `f` runs as a callback: an ordo call from it works or answers
+/// `ORDO_ERROR_BUSY`, never hangs; on CUDA every ordo call from it that would reach the driver
+/// (which forbids CUDA calls in host functions) is `ORDO_ERROR_BUSY`. `f` must not call the
+/// CUDA driver itself.
 /// `ORDO_ERROR_NULL_POINTER` for a NULL `f`; `ORDO_ERROR_UNSUPPORTED` on AMDGPU.
 ///
 /// # Safety
