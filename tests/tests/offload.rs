@@ -379,9 +379,25 @@ fn results_of_exited_threads_stay_valid_and_nothing_leaks() {
             &theirs,
             &[&format!("-L{LLVM_LIB}"), "-lLLVMOffload", &format!("-Wl,-rpath,{LLVM_LIB}"), "-lpthread"],
         );
-        let out = program(&theirs).output().expect("the program runs");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "Debian's liboffload: {stdout}");
+        // The reference library, not ordo: under a loaded CI machine it has failed once with no
+        // output (it passed 3 of 3 right after); up to three runs, every failure shown.
+        let mut failures = String::new();
+        let passed = (0..3).any(|_| {
+            let out = program(&theirs).output().expect("the program runs");
+            if !out.status.success() {
+                failures += &format!(
+                    "{:?}: {}{}\n",
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            out.status.success()
+        });
+        assert!(passed, "Debian's liboffload failed three runs:\n{failures}");
+        if !failures.is_empty() {
+            eprintln!("Debian's liboffload passed after failing: {failures}");
+        }
     }
 }
 
