@@ -308,6 +308,9 @@ impl<'s, 'r> Scope<'s, '_, 'r> {
     /// Enqueues a copy between two devices' buffers (same length; the scope's queue is one of
     /// the two devices' and the copy runs on it, see `Runtime::copy_device`: between a GPU and
     /// the host device it is asynchronous from 256 KiB on, the host memory page-locked for it).
+    /// Which queue may run it: between two devices of one platform, either device's; between a
+    /// GPU and the host device, the GPU's only (a host device's queue is `Unsupported`: the GPU's
+    /// driver makes the copy); between two GPU platforms, either device's.
     /// Both stay borrowed
     /// until the scope has waited (one of them may be the host device's memory, which another
     /// device's queue reads or writes). Work on the other device's queues is ordered with an
