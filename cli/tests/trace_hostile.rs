@@ -94,6 +94,14 @@ fn child() {
             });
             println!("STOP_MS {}", took.as_millis());
         }
+        // A trace started by the program, then ORDO_TRACE at the first init: that trace says it
+        // was ignored.
+        "env_after_start" => {
+            ordo::trace::start(&path).unwrap();
+            let ctx = Context::new().unwrap();
+            work(&ctx, 1).unwrap();
+            ordo::trace::stop().unwrap();
+        }
         other => panic!("unknown mode {other}"),
     }
 }
@@ -185,6 +193,20 @@ fn hostile_callers_leave_traces_whole() {
         assert!(seen.insert(e.to_string()), "a duplicated event: {e}");
     }
     let _ = events(&forked.with_extension("child.json"));
+
+    // ORDO_TRACE after the program's own trace::start: not silently dropped.
+    let started = dir.join("started.json");
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args(["child", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "env_after_start")
+        .env("TRACE_PATH", &started)
+        .env("ORDO_TRACE", dir.join("from-env.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = events(&started).iter().any(|e| e["name"].as_str().is_some_and(|n| n.starts_with("ORDO_TRACE ignored")));
+    assert!(said, "the program's trace says ORDO_TRACE was ignored");
+    assert!(!dir.join("from-env.json").exists(), "nothing was written where ORDO_TRACE pointed");
 
     // stop() with 16 threads tracing: within a second.
     let busy = dir.join("busy.json");

@@ -290,7 +290,8 @@ pub fn path() -> Option<PathBuf> {
 }
 
 /// Starts a trace to the file `ORDO_TRACE` names, once per process, if it names one (the
-/// runtime's init calls it). A file that cannot be created is logged and not traced.
+/// runtime's init calls it). A file that cannot be created is logged and not traced; when the
+/// program started a trace already, that trace gets an event saying `ORDO_TRACE` was ignored.
 pub fn start_from_env() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -298,6 +299,17 @@ pub fn start_from_env() {
             && let Err(e) = start(Path::new(&p))
         {
             log::warn!("ordo: ORDO_TRACE={}: not tracing: {e}", p.to_string_lossy());
+            // A trace the program started is being written: it says so itself (a counter event
+            // on the calls' process), since a library prints nothing and the log may go nowhere.
+            TRACE.with(|w| {
+                w.line.clear();
+                let _ = write!(
+                    w.line,
+                    r#"{{"name":"ORDO_TRACE ignored (a trace was being written already)","ph":"C","pid":1,"tid":0,"ts":{},"args":{{"ignored":1}}}}"#,
+                    micros(crate::std_clock_ns())
+                );
+                w.emit();
+            });
         }
     });
 }
