@@ -16,6 +16,8 @@
 
 use std::collections::HashMap;
 
+use crate::image::{u16_at, u32_at, u64_at};
+
 /// The parameter counts of the kernels `image` describes, by kernel name.
 pub(crate) fn param_counts(image: &[u8]) -> HashMap<String, usize> {
     let mut counts = Counts::default();
@@ -107,18 +109,6 @@ fn ptx_counts(text: &[u8], counts: &mut Counts) {
             counts.add(name, count);
         }
     }
-}
-
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at.checked_add(2)?)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
-}
-
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
 }
 
 /// A cubin (64-bit little-endian ELF): the `EIATTR_KPARAM_INFO` records of each

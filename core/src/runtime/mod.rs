@@ -320,6 +320,14 @@ pub(crate) struct Tables {
     pub deferred_unloads: heapless::Vec<(u32, u64), DEFERRED_UNLOADS>,
 }
 
+impl Tables {
+    /// Takes one program of the device in slot `device` whose unload waits (its backend value).
+    pub(crate) fn take_deferred_unload(&mut self, device: u32) -> Option<u64> {
+        let i = self.deferred_unloads.iter().position(|&(d, _)| d == device)?;
+        Some(self.deferred_unloads.remove(i).1)
+    }
+}
+
 /// Program unloads that wait for a device's captures to end (`Tables::deferred_unloads`); past
 /// it an unload during a capture is refused (`InvalidArgument`).
 pub(crate) const DEFERRED_UNLOADS: usize = 16;

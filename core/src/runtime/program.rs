@@ -171,13 +171,7 @@ impl Runtime {
     pub(super) fn run_deferred_unloads(&self, t: &mut super::Tables, device: u32) -> Result<()> {
         let d = self.dev_at(t, device);
         let mut result = Ok(());
-        let mut i = 0;
-        while i < t.deferred_unloads.len() {
-            if t.deferred_unloads[i].0 != device {
-                i += 1;
-                continue;
-            }
-            let (_, raw) = t.deferred_unloads.remove(i);
+        while let Some(raw) = t.take_deferred_unload(device) {
             // SAFETY: a program of this device that left the table when its unload was deferred;
             // never passed again.
             let unloaded = unsafe { d.backend.program_unload(d.ordinal, raw) };

@@ -226,13 +226,7 @@ fn tear_down_device(backend: &dyn Backend, t: &mut Tables, device: u32, walk: &m
         }
     }
     // Programs whose unload waited for a capture that the teardown ended.
-    let mut i = 0;
-    while i < t.deferred_unloads.len() {
-        if t.deferred_unloads[i].0 != device {
-            i += 1;
-            continue;
-        }
-        let (_, raw) = t.deferred_unloads.remove(i);
+    while let Some(raw) = t.take_deferred_unload(device) {
         // SAFETY: a program of this device that left the table when its unload was deferred.
         walk.step(TeardownStep::UnloadProgram, RawHandle::NULL, 0, || unsafe { backend.program_unload(ordinal, raw) });
     }
