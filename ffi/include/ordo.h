@@ -721,8 +721,8 @@ ordo_status_t ordo_program_load(struct ordo_device_t device,
 // for the process (and on disk in the directory `ORDO_NVRTC_CACHE` names, if set).
 // `ORDO_ERROR_INVALID_BINARY` for source that does not compile, with the compiler's log in
 // `ordo_last_error_detail()`; `ORDO_ERROR_NOT_PRESENT` without NVRTC (the detail names the
-// library and how to install it: `pip install nvidia-cuda-nvrtc`, its lib directory on
-// `LD_LIBRARY_PATH`); `ORDO_ERROR_INVALID_ARGUMENT` for options NVRTC refuses or text that is
+// library and how to install the version that matches the driver, e.g. `pip install
+// 'nvidia-cuda-nvrtc==13.0.*'` for a CUDA 13.0 driver, its lib directory on `LD_LIBRARY_PATH`); `ORDO_ERROR_INVALID_ARGUMENT` for options NVRTC refuses or text that is
 // not UTF-8; `ORDO_ERROR_UNSUPPORTED` for a device that is not CUDA's, or a library built
 // without CUDA.
 //
