@@ -502,6 +502,8 @@ fn a_gpus_memory_named_as_the_host_side_of_a_copy_is_refused() {
     let rt = ctx.runtime();
     let a = rt.mem_alloc(gpu.raw(), ordo_core::MemKind::Device, 256).unwrap();
     let b = rt.mem_alloc(gpu.raw(), ordo_core::MemKind::Device, 256).unwrap();
+    // Initialised, so that the device-to-device copy below reads no uninitialised memory.
+    rt.copy_to_device(a, &[1u8; 256]).unwrap();
     for kind in [ordo_core::CopyKind::HostToDevice, ordo_core::CopyKind::DeviceToHost] {
         // SAFETY: refused before anything is read or written.
         let r = unsafe { rt.memcpy(kind, b.0, a.0 + 16, 64, None) };
