@@ -294,6 +294,12 @@ impl<const N: usize> Model<N> {
         if self.info(e).captured_by.is_some() { Err(ErrorCode::InvalidArgument) } else { Ok(()) }
     }
 
+    /// Programs that left the tables but whose backend unload waits for a capture to end: the
+    /// backend still holds them.
+    pub fn deferred_unloads(&self) -> usize {
+        self.deferred.len()
+    }
+
     /// Unloads program `p` whose references are all given back: its graphs orphaned, it and its
     /// kernels dead; the backend's unload now, or (a queue of its device capturing) when the
     /// device's last capture ends. `InvalidArgument` when too many unloads wait already.
