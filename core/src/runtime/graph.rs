@@ -28,7 +28,7 @@ use super::info::Dev;
 
 /// An event's capture mark once the capture that recorded it ended (see `set_capturing`).
 pub(super) const CAPTURE_ENDED: u32 = u32::MAX;
-use super::{GraphEntry, Runtime, Tables};
+use super::{Runtime, Tables};
 
 impl Runtime {
     /// Starts capturing `queue`'s work into a graph: launches, copies, fills, host functions,
@@ -71,14 +71,12 @@ impl Runtime {
                 Self::set_capturing(t, queue, d, false);
                 // The allocations its launches named, moved out whatever the capture gives.
                 let slot = t.queues.resolve(queue.0)?;
-                let mut named = super::GraphUses::default();
+                let mut named = GraphUses::default();
                 t.capture_uses.get_mut().retain(|u| {
                     if u.queue != slot {
                         return true;
                     }
-                    if named.list.push((u.index, u.allocation)).is_err() {
-                        named.unchecked = true;
-                    }
+                    let _ = named.list.push((u.index, u.allocation));
                     false
                 });
                 // SAFETY: a live queue of the device that is capturing.
@@ -129,7 +127,7 @@ impl Runtime {
             programs: heapless::Vec::new(),
             any_program: false,
             orphaned: false,
-            uses: crate::sync::SpinLock::new(super::GraphUses::default()),
+            uses: crate::sync::SpinLock::new(GraphUses::default()),
             held: heapless::Vec::new(),
         };
         let mut last: Option<(u64, u32)> = None;
@@ -254,7 +252,7 @@ impl Runtime {
                 }
                 let mut uses = t.capture_uses.lock();
                 for a in allocations {
-                    let _ = uses.push(super::CaptureUse { queue: slot, index, allocation: a.0 });
+                    let _ = uses.push(CaptureUse { queue: slot, index, allocation: a.0 });
                 }
                 Ok(())
             })
@@ -497,3 +495,77 @@ impl Runtime {
         Ok(())
     }
 }
+
+/// A graph: the backend's executable graph and its device's slot, the launches it holds, and
+/// the programs their kernels belong to (so that unloading one orphans the graph).
+pub(crate) struct GraphEntry {
+    pub raw: u64,
+    pub device: u32,
+    /// Kernel launches in the graph (`graph_set_args` numbers them from 0).
+    pub kernels: u32,
+    /// Slots of the programs its kernels belong to, each once.
+    pub programs: heapless::Vec<u32, GRAPH_PROGRAMS>,
+    /// More programs than `programs` holds, or a kernel the tables do not know (or a backend
+    /// that cannot list them): any program unloaded on the device orphans the graph.
+    pub any_program: bool,
+    /// A program of its kernels was unloaded: launches and argument updates are refused.
+    pub orphaned: bool,
+    /// The programs whose reference the graph holds (one `program_retain` each, taken when the
+    /// capture ended and given back when the graph is destroyed): an unload by their loader
+    /// leaves them loaded until then. Handles, so a program unloaded regardless (its references
+    /// given back more often than taken) is never confused with a later one in its slot.
+    pub held: heapless::Vec<crate::handle::RawHandle, GRAPH_PROGRAMS>,
+    /// The allocations its launches use, as far as the callers named them (`capture_uses`,
+    /// `graph_set_args_using`), under the graph's own lock: held by every launch and argument
+    /// update of the graph, which are so serialised per graph.
+    pub uses: crate::sync::SpinLock<GraphUses>,
+}
+
+impl GraphEntry {
+    /// Holds the graph's lock for `f`: the backend's launch or update of this graph, and the
+    /// allocations its launches use. A thread that finds it held waits with the core's wait step.
+    #[inline(always)]
+    pub(crate) fn exclusively<R>(&self, f: impl FnOnce(&mut GraphUses) -> R) -> R {
+        f(&mut self.uses.lock())
+    }
+}
+
+/// Allocations a graph's kernel launches use, each with the launch's number (capture order):
+/// a launch of the graph is refused (`InvalidHandle`) once one of them is released, as a
+/// direct launch is refused a released buffer. Past `GRAPH_USES`, the rest go unchecked.
+#[derive(Debug, Default)]
+pub(crate) struct GraphUses {
+    pub list: heapless::Vec<(u32, crate::handle::RawHandle), GRAPH_USES>,
+}
+
+impl GraphUses {
+    /// Names the allocations launch `index` uses from now on (replacing what it used).
+    pub(crate) fn set(&mut self, index: u32, allocations: impl Iterator<Item = crate::handle::RawHandle>) {
+        self.list.retain(|&(i, _)| i != index);
+        for a in allocations {
+            if !self.list.contains(&(index, a)) {
+                let _ = self.list.push((index, a));
+            }
+        }
+    }
+}
+
+/// Allocations one graph's entry names (`GraphUses`); a graph whose launches use more checks the
+/// first ones only.
+pub(crate) const GRAPH_USES: usize = 16;
+
+/// Allocations named by launches of captures in progress (`capture_uses`), over all queues.
+pub(crate) const CAPTURE_USES: usize = 64;
+
+/// One allocation a capture's launch uses: the capturing queue's slot, the launch's number,
+/// the allocation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CaptureUse {
+    pub queue: u32,
+    pub index: u32,
+    pub allocation: crate::handle::RawHandle,
+}
+
+/// Programs a graph's entry names one by one; a graph with kernels of more programs is
+/// orphaned by an unload of any program of its device.
+pub(crate) const GRAPH_PROGRAMS: usize = 4;

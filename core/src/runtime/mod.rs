@@ -24,6 +24,7 @@ mod timed;
 mod fill;
 mod fork;
 mod graph;
+pub(crate) use graph::{CAPTURE_USES, CaptureUse, GraphEntry};
 #[cfg(feature = "std")]
 mod owned;
 
@@ -175,82 +176,6 @@ impl QueueEntry {
         self.capture.load(core::sync::atomic::Ordering::Relaxed) != 0
     }
 }
-
-/// A graph: the backend's executable graph and its device's slot, the launches it holds, and
-/// the programs their kernels belong to (so that unloading one orphans the graph).
-pub(crate) struct GraphEntry {
-    pub raw: u64,
-    pub device: u32,
-    /// Kernel launches in the graph (`graph_set_args` numbers them from 0).
-    pub kernels: u32,
-    /// Slots of the programs its kernels belong to, each once.
-    pub programs: heapless::Vec<u32, GRAPH_PROGRAMS>,
-    /// More programs than `programs` holds, or a kernel the tables do not know (or a backend
-    /// that cannot list them): any program unloaded on the device orphans the graph.
-    pub any_program: bool,
-    /// A program of its kernels was unloaded: launches and argument updates are refused.
-    pub orphaned: bool,
-    /// The programs whose reference the graph holds (one `program_retain` each, taken when the
-    /// capture ended and given back when the graph is destroyed): an unload by their loader
-    /// leaves them loaded until then. Handles, so a program unloaded regardless (its references
-    /// given back more often than taken) is never confused with a later one in its slot.
-    pub held: heapless::Vec<crate::handle::RawHandle, GRAPH_PROGRAMS>,
-    /// The allocations its launches use, as far as the callers named them (`capture_uses`,
-    /// `graph_set_args_using`), under the graph's own lock: held by every launch and argument
-    /// update of the graph, which are so serialised per graph.
-    pub uses: crate::sync::SpinLock<GraphUses>,
-}
-
-impl GraphEntry {
-    /// Holds the graph's lock for `f`: the backend's launch or update of this graph, and the
-    /// allocations its launches use. A thread that finds it held waits with the core's wait step.
-    #[inline(always)]
-    pub(crate) fn exclusively<R>(&self, f: impl FnOnce(&mut GraphUses) -> R) -> R {
-        f(&mut self.uses.lock())
-    }
-}
-
-/// Allocations a graph's kernel launches use, each with the launch's number (capture order):
-/// a launch of the graph is refused (`InvalidHandle`) once one of them is released, as a
-/// direct launch is refused a released buffer.
-#[derive(Debug, Default)]
-pub(crate) struct GraphUses {
-    pub list: heapless::Vec<(u32, crate::handle::RawHandle), GRAPH_USES>,
-    /// More were named than `list` holds: the graph's launches check only those it holds.
-    pub unchecked: bool,
-}
-
-impl GraphUses {
-    /// Names the allocations launch `index` uses from now on (replacing what it used).
-    pub(crate) fn set(&mut self, index: u32, allocations: impl Iterator<Item = crate::handle::RawHandle>) {
-        self.list.retain(|&(i, _)| i != index);
-        for a in allocations {
-            if !self.list.contains(&(index, a)) && self.list.push((index, a)).is_err() {
-                self.unchecked = true;
-            }
-        }
-    }
-}
-
-/// Allocations one graph's entry names (`GraphUses`); a graph whose launches use more checks the
-/// first ones only.
-pub(crate) const GRAPH_USES: usize = 16;
-
-/// Allocations named by launches of captures in progress (`capture_uses`), over all queues.
-pub(crate) const CAPTURE_USES: usize = 64;
-
-/// One allocation a capture's launch uses: the capturing queue's slot, the launch's number,
-/// the allocation.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CaptureUse {
-    pub queue: u32,
-    pub index: u32,
-    pub allocation: crate::handle::RawHandle,
-}
-
-/// Programs a graph's entry names one by one; a graph with kernels of more programs is
-/// orphaned by an unload of any program of its device.
-pub(crate) const GRAPH_PROGRAMS: usize = 4;
 
 pub(crate) type EventEntry = QueueEntry;
 
