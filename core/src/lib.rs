@@ -40,6 +40,18 @@ mod runtime;
 #[cfg(any(feature = "std", loom))]
 mod slots;
 mod sync;
+/// The C library's calls the core makes itself (std builds).
+#[cfg(feature = "std")]
+mod os {
+    unsafe extern "C" {
+        /// Registers fork handlers (the runtime's and the trace writer's).
+        pub(crate) fn pthread_atfork(
+            prepare: Option<unsafe extern "C" fn()>,
+            parent: Option<unsafe extern "C" fn()>,
+            child: Option<unsafe extern "C" fn()>,
+        ) -> core::ffi::c_int;
+    }
+}
 mod table;
 pub mod trace;
 

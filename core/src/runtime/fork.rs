@@ -36,13 +36,7 @@ mod imp {
     /// Whether `fork_prepare` took each runtime's writer flag (indexed like `REGISTERED`).
     static HELD: SpinMutex<[bool; MAX_FORK_RUNTIMES]> = SpinMutex::new([false; MAX_FORK_RUNTIMES]);
 
-    unsafe extern "C" {
-        fn pthread_atfork(
-            prepare: Option<unsafe extern "C" fn()>,
-            parent: Option<unsafe extern "C" fn()>,
-            child: Option<unsafe extern "C" fn()>,
-        ) -> core::ffi::c_int;
-    }
+    use crate::os::pthread_atfork;
 
     unsafe extern "C" fn prepare() {
         // The registry stays locked across the fork (released by `parent` / `child`), so no
