@@ -1,12 +1,13 @@
 //! Work between devices: copies between two devices' memory (a peer copy within a platform; the
 //! GPU's own copy to or from the host device's memory, page-locked for it when large; a copy
 //! staged through page-locked host memory between two GPU platforms) and what one device
-//! reaches of another's (`peer_access`). Part of the runtime's memory operations
+//! reaches of another's (`peer_access`), and copies that name each side's device
+//! (`memcpy_between`, liboffload's `olMemcpy`). Part of the runtime's memory operations
 //! (`memory.rs` routes device-to-device copies of two devices here).
 
 use crate::backend::{Capabilities, CopyKind, MemKind, PeerAccess};
 use crate::error::{ErrorCode, Result, fail};
-use crate::handle::Device;
+use crate::handle::{Device, Queue};
 use crate::trace::traced;
 
 use super::info::Dev;
@@ -250,5 +251,93 @@ impl Runtime {
                 Ok(d.backend.peer_access(d.ordinal, p.ordinal)?)
             })
         })
+    }
+}
+
+impl Runtime {
+    /// Copies `size` bytes between memory named with its device (liboffload's `olMemcpy`):
+    /// `None` names plain host memory, which must not lie in device memory ordo knows
+    /// (`InvalidArgument`); a device side must start in an allocation of that very device
+    /// (`InvalidArgument` when it lies in none or in another device's). Host to host is copied
+    /// on the calling thread and takes no queue (`InvalidArgument` with one); everything else is
+    /// `memcpy`, checked in the same pass over the tables. A zero-byte copy checks no address.
+    ///
+    /// # Safety
+    /// As `memcpy`; host to host, both ranges are valid for `size` bytes.
+    pub unsafe fn memcpy_between(
+        &self,
+        dst: u64,
+        dst_device: Option<Device>,
+        src: u64,
+        src_device: Option<Device>,
+        size: usize,
+        queue: Option<Queue>,
+    ) -> Result<()> {
+        traced!(
+            begun,
+            "memcpy_between",
+            [
+                "dst" = dst,
+                "dst_device" = dst_device.map_or(0, |h| h.0.0),
+                "src" = src,
+                "src_device" = src_device.map_or(0, |h| h.0.0),
+                "size" = size,
+                "queue" = queue.map_or(0, |h| h.0.0)
+            ],
+            {
+                let kind = match (dst_device, src_device) {
+                    (Some(_), None) => Some(CopyKind::HostToDevice),
+                    (None, Some(_)) => Some(CopyKind::DeviceToHost),
+                    (Some(_), Some(_)) => Some(CopyKind::DeviceToDevice),
+                    (None, None) => None,
+                };
+                self.with_shared(|t| {
+                    // No range may be larger than isize::MAX bytes (a host-to-host copy of such a size
+                    // would run past both buffers before any driver could refuse it).
+                    if size > super::memory::MAX_SIZE {
+                        return fail(ErrorCode::InvalidSize, "size is larger than isize::MAX");
+                    }
+                    // A zero-byte copy checks no address.
+                    for (addr, named) in [(dst, dst_device), (src, src_device)].into_iter().filter(|_| size != 0) {
+                        let found = t.alloc_range(addr, 1);
+                        match (named, found) {
+                            (None, Ok(m)) if matches!(m.kind, MemKind::Device | MemKind::Global | MemKind::Ordered) => {
+                                return fail(
+                                    ErrorCode::InvalidArgument,
+                                    "a device pointer is named with the host device",
+                                );
+                            }
+                            (None, _) => {}
+                            (Some(d), Ok(m)) if m.device != self.dev(t, d)?.slot => {
+                                return fail(
+                                    ErrorCode::InvalidArgument,
+                                    "a pointer is not memory of the device named with it",
+                                );
+                            }
+                            (Some(_), Ok(_)) => {}
+                            (Some(_), Err(e)) if e.code == ErrorCode::NotFound => {
+                                return fail(
+                                    ErrorCode::InvalidArgument,
+                                    "a device pointer is in no allocation of its device",
+                                );
+                            }
+                            (Some(_), Err(e)) => return Err(e),
+                        }
+                    }
+                    match kind {
+                        // SAFETY: forwarded contract.
+                        Some(kind) => unsafe { self.copy_in(t, kind, dst, src, size, queue, begun) },
+                        None if queue.is_some() => {
+                            fail(ErrorCode::InvalidArgument, "a copy on a queue needs a non-host device")
+                        }
+                        None => {
+                            // SAFETY: two host ranges of `size` bytes (the caller's contract).
+                            unsafe { crate::host::copy_addresses(dst, src, size) };
+                            Ok(())
+                        }
+                    }
+                })
+            }
+        )
     }
 }

@@ -525,3 +525,57 @@ impl<const N: usize> Model<N> {
         })
     }
 }
+
+/// Program unloads: now, or once the device's captures end.
+impl<const N: usize> Model<N> {
+    /// Programs that left the tables but whose backend unload waits for a capture to end: the
+    /// backend still holds them.
+    pub fn deferred_unloads(&self) -> usize {
+        self.deferred.len()
+    }
+
+    /// Unloads program `p` whose references are all given back: its graphs orphaned, it and its
+    /// kernels dead; the backend's unload now, or (a queue of its device capturing) when the
+    /// device's last capture ends. `InvalidArgument` when too many unloads wait already.
+    pub(super) fn unload_program(&mut self, p: ObjId) -> Check<()> {
+        let device = self.info(p).device;
+        let capturing = self.no_capture_on(device).is_err();
+        if capturing && self.deferred.is_full() {
+            return Err(ErrorCode::InvalidArgument);
+        }
+        self.orphan_graphs_of(p);
+        self.kill(p);
+        if capturing {
+            let _ = self.deferred.push((p, device));
+            return Ok(());
+        }
+        self.call_on(p, BackendOp::ProgramUnload)
+    }
+
+    /// The backend's unloads that waited for `device`'s captures (none is left); the first
+    /// failure is the answer, every one is made.
+    pub(super) fn run_deferred_unloads(&mut self, device: ObjId) -> Check<()> {
+        let mut result = Ok(());
+        let mut i = 0;
+        while i < self.deferred.len() {
+            if self.deferred[i].1 != device {
+                i += 1;
+                continue;
+            }
+            let (p, _) = self.deferred.remove(i);
+            let unloaded = self.call_on(p, BackendOp::ProgramUnload);
+            result = result.and(unloaded);
+        }
+        result
+    }
+
+    /// Program `p` is about to be unloaded: the graphs of its device that use it are orphaned.
+    pub(super) fn orphan_graphs_of(&mut self, p: ObjId) {
+        let device = self.info(p).device;
+        for o in self.objects.iter_mut() {
+            if o.live && o.kind == ObjectKind::Graph && o.device == device && o.launches.uses(p) {
+                o.launches.orphaned = true;
+            }
+        }
+    }
+}
