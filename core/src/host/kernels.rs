@@ -184,6 +184,42 @@ impl Default for HostProgramRegistry {
     }
 }
 
+/// How many programs (built-in and registered) a host program value can name.
+pub(super) const PROGRAM_PLACES: usize = 0xffff;
+
+/// The place in the program list that a host program value names (`program_load`: the place
+/// + 1 in the low 16 bits, which load it is above them).
+pub(super) fn program_place(program: u64) -> usize {
+    ((program & 0xffff) as usize).wrapping_sub(1)
+}
+
+/// The backend's programs and kernels by their values.
+impl super::HostBackend {
+    /// The program in place `i`: the built-in list first, then the registry's.
+    pub(super) fn program_at(&self, i: usize) -> Option<&'static HostProgram> {
+        match self.programs.get(i) {
+            Some(p) => Some(p),
+            None => self.registry?.get(i - self.programs.len()),
+        }
+    }
+
+    /// The place of the program `image` names (its name, a trailing NUL allowed).
+    pub(super) fn program_index(&self, image: &[u8]) -> Option<usize> {
+        let name = image.strip_suffix(&[0]).unwrap_or(image);
+        let registered = self.registry.into_iter().flat_map(|r| r.iter());
+        self.programs.iter().chain(registered).position(|p| p.name.as_bytes() == name)
+    }
+
+    /// The kernel a kernel value names (`kernel_get`: its program's value above 32 bits, its
+    /// index below).
+    pub(super) fn host_kernel(&self, kernel: u64) -> crate::BackendResult<&HostKernel> {
+        let program = self.program_at(program_place(kernel >> 32));
+        program
+            .and_then(|p| p.kernels.get((kernel & 0xffff_ffff) as usize))
+            .ok_or_else(|| super::err(ErrorCode::InvalidHandle, "host kernel does not exist"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

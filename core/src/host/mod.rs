@@ -29,6 +29,7 @@ pub use callbacks::{catch_panic, in_callback, panicked, run_as_callback, waiting
 pub use kernels::{
     HostKernel, HostKernelFn, HostProgram, HostProgramRegistry, HostThread, MAX_REGISTERED_HOST_PROGRAMS,
 };
+use kernels::{PROGRAM_PLACES, program_place};
 pub use memory::HostHeap;
 #[cfg(feature = "std")]
 pub use memory::STD_HOST_HEAP;
@@ -87,14 +88,6 @@ impl core::fmt::Debug for HostBackend {
     }
 }
 
-/// How many programs (built-in and registered) a host program value can name.
-const PROGRAM_PLACES: usize = 0xffff;
-
-/// The place in the program list that a host program value names (`program_load`).
-fn program_place(program: u64) -> usize {
-    ((program & 0xffff) as usize).wrapping_sub(1)
-}
-
 fn err(code: ErrorCode, message: &'static str) -> BackendError {
     BackendError::new(code, 0, message)
 }
@@ -138,14 +131,6 @@ impl HostBackend {
         Self { registry: Some(registry), ..self }
     }
 
-    /// The program in place `i`: the built-in list first, then the registry's.
-    fn program_at(&self, i: usize) -> Option<&'static HostProgram> {
-        match self.programs.get(i) {
-            Some(p) => Some(p),
-            None => self.registry?.get(i - self.programs.len()),
-        }
-    }
-
     /// The bookkeeping of the arena (a backend over it is the only reader).
     fn bookkeeping(&self) -> &crate::sync::SpinLock<HostState> {
         &self.arena.bookkeeping().0
@@ -155,19 +140,6 @@ impl HostBackend {
     /// allocates from its heap).
     pub fn free_bytes(&self) -> usize {
         self.bookkeeping().lock().free.iter().map(|&(_, blocks)| blocks as usize * HOST_ALIGN).sum()
-    }
-
-    fn program_index(&self, image: &[u8]) -> Option<usize> {
-        let name = image.strip_suffix(&[0]).unwrap_or(image);
-        let registered = self.registry.into_iter().flat_map(|r| r.iter());
-        self.programs.iter().chain(registered).position(|p| p.name.as_bytes() == name)
-    }
-
-    fn host_kernel(&self, kernel: u64) -> BackendResult<&HostKernel> {
-        let program = self.program_at(program_place(kernel >> 32));
-        program
-            .and_then(|p| p.kernels.get((kernel & 0xffff_ffff) as usize))
-            .ok_or_else(|| err(ErrorCode::InvalidHandle, "host kernel does not exist"))
     }
 
     fn event_slot(state: &mut HostState, raw: u64) -> BackendResult<&mut u64> {
