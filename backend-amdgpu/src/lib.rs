@@ -1,7 +1,7 @@
 //! `ordo-amdgpu`: the AMDGPU backend of ordo, over the HSA runtime loaded at run time
 //! (`libhsa-runtime64.so.1`, Debian's `libhsa-runtime64-1`; no ROCm needed to build).
 //!
-//! No AMD GPU has run this backend. It is checked two ways (README): against Debian's real HSA
+//! No AMD GPU has run this backend. It is checked two ways (docs/backends.md): against Debian's real HSA
 //! runtime, which on a machine without `/dev/kfd` fails `hsa_init`, so the platform is absent
 //! with that status as the reason; and against a simulated HSA library written for the tests
 //! (`tests/hsa-sim`), which runs dispatches on host twins of the kernels and rejects what HSA

@@ -358,7 +358,7 @@ fn calls_without_a_queue_wait_for_queued_work_and_for_themselves() {
 
 /// With another valid context current on the thread (the program's own), ordo's calls still run
 /// on ordo's device, and afterwards the program's context is current again; a thread that had
-/// no context current is left with ordo's primary context (README, "CUDA backend").
+/// no context current is left with ordo's primary context (docs/backends.md, "cuda").
 #[test]
 fn another_current_context_does_not_misdirect_ordo_and_is_put_back() {
     use cudarc::driver::sys::{self, CUcontext, CUresult};

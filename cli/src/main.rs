@@ -32,7 +32,7 @@ commands:
   trace check FILE
                   every event well formed, device work after its call, no overlap on a queue
 
-tracing: ORDO_TRACE=FILE traces any run (README, section Seeing what ran)
+tracing: ORDO_TRACE=FILE traces any run (docs/tracing.md)
 
 logging: RUST_LOG=ordo=debug (env_logger)";
 

@@ -5,7 +5,7 @@
 //! the platform can catch them.
 //!
 //! Both need `std` (a thread-local, `catch_unwind`). Without it nothing is marked (a firmware
-//! host's callbacks must not call back into the lifecycle: the README says so) and a panic
+//! host's callbacks must not call back into the lifecycle: docs/lifecycle.md says so) and a panic
 //! runs the drop guards of `runtime/mod.rs`, which leave the lifecycle in a defined state.
 //! Depends on nothing else in the crate.
 

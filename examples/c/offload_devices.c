@@ -1,8 +1,8 @@
 /* A liboffload (ol*) program run on ordo: list every device with its platform, then on each
  * device that is not liboffload's host device allocate memory, copy 16 bytes there and back and
  * check them. It is written against LLVM 22's offload/OffloadAPI.h only, so it links against
- * ordo's libordo.so (feature `offload`) or libLLVMOffload.so alike. Build and run: see README.md
- * ("liboffload programs"). */
+ * ordo's libordo.so (feature `offload`) or libLLVMOffload.so alike. Build and run: see
+ * docs/liboffload.md. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /* ordo from C: on every device of every present platform (the host backend, and CUDA GPUs
  * when a driver is present), load ordo's built-in program, add two vectors, check every element,
- * and shut down. Build and run: see README.md ("C ABI"). */
+ * and shut down. Build and run: see docs/c-abi.md. */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -311,7 +311,7 @@ fn run_example(exe: &Path, env: &[(&str, &Path)]) {
     assert!(stdout.contains("teardown: 3 allocations released, 0 failures"), "{stdout}");
 }
 
-/// The README's build line for the example, with this run's library directory.
+/// docs/c-abi.md's build line for the example, with this run's library directory.
 #[test]
 fn example_builds_with_the_readme_line_and_runs() {
     let exe = out_dir().join("vector_add_static");

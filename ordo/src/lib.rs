@@ -128,3 +128,13 @@ pub use ordo_core::OwnedRuntime;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The guide's Rust blocks, compiled and run as doctests (`tests/tests/docs.rs` checks that every
+/// chapter with a Rust block is listed here).
+#[cfg(doctest)]
+pub mod guide_doctests {
+    #[doc = include_str!("../../docs/rust.md")]
+    pub struct Rust;
+    #[doc = include_str!("../../docs/lifecycle.md")]
+    pub struct Lifecycle;
+}

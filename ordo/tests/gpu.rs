@@ -739,7 +739,7 @@ unsafe extern "C" fn calls_ordo(_: *mut core::ffi::c_void) {
     *FROM_HOST_FN.lock().unwrap() = Some(answers);
 }
 
-/// README: a call from inside a callback works or answers `Busy`, never hangs. A CUDA host
+/// docs/lifecycle.md ("Callbacks"): a call from inside a callback works or answers `Busy`, never hangs. A CUDA host
 /// function may make no CUDA call (`cuLaunchHostFunc`'s rule; a synchronise there waits for
 /// itself): ordo's calls from one that reach the driver answer `Busy`, and the queue goes on.
 #[test]

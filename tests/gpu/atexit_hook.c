@@ -3,7 +3,7 @@
  * the checker (registered before ordo, so it runs after the hook) reads the report and requires
  * no failure, nothing released by the driver, and every object counted; a late explicit
  * ordo_shutdown is turned away quietly. Exit 0 and an empty stderr mean success; 2: no CUDA.
- * Built on the device by tests/gpu/run.sh with the README's link line. */
+ * Built on the device by tests/gpu/run.sh with docs/c-abi.md's link line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
  * Each case runs in a child process of its own (a crash is a result, CRASH, not the end of the
  * run), initialises the library itself, and prints one line: "name<TAB>RESULT<TAB>detail" with
  * RESULT one of PASS, FAIL, SKIP, CRASH. Where the header is silent, a case expects what ordo
- * documents (README, "liboffload's API"), and says so in its comment.
+ * documents (docs/liboffload.md), and says so in its comment.
  *
  * The device under test is the first GPU, else the first device that is not liboffload's host device. Its program
  * image comes from the file named by OL_TEST_IMAGE (CUDA: PTX built by clang-22 from

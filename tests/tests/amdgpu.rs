@@ -1,4 +1,4 @@
-//! The AMDGPU backend, two ways (README: no AMD hardware has run it):
+//! The AMDGPU backend, two ways (docs/backends.md: no AMD hardware has run it):
 //! 1. against Debian's real HSA runtime (`libhsa-runtime64-1`), which fails `hsa_init` here:
 //!    the platform is absent with that status, and 100 init/shutdown cycles are clean;
 //! 2. against the simulated HSA of `tests/hsa-sim`: work with checked numbers, bad input,

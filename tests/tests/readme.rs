@@ -1,6 +1,7 @@
-//! README's C build blocks, run as written: every ```sh block of README.md that starts with
-//! `cargo build --release -p ordo-clib` runs in `bash -euo pipefail` from the repository root, in
-//! README order, and what it builds must start: the static and shared `vector_add` examples and
+//! The guide's C build blocks, run as written: every ```sh block of docs/c-abi.md,
+//! docs/liboffload.md and docs/mlir.md (in that order) that starts with
+//! `cargo build --release -p ordo-clib` runs in `bash -euo pipefail` from the repository root,
+//! and what it builds must start: the static and shared `vector_add` examples and
 //! the `ol*` example print their results, the MLIR program loads `libordo.so.0` through its rpath
 //! (and, without a CUDA device, says so in one line). A block needing liboffload's header or the
 //! MLIR tools is skipped with the reason when they are missing, and fails with `CI=true`.
@@ -9,10 +10,13 @@ use std::path::Path;
 
 use ordo_tests::{program, workspace};
 
-/// The README's C build blocks, in order.
+/// The guide's C build blocks, in order.
 fn c_blocks() -> Vec<String> {
-    let readme = std::fs::read_to_string(workspace().join("README.md")).expect("README.md");
-    readme
+    let guide: String = ["docs/c-abi.md", "docs/liboffload.md", "docs/mlir.md"]
+        .iter()
+        .map(|chapter| std::fs::read_to_string(workspace().join(chapter)).expect("a chapter of the guide"))
+        .collect();
+    guide
         .split("```sh\n")
         .skip(1)
         .filter_map(|rest| rest.split("```").next())
@@ -27,7 +31,7 @@ fn needs(block: &str, marker: &str, path: &str, package: &str) -> bool {
         return true;
     }
     assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but {package} is not installed ({path})");
-    println!("skipped a README block: {package} is not installed ({path})");
+    println!("skipped a guide block: {package} is not installed ({path})");
     false
 }
 
@@ -43,7 +47,7 @@ fn run_block(block: &str) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "README block failed ({:?}):\n{block}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        "guide block failed ({:?}):\n{block}\nstdout:\n{stdout}\nstderr:\n{stderr}",
         out.status
     );
     stdout

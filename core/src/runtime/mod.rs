@@ -261,7 +261,7 @@ pub(crate) const DEFERRED_UNLOADS: usize = 16;
 static IDENTITIES: core::sync::atomic::AtomicU32 = core::sync::atomic::AtomicU32::new(0);
 
 /// A fresh runtime identity: 1 to 4,095, in turn. After 4,095 runtimes in one process the
-/// identities repeat (README, "Handles and memory").
+/// identities repeat (docs/lifecycle.md, "Handles and memory").
 fn next_identity() -> RuntimeId {
     let n = IDENTITIES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
     (n % u32::from(crate::handle::MAX_RUNTIME_ID)) as RuntimeId + 1
