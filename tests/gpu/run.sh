@@ -33,6 +33,8 @@ done
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 status=0
+# Everything printed also goes to $out/run.log, from which the summary is written at the end.
+exec > >(tee "$out/run.log") 2>&1
 # NVRTC for the runtime-compilation tests: the CUDA toolkit's, where the machine has one (then
 # required: ORDO_REQUIRE_NVRTC=1), else whatever LD_LIBRARY_PATH already finds.
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
@@ -337,5 +339,24 @@ else
 fi
 fi
 
+# The summary, in the same shape every run (tests/gpu/RESULTS.md keeps the latest): when and where,
+# which code, each step's result, and every benchmark line that carries a ratio
+# ("median [p25, p75]").
+{
+  echo "## $(date -u '+%Y-%m-%d, %H:%M UTC') — $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c |
+    sed 's/^ *\([0-9]*\) /\1 × /' | paste -sd, -) (driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null |
+    head -1)), $(nproc)-core host — parts: ${parts[*]}"
+  echo
+  echo "Code: $(cat gpu-bin/COMMIT 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown). Result: $([ $status -eq 0 ] && echo '**ALL PASSED**' || echo '**FAILURES**')."
+  echo
+  echo "| step | result |"
+  echo "|---|---|"
+  grep -E '^(PASS|FAIL) ' "$out/run.log" | sed -E 's/^(PASS|FAIL) ([^ ]+) ?(.*)$/| \2 | \1 \3 |/'
+  echo
+  echo "Benchmark lines:"
+  echo
+  grep -E '[0-9]\.[0-9]+ \[[0-9.]+, [0-9.]+\]' "$out/run.log" | grep -vE '^(PASS|FAIL) ' | sed 's/^/    /' || echo "    (none in these parts)"
+} >"$out/SUMMARY.md"
 echo "== summary (${parts[*]}): $([ $status -eq 0 ] && echo ALL PASSED || echo FAILURES)"
+cat "$out/SUMMARY.md"
 exit $status
