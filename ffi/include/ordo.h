@@ -698,7 +698,7 @@ ordo_status_t ordo_device_get_info(struct ordo_device_t device,
 // Loads a program image on a device: for the host platform the name of a built-in or
 // registered program ("ordo.builtin", `ordo_host_program_register`) or, with `std` on Linux, a
 // host image (a shared object of this machine exporting `ordo_host_kernels` and
-// `ordo_host_kernel_count`, loaded from memory and kept for the process: see README); for CUDA, PTX (NUL-terminated or not), cubin or fatbin; for AMDGPU, a code
+// `ordo_host_kernel_count`, loaded from memory and kept for the process: see docs/c-abi.md); for CUDA, PTX (NUL-terminated or not), cubin or fatbin; for AMDGPU, a code
 // object (ELF) or a clang offload bundle holding one for the device's ISA. The image is copied
 // as needed and need not outlive the call. A bad image is `ORDO_ERROR_INVALID_BINARY`, with the
 // JIT log in `ordo_last_error_detail()`. A host image's initialisers may call ordo, but loading

@@ -173,9 +173,7 @@ fn the_c_names_of_the_c_abi_chapter_are_in_the_header() {
     let missing: Vec<&String> = names
         .iter()
         .filter(|n| !not_ordo_h.contains(&n.as_str()))
-        .filter(|n| {
-            !header.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == n.as_str())
-        })
+        .filter(|n| !header.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).any(|w| w == n.as_str()))
         .collect();
     assert!(missing.is_empty(), "named in docs/c-abi.md but not declared in ordo.h: {missing:?}");
 }

@@ -386,3 +386,31 @@ mod packed {
         RT.shutdown().unwrap();
     }
 }
+
+// ---- Two host devices in one runtime: told apart by name -------------------------------------
+
+mod two_hosts {
+    use super::*;
+    use crate::{BackendKind, DeviceInfo, InfoValue};
+
+    static ARENA_A: HostArena<{ 2 * HOST_ALIGN }> = HostArena::new();
+    static ARENA_B: HostArena<{ 2 * HOST_ALIGN }> = HostArena::new();
+    static HOST_A: HostBackend = HostBackend::new(&ARENA_A, &[], None);
+    static HOST_B: HostBackend = HostBackend::new(&ARENA_B, &[], None);
+    static BACKENDS: [&dyn Backend; 2] = [&HOST_A, &HOST_B];
+    crate::static_runtime!(static RT = &BACKENDS);
+
+    fn name(platform: u32) -> InfoValue {
+        let device = RT.device(RT.platform(platform).unwrap(), 0).unwrap();
+        RT.device_info(device, DeviceInfo::Name).unwrap()
+    }
+
+    #[test]
+    fn each_host_device_carries_its_number() {
+        let guard = RT.init_guard().unwrap();
+        assert_eq!(RT.platform_info(RT.platform(1).unwrap()).unwrap().kind, BackendKind::Host);
+        assert_eq!(name(0), InfoValue::text("host CPU 0 (queue work on the calling thread)"));
+        assert_eq!(name(1), InfoValue::text("host CPU 1 (queue work on the calling thread)"));
+        drop(guard);
+    }
+}

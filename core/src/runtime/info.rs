@@ -7,7 +7,9 @@
 //! run exclusive. Depends on the runtime's tables (`super`), `backend`, `handle` and `error`;
 //! `memory`, `queue` and `program` depend on it.
 
-use crate::backend::{Backend, DeviceInfo, InfoValue};
+use core::fmt::Write as _;
+
+use crate::backend::{Backend, BackendKind, DeviceInfo, InfoValue};
 use crate::error::{BackendError, ErrorCode, Result, fail};
 use crate::handle::{Device, Event, Platform, Queue};
 use crate::trace::traced;
@@ -132,7 +134,9 @@ impl Runtime {
     }
 
     /// A device property. The launch limits (`MaxThreadsPerBlock`, `MaxBlockDim*`,
-    /// `MaxGridDim*`, `MaxThreadsPerLaunch`) are the ones launches are checked against.
+    /// `MaxGridDim*`, `MaxThreadsPerLaunch`) are the ones launches are checked against. A host
+    /// device's name carries its number among the runtime's host devices, in registration
+    /// order, so that two tell apart: `host CPU 0 (a worker thread per queue)`, `host CPU 1 …`.
     pub fn device_info(&self, device: Device, key: DeviceInfo) -> Result<InfoValue> {
         traced!("device_info", ["device" = device.0.0], {
             self.with_shared(|t| {
@@ -140,8 +144,40 @@ impl Runtime {
                 if let Some(v) = t.devices.at(d.slot).limits().info(key) {
                     return Ok(v);
                 }
-                Ok(d.backend.device_info(d.ordinal, key)?)
+                let value = d.backend.device_info(d.ordinal, key)?;
+                if key == DeviceInfo::Name && d.backend.kind() == BackendKind::Host {
+                    return Ok(Self::numbered_host_name(t, d.slot, value));
+                }
+                Ok(value)
             })
         })
+    }
+
+    /// The number of the device in slot `slot` among the runtime's host devices: how many host
+    /// devices come before it in registration order (its name's `host CPU N`, its timeline's
+    /// process).
+    pub(super) fn host_number(t: &Tables, slot: u32) -> u32 {
+        let before = t
+            .devices
+            .iter_oldest_first()
+            .take_while(|&i| i != slot)
+            .filter(|&i| t.devices.at(i).driver.kind() == BackendKind::Host)
+            .count();
+        before as u32
+    }
+
+    /// `name` (a host backend's `host CPU …`) with the device's number among the host devices
+    /// before it inserted after `host CPU`; other names as they are.
+    fn numbered_host_name(t: &Tables, slot: u32, name: InfoValue) -> InfoValue {
+        const PREFIX: &str = "host CPU";
+        let InfoValue::Text(text) = &name else { return name };
+        let Some(rest) = text.strip_prefix(PREFIX) else { return name };
+        let number = Self::host_number(t, slot);
+        let mut numbered = heapless::String::<64>::new();
+        // A name that would not fit stays as the backend gave it.
+        if write!(numbered, "{PREFIX} {number}{rest}").is_err() {
+            return name;
+        }
+        InfoValue::Text(numbered)
     }
 }

@@ -29,7 +29,7 @@ impl Runtime {
         cluster: [u32; 3],
         args: &KernelArgs<'_>,
     ) -> Result<()> {
-        traced!(begun, "launch_cluster", ["queue" = queue.0.0, "kernel" = kernel.0.0], {
+        traced!(begun, "launch", ["queue" = queue.0.0, "kernel" = kernel.0.0], {
             self.with_shared(|t| {
                 let (d, _, q, k) = Self::launch_target(t, queue, kernel, dims)?;
                 if cluster.iter().zip(dims.grid).any(|(&c, g)| c == 0 || g % c != 0) {
@@ -147,7 +147,7 @@ impl Runtime {
         args: &KernelArgs<'_>,
         owned: &[(crate::handle::Allocation, u64, usize)],
     ) -> Result<()> {
-        traced!(begun, "launch_owned", ["queue" = queue.0.0, "kernel" = kernel.0.0], {
+        traced!(begun, "launch", ["queue" = queue.0.0, "kernel" = kernel.0.0], {
             self.with_shared(|t| {
                 for &(owner, addr, bytes) in owned {
                     Self::owned_range(t, owner, addr, bytes)?;
@@ -177,7 +177,7 @@ impl Runtime {
         dims: &LaunchDims,
         args: &KernelArgs<'_>,
     ) -> Result<()> {
-        traced!(begun, "launch_on", ["device" = device.0.0, "queue" = queue.0.0, "kernel" = kernel.0.0], {
+        traced!(begun, "launch", ["device" = device.0.0, "queue" = queue.0.0, "kernel" = kernel.0.0], {
             self.with_shared(|t| {
                 let (d, slot, q, k) = Self::launch_target(t, queue, kernel, dims)?;
                 Self::check_param_count(d, k, args)?;
@@ -215,7 +215,7 @@ impl Runtime {
     ) -> Result<()> {
         traced!(
             begun,
-            "launch_packed_on",
+            "launch",
             ["device" = device.0.0, "queue" = queue.0.0, "kernel" = kernel.0.0, "args_bytes" = args.len()],
             {
                 self.with_shared_inline(

@@ -270,7 +270,7 @@ impl Runtime {
     /// # Safety
     /// Host pointers must be valid for `size` bytes; with a queue, until the copy completes.
     pub unsafe fn memcpy(&self, kind: CopyKind, dst: u64, src: u64, size: usize, queue: Option<Queue>) -> Result<()> {
-        traced!(begun, "memcpy", ["dst" = dst, "src" = src, "size" = size, "queue" = queue.map_or(0, |h| h.0.0)], {
+        traced!(begun, "memcpy", ["dst" = dst, "src" = src, "bytes" = size, "queue" = queue.map_or(0, |h| h.0.0)], {
             // SAFETY: forwarded contract.
             self.with_shared(|t| unsafe { self.copy_in(t, kind, dst, src, size, queue, begun) })
         })
@@ -363,7 +363,7 @@ impl Runtime {
 
     /// Copies `src` into device memory at `dst` and waits for it.
     pub fn copy_to_device(&self, dst: DevicePtr, src: &[u8]) -> Result<()> {
-        traced!("copy_to_device", ["dst" = dst.0, "src_bytes" = src.len()], {
+        traced!("memcpy", ["dst" = dst.0, "src" = src.as_ptr() as u64, "bytes" = src.len(), "queue" = 0u64], {
             // SAFETY: `src` is valid for its length for the whole (synchronous) copy.
             unsafe { self.memcpy(CopyKind::HostToDevice, dst.0, src.as_ptr() as u64, src.len(), None) }
         })
@@ -371,7 +371,7 @@ impl Runtime {
 
     /// Copies device memory at `src` into `dst` and waits for it.
     pub fn copy_from_device(&self, dst: &mut [u8], src: DevicePtr) -> Result<()> {
-        traced!("copy_from_device", ["dst_bytes" = dst.len(), "src" = src.0], {
+        traced!("memcpy", ["dst" = dst.as_ptr() as u64, "src" = src.0, "bytes" = dst.len(), "queue" = 0u64], {
             // SAFETY: `dst` is valid for its length for the whole (synchronous) copy.
             unsafe { self.memcpy(CopyKind::DeviceToHost, dst.as_mut_ptr() as u64, src.0, dst.len(), None) }
         })
@@ -422,7 +422,7 @@ impl Runtime {
     /// # Ok::<(), ordo_core::Error>(())
     /// ```
     pub fn copy_device(&self, dst: DevicePtr, src: DevicePtr, size: usize, queue: Option<Queue>) -> Result<()> {
-        traced!("copy_device", ["dst" = dst.0, "src" = src.0, "size" = size, "queue" = queue.map_or(0, |h| h.0.0)], {
+        traced!("memcpy", ["dst" = dst.0, "src" = src.0, "bytes" = size, "queue" = queue.map_or(0, |h| h.0.0)], {
             // SAFETY: both sides are device ranges that the runtime validates.
             unsafe { self.memcpy(CopyKind::DeviceToDevice, dst.0, src.0, size, queue) }
         })
@@ -433,7 +433,7 @@ impl Runtime {
     /// # Safety
     /// `src` must stay valid and unchanged for `size` bytes until the queue has passed the copy.
     pub unsafe fn copy_to_device_async(&self, queue: Queue, dst: DevicePtr, src: *const u8, size: usize) -> Result<()> {
-        traced!("copy_to_device_async", ["queue" = queue.0.0, "dst" = dst.0, "size" = size], {
+        traced!("memcpy", ["dst" = dst.0, "src" = src as u64, "bytes" = size, "queue" = queue.0.0], {
             // SAFETY: forwarded contract.
             unsafe { self.memcpy(CopyKind::HostToDevice, dst.0, src as u64, size, Some(queue)) }
         })
@@ -444,7 +444,7 @@ impl Runtime {
     /// # Safety
     /// `dst` must stay valid for `size` bytes, and unread, until the queue has passed the copy.
     pub unsafe fn copy_from_device_async(&self, queue: Queue, dst: *mut u8, src: DevicePtr, size: usize) -> Result<()> {
-        traced!("copy_from_device_async", ["queue" = queue.0.0, "src" = src.0, "size" = size], {
+        traced!("memcpy", ["dst" = dst as u64, "src" = src.0, "bytes" = size, "queue" = queue.0.0], {
             // SAFETY: forwarded contract.
             unsafe { self.memcpy(CopyKind::DeviceToHost, dst as u64, src.0, size, Some(queue)) }
         })
@@ -471,8 +471,8 @@ impl Runtime {
     ) -> Result<()> {
         traced!(
             begun,
-            "memcpy_owned",
-            ["owner" = owner.0.0, "dst" = dst, "src" = src, "size" = size, "queue" = queue.map_or(0, |h| h.0.0)],
+            "memcpy",
+            ["owner" = owner.0.0, "dst" = dst, "src" = src, "bytes" = size, "queue" = queue.map_or(0, |h| h.0.0)],
             {
                 self.with_shared(|t| {
                     let side = if kind == CopyKind::DeviceToHost { src } else { dst };
@@ -498,13 +498,13 @@ impl Runtime {
     ) -> Result<()> {
         traced!(
             begun,
-            "copy_device_owned",
+            "memcpy",
             [
                 "dst_owner" = dst_owner.0.0,
                 "dst" = dst.0,
                 "src_owner" = src_owner.0.0,
                 "src" = src.0,
-                "size" = size,
+                "bytes" = size,
                 "queue" = queue.map_or(0, |h| h.0.0)
             ],
             {

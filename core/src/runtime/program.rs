@@ -55,16 +55,15 @@ impl Runtime {
     /// Loads as `program_load` does; when the device's backend refused the image
     /// (`InvalidBinary`) and kept a log of why (CUDA: the JIT compiler's), hands the log to `log`
     /// before returning the error.
+    /// Traced as the `program_load` it makes (one span, the name the user's call has).
     pub fn program_load_logged(&self, device: Device, image: &[u8], log: &mut dyn FnMut(&str)) -> Result<Program> {
-        traced!("program_load_logged", ["device" = device.0.0, "image_bytes" = image.len()], {
-            let loaded = self.program_load(device, image);
-            if matches!(loaded, Err(e) if e.code == ErrorCode::InvalidBinary) {
-                if let Ok(d) = self.with_shared(|t| self.dev(t, device)) {
-                    d.backend.take_load_log(log);
-                }
+        let loaded = self.program_load(device, image);
+        if matches!(loaded, Err(e) if e.code == ErrorCode::InvalidBinary) {
+            if let Ok(d) = self.with_shared(|t| self.dev(t, device)) {
+                d.backend.take_load_log(log);
             }
-            loaded
-        })
+        }
+        loaded
     }
 
     /// Takes another reference to a loaded program: the next `program_unload` then gives that

@@ -129,7 +129,8 @@ impl Runtime {
                 let (d, raw) = self.queue_not_capturing(t, queue)?;
                 if crate::trace::holds_events() {
                     // The timeline's spans of this queue are resolved and its anchor released.
-                    let target = crate::trace::Target { backend: d.backend, ordinal: d.ordinal, raw };
+                    let number = Self::device_number(t, d.backend, d.ordinal, d.slot);
+                    let target = crate::trace::Target { backend: d.backend, ordinal: d.ordinal, raw, number };
                     crate::trace::resolve(crate::trace::Scope::Queue(target), true);
                 }
                 t.queues.remove(queue.0)?;

@@ -35,10 +35,18 @@ impl Runtime {
         raw: u64,
     ) -> Option<crate::trace::Timing> {
         // A queue that is capturing records no events of the trace's (they would join the graph).
-        let capturing = t.queues.get(queue.0).map_or(true, QueueEntry::capturing);
-        let target = crate::trace::Target { backend, ordinal, raw };
+        let entry = t.queues.get(queue.0);
+        let capturing = entry.map_or(true, QueueEntry::capturing);
+        let number = entry.map_or(ordinal, |q| Self::device_number(t, backend, ordinal, q.device));
+        let target = crate::trace::Target { backend, ordinal, raw, number };
         // SAFETY: a live queue of a live device (the caller resolved it in this shared call).
         unsafe { crate::trace::work_begin(Some(begun), target, queue.0.0, capturing) }
+    }
+
+    /// The device's number in the timeline: a host device's number among the host devices
+    /// (`host CPU N`), another device's ordinal.
+    pub(crate) fn device_number(t: &Tables, backend: &'static dyn Backend, ordinal: u32, slot: u32) -> u32 {
+        if backend.kind() == crate::backend::BackendKind::Host { Self::host_number(t, slot) } else { ordinal }
     }
 
     /// Ends timing work submitted with `time_work`'s timing (`result`: the submission's), and

@@ -29,6 +29,7 @@ use std::string::String;
 use std::sync::{Mutex, Once};
 
 use super::{Call, Category, Sink, Work, WorkKind};
+use crate::backend::BackendKind;
 use crate::error::{Error, ErrorCode, Result};
 
 /// How often buffered events are written out at least (nanoseconds).
@@ -337,13 +338,16 @@ impl Writer {
         if let Some(&t) = self.queues.get(&w.queue) {
             return t;
         }
-        let key = (w.backend as u8, w.ordinal);
+        let key = (w.backend as u8, w.device_number);
         let pid = match self.devices.get(&key) {
             Some(&p) => p,
             None => {
                 let p = 2 + self.devices.len() as u64;
                 self.devices.insert(key, p);
-                let name = std::format!("{:?} device {}", w.backend, w.ordinal);
+                let name = match w.backend {
+                    BackendKind::Host => std::format!("host CPU {}", w.device_number),
+                    kind => std::format!("{kind:?} device {}", w.ordinal),
+                };
                 self.metadata(p, 0, "process_name", &name);
                 p
             }

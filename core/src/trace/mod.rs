@@ -130,6 +130,10 @@ pub struct Work {
     pub backend: BackendKind,
     /// The device's ordinal in its backend.
     pub ordinal: u32,
+    /// The device's number in the timeline: for a host device its number among the runtime's
+    /// host devices (the `N` of its name, `host CPU N`, in registration order), so that two host
+    /// devices (each its backend's ordinal 0) are told apart; for other devices their ordinal.
+    pub device_number: u32,
     /// The queue's handle (raw).
     pub queue: u64,
     /// What ran.

@@ -25,6 +25,8 @@ pub(crate) struct Target {
     pub backend: &'static dyn Backend,
     pub ordinal: u32,
     pub raw: u64,
+    /// The device's number in the timeline (`Work::device_number`).
+    pub number: u32,
 }
 
 impl Target {
@@ -489,6 +491,7 @@ unsafe fn finish(p: &Pending) -> bool {
         s.work(&Work {
             backend: b.kind(),
             ordinal,
+            device_number: p.target.number,
             queue: p.queue,
             kind: p.kind,
             submit_ns: p.submit_ns,
