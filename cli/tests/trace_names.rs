@@ -70,7 +70,17 @@ fn spans_and_devices_carry_the_names_users_know() {
     let copies: Vec<&&Value> = calls.iter().filter(|e| e["name"] == "memcpy").collect();
     assert_eq!(copies.len(), 4, "one copy in and one back per device");
     assert!(copies.iter().all(|e| e["args"]["bytes"] == 1024), "{copies:?}");
-    for internal in ["launch_owned", "memcpy_owned", "copy_to_device", "copy_from_device", "program_load_logged"] {
+    for internal in [
+        "launch_owned",
+        "launch_on",
+        "launch_packed_on",
+        "memcpy_owned",
+        "memcpy_between",
+        "copy_to_device",
+        "copy_from_device",
+        "fill_owned",
+        "program_load_logged",
+    ] {
         assert_eq!(named(internal), 0, "no span is named {internal}");
     }
 }

@@ -23,7 +23,7 @@ impl Runtime {
     ) -> Result<()> {
         traced!(
             begun,
-            "fill_pattern_owned",
+            "fill_pattern",
             [
                 "owner" = owner.0.0,
                 "dst" = dst.0,
@@ -52,7 +52,7 @@ impl Runtime {
     ) -> Result<()> {
         traced!(
             begun,
-            "fill_owned",
+            "fill",
             ["owner" = owner.0.0, "dst" = dst.0, "count" = count, "queue" = queue.map_or(0, |h| h.0.0)],
             {
                 self.with_shared(|t| {

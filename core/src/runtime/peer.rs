@@ -275,13 +275,13 @@ impl Runtime {
     ) -> Result<()> {
         traced!(
             begun,
-            "memcpy_between",
+            "memcpy",
             [
                 "dst" = dst,
                 "dst_device" = dst_device.map_or(0, |h| h.0.0),
                 "src" = src,
                 "src_device" = src_device.map_or(0, |h| h.0.0),
-                "size" = size,
+                "bytes" = size,
                 "queue" = queue.map_or(0, |h| h.0.0)
             ],
             {
