@@ -962,6 +962,16 @@ ordo_status_t ordo_queue_native(struct ordo_queue_t queue, void **out);
 // queue are `ORDO_ERROR_UNSUPPORTED`.
 ordo_status_t ordo_queue_begin_capture(struct ordo_queue_t queue);
 
+// Whether the queue is capturing into a graph: `*out` is 1 between `ordo_queue_begin_capture`
+// and `ordo_queue_end_capture`, else 0. Answers during a capture too (it is no call the
+// capture refuses), so a library handed a queue can tell before it synchronises it.
+// `ORDO_ERROR_NULL_POINTER` for a NULL `out`, then the queue's handle errors.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_queue_is_capturing(struct ordo_queue_t queue, uint32_t *out);
+
 // Ends the queue's capture; `*out` gets the captured work as a graph of the queue's device
 // (nothing of it has run). The queue stops capturing whatever this returns. The graph holds a
 // reference to each program its kernels belong to: `ordo_program_unload` by their loader leaves

@@ -390,6 +390,12 @@ fuzz_target!(|data: &[u8]| {
                     match (op % 26, arg % 3) {
                         (23, 0) => {
                             check(ordo_queue_begin_capture(q));
+                            let mut capturing = u32::MAX;
+                            if check(ordo_queue_is_capturing(q, &mut capturing)) {
+                                assert!(capturing <= 1);
+                            } else {
+                                assert_eq!(capturing, u32::MAX);
+                            }
                         }
                         (23, 1) => {
                             let mut out = ordo_graph_t { raw: SENTINEL };

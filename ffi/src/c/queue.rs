@@ -167,6 +167,19 @@ pub extern "C" fn ordo_queue_begin_capture(queue: ordo_queue_t) -> ordo_status_t
     guard(|| status(runtime().queue_begin_capture(q(queue))))
 }
 
+/// Whether the queue is capturing into a graph: `*out` is 1 between `ordo_queue_begin_capture`
+/// and `ordo_queue_end_capture`, else 0. Answers during a capture too (it is no call the
+/// capture refuses), so a library handed a queue can tell before it synchronises it.
+/// `ORDO_ERROR_NULL_POINTER` for a NULL `out`, then the queue's handle errors.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_queue_is_capturing(queue: ordo_queue_t, out: *mut u32) -> ordo_status_t {
+    produce(out, "out is NULL", || runtime().queue_is_capturing(q(queue)).map(u32::from))
+}
+
 /// Ends the queue's capture; `*out` gets the captured work as a graph of the queue's device
 /// (nothing of it has run). The queue stops capturing whatever this returns. The graph holds a
 /// reference to each program its kernels belong to: `ordo_program_unload` by their loader leaves

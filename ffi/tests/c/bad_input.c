@@ -58,6 +58,8 @@ static void all_uninitialized(ordo_device_t d, ordo_queue_t q, ordo_event_t e, o
   EXPECT(ordo_mem_info(m, NULL, NULL, NULL, NULL), U);
   EXPECT(ordo_queue_begin_capture(q), U);
   EXPECT(ordo_queue_end_capture(q, &gg), U);
+  EXPECT(ordo_queue_is_capturing(q, &u32), U);
+  EXPECT(ordo_queue_is_capturing(q, NULL), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_graph_launch(gg, q), U);
   EXPECT(ordo_graph_kernel_count(gg, &u32), U);
   EXPECT(ordo_graph_set_args(gg, 0, k, NULL, NULL, 0), U);
@@ -273,7 +275,9 @@ int main(void) {
     EXPECT(ordo_mem_alloc_async(bad_q[i], 16, &out), bad_q_status[i]);
     EXPECT(ordo_queue_begin_capture(bad_q[i]), bad_q_status[i]);
     EXPECT(ordo_queue_end_capture(bad_q[i], &g0), bad_q_status[i]);
-    if (out != (void *)0x77 || g0.raw != 0) return 1;
+    uint32_t capturing = 7;
+    EXPECT(ordo_queue_is_capturing(bad_q[i], &capturing), bad_q_status[i]);
+    if (out != (void *)0x77 || g0.raw != 0 || capturing != 7) return 1;
   }
   ordo_graph_t bad_g[] = {{0}, {q.raw}, {FORGED}};
   for (int i = 0; i < 3; i++) {
@@ -362,12 +366,20 @@ int main(void) {
     if (base != (void *)0x77) return 1;
   }
   EXPECT(ordo_mem_free_async(q, ordered), ORDO_ERROR_NOT_FOUND);
+  uint32_t capturing = 7;
+  OK(ordo_queue_is_capturing(q, &capturing));
+  if (capturing != 0) return 1;
   OK(ordo_queue_begin_capture(q));
+  OK(ordo_queue_is_capturing(q, &capturing));
+  if (capturing != 1) return 1;
+  EXPECT(ordo_queue_is_capturing(q, NULL), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_queue_begin_capture(q), ORDO_ERROR_INVALID_ARGUMENT);
   EXPECT(ordo_queue_synchronize(q), ORDO_ERROR_INVALID_ARGUMENT);
   EXPECT(ordo_event_record(e, q), ORDO_ERROR_UNSUPPORTED);
   ordo_graph_t g = {0};
   OK(ordo_queue_end_capture(q, &g));
+  OK(ordo_queue_is_capturing(q, &capturing));
+  if (capturing != 0) return 1;
   EXPECT(ordo_queue_end_capture(q, &g), ORDO_ERROR_INVALID_ARGUMENT);
   uint32_t launches = 7;
   OK(ordo_graph_kernel_count(g, &launches));
