@@ -19,6 +19,12 @@ const CAPACITIES: &[(&str, &str, usize, &str)] = &[
         "live queue-ordered allocations of devices with memory pools (CUDA), beside MAX_ALLOCATIONS",
     ),
     ("MAX_GRAPHS", "ORDO_MAX_GRAPHS", 64, "live graphs"),
+    (
+        "MAX_CACHED_BLOCKS",
+        "ORDO_MAX_CACHED_BLOCKS",
+        64,
+        "blocks of queue-ordered memory the cache keeps, over all queues (at most 16 per queue)",
+    ),
     ("MAX_REPORT_FAILURES", "ORDO_MAX_REPORT_FAILURES", 32, "failures kept in a teardown report"),
 ];
 

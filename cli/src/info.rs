@@ -57,6 +57,13 @@ fn collect(rt: &Runtime) -> Result<Value, ordo_core::Error> {
                 };
                 props.insert(key_name(key).into(), value);
             }
+            // The cache of queue-ordered memory (ordo's own, not the driver's).
+            if let Ok(c) = rt.cache_stats(dev) {
+                props.insert(
+                    "queue_ordered_cache".into(),
+                    json!({ "bytes": c.bytes, "blocks": c.blocks, "hits": c.hits, "misses": c.misses }),
+                );
+            }
             devices.push(Value::Object(props));
         }
         platforms.push(json!({

@@ -21,7 +21,7 @@ extern crate std;
 /// Table capacities, fixed at build time. Override with environment variables when building:
 /// `ORDO_MAX_PLATFORMS`, `ORDO_MAX_DEVICES`, `ORDO_MAX_QUEUES`, `ORDO_MAX_EVENTS`,
 /// `ORDO_MAX_PROGRAMS`, `ORDO_MAX_KERNELS`, `ORDO_MAX_ALLOCATIONS`,
-/// `ORDO_MAX_ORDERED_ALLOCATIONS`, `ORDO_MAX_GRAPHS`,
+/// `ORDO_MAX_ORDERED_ALLOCATIONS`, `ORDO_MAX_GRAPHS`, `ORDO_MAX_CACHED_BLOCKS`,
 /// `ORDO_MAX_REPORT_FAILURES`.
 pub mod capacity {
     include!(concat!(env!("OUT_DIR"), "/capacity.rs"));
@@ -71,7 +71,10 @@ pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, Te
 #[cfg(feature = "std")]
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use runtime::OwnedRuntime;
-pub use runtime::{LiveObjects, PIN_MIN_BYTES, PlatformInfo, Runtime, RuntimeState, STAGE_CHUNK_BYTES, Shutdown};
+pub use runtime::{
+    CacheStats, DEFAULT_CACHE_BYTES, LiveObjects, MAX_CACHED_BLOCKS, MAX_CACHED_PER_QUEUE, PIN_MIN_BYTES, PlatformInfo,
+    Runtime, RuntimeState, STAGE_CHUNK_BYTES, Shutdown,
+};
 #[doc(hidden)]
 pub use sync::cold_path;
 #[cfg(not(loom))]

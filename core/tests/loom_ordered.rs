@@ -6,7 +6,10 @@
 //!   (`mem_release_on`),
 //! - two threads each allocating and freeing on one queue,
 //! - an allocate + free pair racing the final shutdown,
-//! - a free by address racing the allocation that hands out that address.
+//! - a free by address racing the allocation that hands out that address;
+//! - with the cache of queue-ordered blocks on (`cache.rs`), a free on one thread and an
+//!   allocation of the same size on the same queue on another: the allocation takes the cached
+//!   block or fresh memory, never a block still in use, and every block goes back once.
 //!
 //! The table's lock is loom's mutex in these builds (`sync::Mutex`), its count loom's atomic.
 //! The backend (`loom_common`) fails a model that frees a block twice, frees a block it never
@@ -20,7 +23,7 @@
 
 mod loom_common;
 
-use loom_common::{POOL, POOL_BLOCK, ready, shut_down_clean};
+use loom_common::{POOL, POOL_BLOCK, queue, ready, setup, shut_down_clean};
 use ordo_core::{DevicePtr, ErrorCode};
 
 #[test]
@@ -107,5 +110,32 @@ fn a_free_racing_the_allocation_of_its_address() {
         }
         assert_eq!(b.pool_counts(), (1, 1));
         shut_down_clean(&rt);
+    });
+}
+
+#[test]
+fn a_cached_free_racing_an_allocation_on_its_queue() {
+    loom::model(|| {
+        let (b, rt) = setup();
+        rt.set_cache_bytes(POOL_BLOCK);
+        rt.init().unwrap();
+        let q = queue(&rt);
+        let (_, first) = rt.mem_alloc_on(q, POOL_BLOCK).unwrap();
+        let rt2 = rt.clone();
+        let free = loom::thread::spawn(move || rt2.mem_free_on(q, first).unwrap());
+        // Before the free: the pool's other block; after it: the cached block, with no call.
+        let (h, second) = rt.mem_alloc_on(q, POOL_BLOCK).unwrap();
+        free.join().unwrap();
+        let (allocs, frees) = b.pool_counts();
+        if second == first {
+            assert_eq!((allocs, frees), (1, 0), "the cached block, reused without a driver call");
+        } else {
+            assert_eq!(second.0, POOL[1]);
+            assert_eq!((allocs, frees), (2, 0), "the first block is cached, not freed");
+        }
+        rt.mem_release_on(q, h).unwrap();
+        shut_down_clean(&rt);
+        let (allocs, frees) = b.pool_counts();
+        assert_eq!(allocs, frees, "every block handed out went back once (trim or teardown)");
     });
 }

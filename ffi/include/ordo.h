@@ -240,6 +240,19 @@ typedef struct ordo_event_t {
 // A function a queue runs on the host (`ordo_queue_host_function`).
 typedef void (*ordo_host_fn_t)(void*);
 
+// What the cache of queue-ordered memory holds for a device and has served since the init
+// (`ordo_device_cache_stats`).
+typedef struct ordo_cache_stats_t {
+  // Bytes the cache holds for the device now.
+  uint64_t bytes;
+  // Queue-ordered allocations it served without a driver call.
+  uint64_t hits;
+  // Queue-ordered allocations the driver made while the cache was on.
+  uint64_t misses;
+  // Blocks it holds for the device now.
+  uint32_t blocks;
+} ordo_cache_stats_t;
+
 // The call succeeded.
 #define ORDO_SUCCESS 0
 
@@ -961,6 +974,28 @@ ordo_status_t ordo_queue_native(struct ordo_queue_t queue, void **out);
 // graphs (AMDGPU in this version); on the host device, event records and waits on a capturing
 // queue are `ORDO_ERROR_UNSUPPORTED`.
 ordo_status_t ordo_queue_begin_capture(struct ordo_queue_t queue);
+
+// Gives back to the driver, in the queue's order, the blocks of queue-ordered memory that the
+// cache keeps for this queue: `ordo_mem_free_async` on a queue keeps a block (up to
+// `ORDO_CACHE_BYTES`, 256 MiB by default; `ORDO_CACHE_BYTES=0` turns the cache off) for the
+// queue's next `ordo_mem_alloc_async` of the same size; `ordo_queue_destroy` gives them back
+// too. `*released` (when not NULL) gets the bytes given back. The queue's handle errors;
+// `ORDO_ERROR_INVALID_ARGUMENT` for a queue that is capturing; the driver's first error (every
+// block leaves the cache either way).
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_queue_trim(struct ordo_queue_t queue, size_t *released);
+
+// `*out` = what the cache of queue-ordered memory holds for the device now and has served
+// since the runtime's init (see `ordo_queue_trim`). `ORDO_ERROR_NULL_POINTER` for a NULL
+// `out`, then the device's handle errors.
+//
+// # Safety
+// Each pointer argument must be NULL or valid for the reads and writes this function
+// documents, as C requires of its callers.
+ordo_status_t ordo_device_cache_stats(struct ordo_device_t device, struct ordo_cache_stats_t *out);
 
 // Whether the queue is capturing into a graph: `*out` is 1 between `ordo_queue_begin_capture`
 // and `ordo_queue_end_capture`, else 0. Answers during a capture too (it is no call the

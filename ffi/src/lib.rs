@@ -44,9 +44,9 @@ pub use c::program::{
     ordo_program_image_check, ordo_program_load, ordo_program_unload,
 };
 pub use c::queue::{
-    ordo_event_create, ordo_event_destroy, ordo_event_elapsed_ms, ordo_event_query, ordo_event_record,
-    ordo_event_synchronize, ordo_graph_destroy, ordo_graph_launch, ordo_queue_begin_capture, ordo_queue_create,
-    ordo_queue_destroy, ordo_queue_end_capture, ordo_queue_host_function, ordo_queue_is_capturing, ordo_queue_native,
-    ordo_queue_query, ordo_queue_synchronize, ordo_queue_wait_event,
+    ordo_device_cache_stats, ordo_event_create, ordo_event_destroy, ordo_event_elapsed_ms, ordo_event_query,
+    ordo_event_record, ordo_event_synchronize, ordo_graph_destroy, ordo_graph_launch, ordo_queue_begin_capture,
+    ordo_queue_create, ordo_queue_destroy, ordo_queue_end_capture, ordo_queue_host_function, ordo_queue_is_capturing,
+    ordo_queue_native, ordo_queue_query, ordo_queue_synchronize, ordo_queue_trim, ordo_queue_wait_event,
 };
 pub use c::types::*;

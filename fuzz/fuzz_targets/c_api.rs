@@ -168,6 +168,20 @@ fuzz_target!(|data: &[u8]| {
                     } else {
                         ordo_mem_free(a)
                     };
+                    if arg & 0x40 != 0 {
+                        // The cache of queue-ordered blocks: a queue's trim, a device's counts.
+                        let mut released = usize::MAX;
+                        if !check(ordo_queue_trim(ordo_queue_t { raw: pool.pick(arg.rotate_left(3)) }, &mut released)) {
+                            assert_eq!(released, usize::MAX);
+                        }
+                        let mut stats = ordo_cache_stats_t { bytes: SENTINEL, ..Default::default() };
+                        if !check(ordo_device_cache_stats(
+                            ordo_device_t { raw: pool.pick(arg.rotate_left(4)) },
+                            &mut stats,
+                        )) {
+                            assert_eq!(stats.bytes, SENTINEL);
+                        }
+                    }
                     if check(freed) {
                         for m in pool.memory.iter_mut().filter(|m| m.0 == a as usize) {
                             m.2 = false;

@@ -296,6 +296,22 @@ impl<'r> Device<'r> {
         Ok(self.ctx.rt.device_info(self.raw, key)?)
     }
 
+    /// What the cache of queue-ordered memory holds for the device and has served since the
+    /// runtime's init (`ordo_core::CacheStats`).
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let dev = ctx.default_device()?;
+    /// let queue = dev.queue()?;
+    /// drop(ordo::DeviceBuffer::<u8>::zeroed_on(&queue, 256)?);
+    /// let _again = ordo::DeviceBuffer::<u8>::zeroed_on(&queue, 256)?;
+    /// assert!(dev.cache_stats()?.hits >= 1);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn cache_stats(&self) -> Result<crate::CacheStats> {
+        Ok(self.ctx.rt.cache_stats(self.raw)?)
+    }
+
     /// The device's name.
     ///
     /// ```

@@ -96,7 +96,7 @@ pub mod host {
     pub use ordo_core::host::*;
 }
 
-pub use ordo_core::{BackendKind, DeviceInfo, ErrorCode, InfoValue, LaunchDims, State, static_runtime};
+pub use ordo_core::{BackendKind, CacheStats, DeviceInfo, ErrorCode, InfoValue, LaunchDims, State, static_runtime};
 
 /// The raw core API the typed API wraps: the [`Runtime`](raw::Runtime) and its methods, object
 /// handles, the backend trait, kernel arguments, copy and memory kinds, teardown reports and

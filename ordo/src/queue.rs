@@ -152,6 +152,24 @@ impl<'r> Queue<'r> {
         Ok(self.device.rt().queue_synchronize(self.raw)?)
     }
 
+    /// Gives back to the driver the blocks of queue-ordered memory that the cache keeps for this
+    /// queue (buffers from [`DeviceBuffer::zeroed_on`](crate::DeviceBuffer::zeroed_on) dropped
+    /// on it are kept for its next allocations of their size); returns the bytes given back.
+    /// Dropping the queue gives them back too.
+    ///
+    /// ```
+    /// let ctx = ordo::Context::new()?;
+    /// let queue = ctx.default_device()?.queue()?;
+    /// drop(ordo::DeviceBuffer::<f32>::zeroed_on(&queue, 1024)?); // kept for `queue`
+    /// let again = ordo::DeviceBuffer::<f32>::zeroed_on(&queue, 1024)?; // the same block
+    /// drop(again);
+    /// assert_eq!(queue.trim()?, 4096);
+    /// # Ok::<(), ordo::Error>(())
+    /// ```
+    pub fn trim(&self) -> Result<usize> {
+        Ok(self.device.rt().queue_trim(self.raw)?)
+    }
+
     /// Whether everything submitted to the queue has finished (without waiting).
     ///
     /// ```

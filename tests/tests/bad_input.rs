@@ -616,7 +616,8 @@ fn tensor_maps_refuse_bad_shapes_types_and_devices() {
 /// Memory in queue order: bad input to `mem_alloc_on` / `mem_free_on` is an error that changes
 /// nothing (sizes, null, stale and wrong-kind handles, memory that is not queue-ordered, a queue
 /// of another device, a double free, an address inside the allocation); the good calls reach
-/// the backend once each; after its free is submitted the address is unknown to every call.
+/// the backend once each (the free when the cache gives the block back); after its free is
+/// submitted the address is unknown to every call.
 #[test]
 fn queue_ordered_memory_refuses_bad_input_and_changes_nothing() {
     let w = world();
@@ -640,6 +641,10 @@ fn queue_ordered_memory_refuses_bad_input_and_changes_nothing() {
     rt.fill(p, FillValue::U8(1), 256, Some(w.q)).unwrap();
     let calls = w.b.calls();
     rt.mem_free_on(w.q, p).unwrap();
+    // Kept for the queue by the cache (`cache.rs`): no backend call; the queue's trim gives it
+    // back with one.
+    assert_eq!(w.b.calls(), calls, "kept by the cache");
+    assert_eq!(rt.queue_trim(w.q).unwrap(), 256);
     assert_eq!(w.b.calls(), calls + 1, "one backend call");
     rejects(&w, ErrorCode::NotFound, || rt.mem_free_on(w.q, p));
     rejects(&w, ErrorCode::NotFound, || rt.mem_free(p));

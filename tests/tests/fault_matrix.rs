@@ -95,10 +95,17 @@ fn work(rt: &Runtime, host: &mut [u8]) -> Result<()> {
     // Between the two platforms: staged through page-locked memory of the source's, after the
     // queue's earlier work.
     rt.copy_device(c, a, 256, Some(q))?;
-    // Memory in queue order: one freed on its queue, one left for the teardown.
+    // Memory in queue order: one freed on its queue (kept by the cache), taken again from the
+    // cache, freed again and given back by the queue's trim; one freed and left cached for the
+    // teardown; one left live for the teardown.
     let (_, ordered) = rt.mem_alloc_on(q, 128)?;
     rt.fill(ordered, FillValue::U8(3), 128, Some(q))?;
     rt.mem_free_on(q, ordered)?;
+    let (_, again) = rt.mem_alloc_on(q, 128)?;
+    rt.mem_free_on(q, again)?;
+    rt.queue_trim(q)?;
+    let (_, cached) = rt.mem_alloc_on(q1, 32)?;
+    rt.mem_free_on(q1, cached)?;
     rt.mem_alloc_on(q1, 64)?;
     // A retained reference to the program, given back (the program stays for the teardown).
     rt.program_retain(p)?;

@@ -123,6 +123,24 @@ impl Runtime {
         }
     }
 
+    /// Sets the byte limit of the cache of queue-ordered memory (`cache.rs`) for the runtime's
+    /// next init on (the running epoch keeps its own): blocks freed with `mem_free_on` are kept,
+    /// up to `bytes` in all, for their queue's next `mem_alloc_on` of the same size. 0 turns the
+    /// cache off: every free goes to the driver at once, as without a cache. Until set, the
+    /// limit is `ORDO_CACHE_BYTES` (with std, read at each init; a number of bytes) or
+    /// `DEFAULT_CACHE_BYTES` (256 MiB with std, 0 without).
+    pub fn set_cache_bytes(&self, bytes: usize) {
+        self.state.cache_bytes.store(bytes.saturating_add(1), core::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The byte limit the next init gives the cache (`set_cache_bytes`).
+    fn cache_limit(&self) -> usize {
+        match self.state.cache_bytes.load(core::sync::atomic::Ordering::Relaxed) {
+            0 => env_cache_bytes().unwrap_or(super::DEFAULT_CACHE_BYTES),
+            set => set - 1,
+        }
+    }
+
     fn initialize(&self, t: &mut Tables) -> Result<()> {
         if self.backends.len() > MAX_PLATFORMS {
             return fail(ErrorCode::InvalidArgument, "more backends than ORDO_MAX_PLATFORMS");
@@ -133,6 +151,7 @@ impl Runtime {
             self.state.identity.store(u32::from(id), core::sync::atomic::Ordering::Relaxed);
         }
         t.set_owner(id);
+        t.cache.start(self.cache_limit());
         for (index, backend) in self.backends.iter().enumerate() {
             // The platform's entry goes in first, so that a roll-back sees whatever comes up; until
             // the backend's init returns, the entry says it is not usable (a roll-back while it
@@ -297,6 +316,7 @@ impl Runtime {
         t.programs.forget_all();
         t.allocations.slots.forget_all();
         t.ordered.forget_all();
+        t.cache.forget_all();
         t.graphs.forget_all();
         t.pinned.get_mut().clear();
         t.devices.forget_all();
@@ -329,4 +349,21 @@ impl Drop for TeardownUnwindGuard<'_> {
         Runtime::forget_objects(unsafe { &mut *self.0.state.tables.get() });
         self.0.state.gate.finish_shutdown();
     }
+}
+
+/// `ORDO_CACHE_BYTES` as a number of bytes (with std; `None` unset, empty or not a number, which
+/// is logged).
+#[cfg(all(feature = "std", not(loom)))]
+fn env_cache_bytes() -> Option<usize> {
+    let v = std::env::var("ORDO_CACHE_BYTES").ok().filter(|v| !v.trim().is_empty())?;
+    let parsed = v.trim().parse().ok();
+    if parsed.is_none() {
+        log::warn!("ordo: ORDO_CACHE_BYTES={v}: not a number of bytes; the default applies");
+    }
+    parsed
+}
+
+#[cfg(not(all(feature = "std", not(loom))))]
+fn env_cache_bytes() -> Option<usize> {
+    None
 }

@@ -8,6 +8,7 @@
 //! on objects in `info.rs`, `memory.rs`, `queue.rs` and `program.rs`. Depends on every other
 //! module of the crate but `host`.
 
+mod cache;
 mod info;
 mod init;
 mod launch;
@@ -46,6 +47,7 @@ use crate::reentry;
 use crate::report::{TeardownEvent, TeardownReport, TeardownSummary};
 use crate::table::{Align32, Align64, Table};
 
+pub use cache::{CacheStats, DEFAULT_CACHE_BYTES, MAX_CACHED_BLOCKS, MAX_CACHED_PER_QUEUE};
 pub use info::PlatformInfo;
 pub use peer::{PIN_MIN_BYTES, STAGE_CHUNK_BYTES};
 
@@ -243,6 +245,9 @@ pub(crate) struct Tables {
     /// (handles and kernels stale), unloaded by the backend when the device's last capture ends
     /// (or by the teardown): (device slot, backend value). Exclusive calls only.
     pub deferred_unloads: heapless::Vec<(u32, u64), DEFERRED_UNLOADS>,
+    /// Queue-ordered blocks freed on a queue and kept for its next allocations (`cache.rs`);
+    /// behind its own lock, changed in shared calls.
+    pub cache: cache::BlockCache,
 }
 
 impl Tables {
@@ -296,6 +301,7 @@ impl Tables {
                 pinned: crate::sync::SpinLock::new(heapless::Vec::new()),
                 capture_uses: crate::sync::SpinLock::new(heapless::Vec::new()),
                 deferred_unloads: heapless::Vec::new(),
+                cache: cache::BlockCache::new(),
             }
         }
     }
@@ -345,6 +351,10 @@ pub struct RuntimeState {
     last_report: crate::sync::SpinLock<TeardownReport>,
     /// The runtime's identity (`RuntimeId`; 0 until its first init, which alone writes it).
     identity: core::sync::atomic::AtomicU32,
+    /// The cache's byte limit from the next init on (`Runtime::set_cache_bytes`) plus one; 0
+    /// until set (then `ORDO_CACHE_BYTES` with std, else `DEFAULT_CACHE_BYTES`), so that the
+    /// state stays all zeros.
+    cache_bytes: core::sync::atomic::AtomicUsize,
 }
 
 impl core::fmt::Debug for RuntimeState {
@@ -368,6 +378,7 @@ impl RuntimeState {
                 tables: UnsafeCell::new(Tables::new()),
                 last_report: crate::sync::SpinLock::new(TeardownReport::EMPTY),
                 identity: core::sync::atomic::AtomicU32::new(0),
+                cache_bytes: core::sync::atomic::AtomicUsize::new(0),
             }
         }
     }

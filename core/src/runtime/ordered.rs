@@ -140,8 +140,12 @@ impl Runtime {
                 if !(d.ordered_shared & !q.capturing() & (t.ordered.count() < MAX_ORDERED_ALLOCATIONS)) {
                     return Self::alloc_on_refused(t, queue, size);
                 }
-                // SAFETY: a live queue of the device, whose backend allows the call beside others.
-                let base = unsafe { d.driver.mem_alloc_on(d.ordinal, q.raw, size) }?;
+                let base = match t.cache.take(q.device, q.raw, size) {
+                    Some(base) => base,
+                    // SAFETY: a live queue of the device, whose backend allows the call beside
+                    // others (and so do the cached blocks' frees on their own queues).
+                    None => unsafe { Self::driver_alloc_on(t, d, q.device, q.raw, size) }?,
+                };
                 Self::record_ordered(t, d, q.device, q.raw, base, size).map(Some)
             },
         )?;
@@ -182,15 +186,22 @@ impl Runtime {
                 if t.ordered.count() >= MAX_ORDERED_ALLOCATIONS {
                     return fail(ErrorCode::OutOfResources, ORDERED_FULL);
                 }
-                // SAFETY: a live queue of the device (exclusive access: nothing else runs).
-                let base = unsafe { d.backend.mem_alloc_on(d.ordinal, raw, size) }?;
-                return Self::record_ordered(t, t.devices.at(d.slot), d.slot, raw, base, size);
+                let entry = t.devices.at(d.slot);
+                let base = match t.cache.take(d.slot, raw, size) {
+                    Some(base) => base,
+                    // SAFETY: a live queue of the device (exclusive access: nothing else runs).
+                    None => unsafe { Self::driver_alloc_on(t, entry, d.slot, raw, size) }?,
+                };
+                return Self::record_ordered(t, entry, d.slot, raw, base, size);
             }
             if t.allocations.slots.is_full() {
                 return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
             }
-            // SAFETY: a live queue of the device.
-            let base = unsafe { d.backend.mem_alloc_on(d.ordinal, raw, size) }?;
+            let base = match t.cache.take(d.slot, raw, size) {
+                Some(base) => base,
+                // SAFETY: a live queue of the device.
+                None => unsafe { Self::driver_alloc_on(t, t.devices.at(d.slot), d.slot, raw, size) }?,
+            };
             let entry = AllocEntry { base, size, device: d.slot, kind: MemKind::Ordered, owner: NO_OWNER };
             match t.alloc_insert(entry) {
                 Ok(h) => Ok((Allocation(h), DevicePtr(base))),
@@ -201,6 +212,72 @@ impl Runtime {
                 }
             }
         })
+    }
+
+    /// The backend's `mem_alloc_on` for device `d` (slot `device`) on queue `raw`; when the
+    /// driver is out of memory (`OutOfResources`) and the cache holds blocks of the device, they
+    /// go back to the driver first and the allocation is tried once more.
+    ///
+    /// # Safety
+    /// `raw` is a live queue of the device, and the caller may make the device's `mem_alloc_on`
+    /// and `mem_free_on` (shared access on a device whose backend allows them beside other calls;
+    /// otherwise exclusive access).
+    #[inline(always)]
+    unsafe fn driver_alloc_on(t: &Tables, d: &super::DeviceEntry, device: u32, raw: u64, size: usize) -> Result<u64> {
+        // SAFETY: the caller's contract.
+        match unsafe { d.driver.mem_alloc_on(d.ordinal, raw, size) } {
+            Ok(base) => Ok(base),
+            // SAFETY: forwarded.
+            Err(e) if e.code == ErrorCode::OutOfResources => unsafe {
+                Self::alloc_after_trim(t, d, device, raw, size, e)
+            },
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `driver_alloc_on` after the driver ran out of memory (`refused`): the device's cached
+    /// blocks go back to the driver, then one more try (or `refused` when none was cached).
+    ///
+    /// # Safety
+    /// As `driver_alloc_on`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn alloc_after_trim(
+        t: &Tables,
+        d: &super::DeviceEntry,
+        device: u32,
+        raw: u64,
+        size: usize,
+        refused: crate::error::BackendError,
+    ) -> Result<u64> {
+        let taken = t.cache.take_where(|b| b.device == device);
+        if taken.is_empty() {
+            return Err(refused.into());
+        }
+        // SAFETY: the caller's contract; each block's queue is live (a queue's blocks leave the
+        // cache before it is destroyed).
+        let _ = unsafe { Self::give_back(t, &taken) };
+        // SAFETY: the caller's contract.
+        Ok(unsafe { d.driver.mem_alloc_on(d.ordinal, raw, size) }?)
+    }
+
+    /// Gives cached blocks back to the driver, each freed in its queue's order; the first error
+    /// (every block is given back either way: the driver's answer is final for it).
+    ///
+    /// # Safety
+    /// Blocks taken from the cache (so never passed again), whose queues are live; the caller
+    /// may make their devices' `mem_free_on` (as `driver_alloc_on`).
+    pub(super) unsafe fn give_back(t: &Tables, taken: &super::cache::Taken) -> Result<()> {
+        let mut first = Ok(());
+        for b in taken {
+            let d = t.devices.at(b.device);
+            // SAFETY: the caller's contract: queue-ordered memory of this device, never freed.
+            let freed = unsafe { d.driver.mem_free_on(d.ordinal, b.raw, b.base, b.size) };
+            if let (Err(e), Ok(())) = (freed, &first) {
+                first = Err(e.into());
+            }
+        }
+        first
     }
 
     /// Records the queue-ordered memory `[base, base + size)` that the backend of device `d`
@@ -313,6 +390,10 @@ impl Runtime {
         t.ordered.publish(&table);
         // The driver's call outside the lock: other threads' lookups and frees go on.
         drop(table);
+        let block = super::cache::Block { device: m.device, raw: q.raw, base: m.base, size: m.size };
+        if t.cache.put(block) {
+            return Ok(true);
+        }
         let d = t.devices.at(m.device);
         // SAFETY: a live queue-ordered allocation of this device (its backend frees beside other
         // calls), removed from its table first so it is never passed again; a live queue of the
@@ -412,6 +493,9 @@ impl Runtime {
         let dev = t.devices.at(m.device);
         let (backend, ordinal) = (dev.driver, dev.ordinal);
         t.alloc_remove(place);
+        if t.cache.put(super::cache::Block { device: m.device, raw, base: m.base, size: m.size }) {
+            return Ok(());
+        }
         // SAFETY: a live queue-ordered allocation of this device, removed from its table first
         // so it is never passed again; a live queue of the device.
         Ok(unsafe { backend.mem_free_on(ordinal, raw, m.base, m.size) }?)

@@ -12,17 +12,19 @@ use std::vec::Vec;
 use crate::backend::*;
 use crate::error::{BackendError, ErrorCode};
 use crate::handle::{Device, DevicePtr, Queue};
-use crate::{Runtime, RuntimeState, Shutdown};
+use crate::{MAX_CACHED_PER_QUEUE, Runtime, RuntimeState, Shutdown};
 
 /// Device memory from a counter (never reused, never touched); counts what is live.
 struct Pool {
     next: AtomicU64,
     live: AtomicU64,
+    /// Allocations past this many live ones are refused (`OutOfResources`).
+    limit: AtomicU64,
 }
 
 impl Pool {
     const fn new() -> Self {
-        Self { next: AtomicU64::new(1 << 32), live: AtomicU64::new(0) }
+        Self { next: AtomicU64::new(1 << 32), live: AtomicU64::new(0), limit: AtomicU64::new(u64::MAX) }
     }
 
     fn take(&self, size: usize) -> u64 {
@@ -66,6 +68,9 @@ impl Backend for Pool {
         self.give()
     }
     unsafe fn mem_alloc_on(&self, _: u32, _: u64, size: usize) -> BackendResult<u64> {
+        if self.live.load(Ordering::Relaxed) >= self.limit.load(Ordering::Relaxed) {
+            return Err(BackendError::new(ErrorCode::OutOfResources, 2, "pool exhausted"));
+        }
         Ok(self.take(size))
     }
     unsafe fn mem_free_on(&self, _: u32, _: u64, _: u64, _: usize) -> BackendResult<()> {
@@ -146,6 +151,9 @@ impl Fixture {
         let state_ref: &'static RuntimeState = RuntimeState::new_in(unsafe { &mut *state });
         // SAFETY: a fresh state, used by this runtime only; the backends live as long.
         let rt = Box::into_raw(Box::new(unsafe { Runtime::with_state(&*backends, state_ref) }));
+        // Every free reaches the pool at once (the cache's own tests below turn it on).
+        // SAFETY: as above.
+        unsafe { &*rt }.set_cache_bytes(0);
         Self { pool, backends, state, rt }
     }
 
@@ -285,5 +293,126 @@ fn threads_allocate_and_free_beside_each_other_and_exclusive_calls() {
     assert_eq!(pool.live.load(Ordering::Relaxed), 0);
     assert!(matches!(rt.shutdown(), Ok(Shutdown::TornDown(s)) if s.is_clean()));
     // SAFETY: every thread was joined; the runtime is not used again.
+    unsafe { fixture.free() };
+}
+
+// ---- the cache of queue-ordered blocks (`cache.rs`) --------------------------------------------
+
+/// A freed block waits on its queue and serves the queue's next allocation of its size without
+/// a driver call, under a new handle; the old handle and address stay stale; another queue, or
+/// another size, gets fresh memory; trim, destroy and the teardown give blocks back.
+#[test]
+fn a_freed_block_serves_its_queues_next_allocation_of_its_size() {
+    let fixture = Fixture::new();
+    let (pool, rt) = fixture.parts();
+    rt.set_cache_bytes(1 << 20);
+    rt.init().unwrap();
+    let d = device(rt);
+    let (q, other) = (rt.queue_create(d).unwrap(), rt.queue_create(d).unwrap());
+    let (h, p) = rt.mem_alloc_on(q, 4096).unwrap();
+    rt.mem_free_on(q, p).unwrap();
+    assert_eq!(pool.live.load(Ordering::Relaxed), 1, "kept, not freed");
+    // Stale as after any free.
+    assert_eq!(rt.mem_info(p).unwrap_err().code, ErrorCode::NotFound);
+    assert_eq!(rt.allocation_info(h).unwrap_err().code, ErrorCode::InvalidHandle);
+    assert_eq!(rt.mem_free_on(q, p).unwrap_err().code, ErrorCode::NotFound);
+    let stats = rt.cache_stats(d).unwrap();
+    assert_eq!((stats.bytes, stats.blocks, stats.hits, stats.misses), (4096, 1, 0, 1));
+    // Another queue and another size: fresh memory from the pool.
+    let (_, p_other) = rt.mem_alloc_on(other, 4096).unwrap();
+    let (_, p_small) = rt.mem_alloc_on(q, 4095).unwrap();
+    assert!(p_other != p && p_small != p);
+    assert_eq!(pool.live.load(Ordering::Relaxed), 3);
+    // The same queue and size: the block, under a new handle.
+    let (h2, p2) = rt.mem_alloc_on(q, 4096).unwrap();
+    assert_eq!(p2, p);
+    assert_ne!(h2, h);
+    assert_eq!(rt.allocation_info(h2).unwrap(), (p, 4096, MemKind::Ordered, d));
+    assert_eq!(pool.live.load(Ordering::Relaxed), 3, "no driver call");
+    assert_eq!(rt.cache_stats(d).unwrap().hits, 1);
+    // Trim gives the queue's blocks back; a queue's destroy too.
+    rt.mem_release_on(q, h2).unwrap();
+    rt.mem_free_on(q, p_small).unwrap();
+    assert_eq!(rt.queue_trim(q).unwrap(), 4096 + 4095);
+    assert_eq!(rt.queue_trim(q).unwrap(), 0);
+    assert_eq!(pool.live.load(Ordering::Relaxed), 1);
+    rt.mem_free_on(other, p_other).unwrap();
+    assert_eq!(pool.live.load(Ordering::Relaxed), 1);
+    rt.queue_destroy(other).unwrap();
+    assert_eq!(pool.live.load(Ordering::Relaxed), 0);
+    assert_eq!(rt.queue_trim(other).unwrap_err().code, ErrorCode::InvalidHandle);
+    // The teardown frees what is cached, counted as memory.
+    let (_, p3) = rt.mem_alloc_on(q, 64).unwrap();
+    rt.mem_free_on(q, p3).unwrap();
+    assert!(matches!(rt.shutdown(), Ok(Shutdown::TornDown(s)) if s.is_clean()));
+    assert_eq!(pool.live.load(Ordering::Relaxed), 0);
+    let report = rt.last_teardown_report().unwrap();
+    assert_eq!(report.released_of(crate::ObjectKind::Allocation), 1);
+    // SAFETY: the runtime is not used again.
+    unsafe { fixture.free() };
+}
+
+/// The bounds: the byte limit, the blocks per queue; 0 bytes is no cache at all.
+#[test]
+fn the_cache_keeps_within_its_bounds() {
+    let fixture = Fixture::new();
+    let (pool, rt) = fixture.parts();
+    rt.set_cache_bytes(10_000);
+    rt.init().unwrap();
+    let d = device(rt);
+    let q = rt.queue_create(d).unwrap();
+    let ptrs: Vec<DevicePtr> = (0..3).map(|_| rt.mem_alloc_on(q, 4096).unwrap().1).collect();
+    for p in &ptrs {
+        rt.mem_free_on(q, *p).unwrap();
+    }
+    // Two fit in 10,000 bytes; the third went to the driver.
+    assert_eq!(rt.cache_stats(d).unwrap().bytes, 8192);
+    assert_eq!(pool.live.load(Ordering::Relaxed), 2);
+    rt.queue_trim(q).unwrap();
+    let small: Vec<DevicePtr> = (0..MAX_CACHED_PER_QUEUE + 2).map(|_| rt.mem_alloc_on(q, 8).unwrap().1).collect();
+    for p in &small {
+        rt.mem_free_on(q, *p).unwrap();
+    }
+    assert_eq!(rt.cache_stats(d).unwrap().blocks as usize, MAX_CACHED_PER_QUEUE);
+    assert!(matches!(rt.shutdown(), Ok(Shutdown::TornDown(s)) if s.is_clean()));
+    assert_eq!(pool.live.load(Ordering::Relaxed), 0);
+    // Off: every free reaches the driver, nothing is counted.
+    rt.set_cache_bytes(0);
+    rt.init().unwrap();
+    let d = device(rt);
+    let q = rt.queue_create(d).unwrap();
+    let (_, p) = rt.mem_alloc_on(q, 64).unwrap();
+    rt.mem_free_on(q, p).unwrap();
+    assert_eq!(pool.live.load(Ordering::Relaxed), 0);
+    assert_eq!(rt.cache_stats(d).unwrap(), crate::CacheStats::default());
+    assert!(matches!(rt.shutdown(), Ok(Shutdown::TornDown(s)) if s.is_clean()));
+    // SAFETY: the runtime is not used again.
+    unsafe { fixture.free() };
+}
+
+/// A driver out of memory with blocks cached: they go back to it, and the allocation is tried
+/// once more (and succeeds).
+#[test]
+fn a_driver_out_of_memory_gets_the_cached_blocks_back_and_one_more_try() {
+    let fixture = Fixture::new();
+    let (pool, rt) = fixture.parts();
+    rt.set_cache_bytes(1 << 20);
+    rt.init().unwrap();
+    let d = device(rt);
+    let q = rt.queue_create(d).unwrap();
+    let (_, p) = rt.mem_alloc_on(q, 512).unwrap();
+    rt.mem_free_on(q, p).unwrap();
+    pool.limit.store(1, Ordering::Relaxed);
+    // 1 block live (cached): a new size fails in the pool, the cache empties, the retry succeeds.
+    let (_, p2) = rt.mem_alloc_on(q, 256).unwrap();
+    assert_ne!(p2, p);
+    assert_eq!(rt.cache_stats(d).unwrap().blocks, 0);
+    assert_eq!(pool.live.load(Ordering::Relaxed), 1);
+    // Nothing cached: the driver's refusal is the answer.
+    assert_eq!(rt.mem_alloc_on(q, 128).unwrap_err().code, ErrorCode::OutOfResources);
+    pool.limit.store(u64::MAX, Ordering::Relaxed);
+    assert!(matches!(rt.shutdown(), Ok(Shutdown::TornDown(s)) if s.is_clean()));
+    assert_eq!(pool.live.load(Ordering::Relaxed), 0);
+    // SAFETY: the runtime is not used again.
     unsafe { fixture.free() };
 }

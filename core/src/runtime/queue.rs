@@ -133,10 +133,41 @@ impl Runtime {
                     let target = crate::trace::Target { backend: d.backend, ordinal: d.ordinal, raw, number };
                     crate::trace::resolve(crate::trace::Scope::Queue(target), true);
                 }
+                // Its cached blocks go back to the driver first, in its order.
+                let taken = t.cache.take_where(|b| b.device == d.slot && b.raw == raw);
+                // SAFETY: blocks of this live queue, taken from the cache (exclusive access).
+                if let Err(e) = unsafe { Self::give_back(t, &taken) } {
+                    log::warn!("ordo: queue_destroy: a cached block's free failed: {e}");
+                }
                 t.queues.remove(queue.0)?;
                 // SAFETY: a live queue of this device, removed from the table so never passed again.
                 Ok(unsafe { d.backend.queue_destroy(d.ordinal, raw) }?)
             })
+        })
+    }
+
+    /// Gives the queue's cached blocks of queue-ordered memory back to the driver, freed in the
+    /// queue's order (`cache.rs`: blocks `mem_free_on` kept for the queue's next allocations);
+    /// returns how many bytes it gave back (0 when none, or the cache is off). Errors: the
+    /// queue's handle errors; `InvalidArgument` for a queue that is capturing (the frees would
+    /// join the capture); the driver's first error (every block leaves the cache either way).
+    pub fn queue_trim(&self, queue: Queue) -> Result<usize> {
+        traced!("queue_trim", ["queue" = queue.0.0], {
+            self.with_exclusive(|t| {
+                let (d, raw) = self.queue_not_capturing(t, queue)?;
+                let taken = t.cache.take_where(|b| b.device == d.slot && b.raw == raw);
+                // SAFETY: blocks of this live queue, taken from the cache (exclusive access).
+                unsafe { Self::give_back(t, &taken) }?;
+                Ok(taken.iter().map(|b| b.size).sum())
+            })
+        })
+    }
+
+    /// The cache's statistics for a device (`cache.rs`): bytes and blocks it holds now, and the
+    /// queue-ordered allocations it served (hits) and could not serve (misses) since the init.
+    pub fn cache_stats(&self, device: Device) -> Result<super::CacheStats> {
+        traced!("cache_stats", ["device" = device.0.0], {
+            self.with_shared(|t| Ok(t.cache.stats(t.devices.resolve(device.0)?)))
         })
     }
 

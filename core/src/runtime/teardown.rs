@@ -231,6 +231,15 @@ fn tear_down_device(backend: &dyn Backend, t: &mut Tables, device: u32, walk: &m
         walk.step(TeardownStep::UnloadProgram, RawHandle::NULL, 0, || unsafe { backend.program_unload(ordinal, raw) });
     }
 
+    // The blocks the cache kept for the device's queues (destroyed above: freed as memory of the
+    // device, as the queue-ordered memory below is); the queues' work is done.
+    for b in t.cache.take_where(|b| b.device == device) {
+        // SAFETY: queue-ordered memory of this device that no table names; never passed again.
+        walk.step(TeardownStep::FreeMemory, RawHandle::NULL, b.base, || unsafe {
+            backend.mem_free(ordinal, crate::backend::MemKind::Ordered, b.base, b.size)
+        });
+    }
+
     // Queue-ordered memory from the device's pool (the ordered table), newest first; the
     // queues' work is done (the first step synchronised them).
     {

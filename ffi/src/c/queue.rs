@@ -167,6 +167,50 @@ pub extern "C" fn ordo_queue_begin_capture(queue: ordo_queue_t) -> ordo_status_t
     guard(|| status(runtime().queue_begin_capture(q(queue))))
 }
 
+/// Gives back to the driver, in the queue's order, the blocks of queue-ordered memory that the
+/// cache keeps for this queue: `ordo_mem_free_async` on a queue keeps a block (up to
+/// `ORDO_CACHE_BYTES`, 256 MiB by default; `ORDO_CACHE_BYTES=0` turns the cache off) for the
+/// queue's next `ordo_mem_alloc_async` of the same size; `ordo_queue_destroy` gives them back
+/// too. `*released` (when not NULL) gets the bytes given back. The queue's handle errors;
+/// `ORDO_ERROR_INVALID_ARGUMENT` for a queue that is capturing; the driver's first error (every
+/// block leaves the cache either way).
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_queue_trim(queue: ordo_queue_t, released: *mut usize) -> ordo_status_t {
+    guard(|| match runtime().queue_trim(q(queue)) {
+        Ok(bytes) => {
+            if !released.is_null() {
+                // SAFETY: non-NULL, valid for a write by the caller's contract.
+                unsafe { released.write(bytes) };
+            }
+            ORDO_SUCCESS
+        }
+        Err(e) => status(Err(e)),
+    })
+}
+
+/// `*out` = what the cache of queue-ordered memory holds for the device now and has served
+/// since the runtime's init (see `ordo_queue_trim`). `ORDO_ERROR_NULL_POINTER` for a NULL
+/// `out`, then the device's handle errors.
+///
+/// # Safety
+/// Each pointer argument must be NULL or valid for the reads and writes this function
+/// documents, as C requires of its callers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn ordo_device_cache_stats(device: ordo_device_t, out: *mut ordo_cache_stats_t) -> ordo_status_t {
+    produce(out, "out is NULL", || {
+        runtime().cache_stats(Device::from_raw(device.raw)).map(|s| ordo_cache_stats_t {
+            bytes: s.bytes,
+            hits: s.hits,
+            misses: s.misses,
+            blocks: s.blocks,
+        })
+    })
+}
+
 /// Whether the queue is capturing into a graph: `*out` is 1 between `ordo_queue_begin_capture`
 /// and `ordo_queue_end_capture`, else 0. Answers during a capture too (it is no call the
 /// capture refuses), so a library handed a queue can tell before it synchronises it.

@@ -292,6 +292,21 @@ pub struct ordo_param_slot_t {
     pub size: u32,
 }
 
+/// What the cache of queue-ordered memory holds for a device and has served since the init
+/// (`ordo_device_cache_stats`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ordo_cache_stats_t {
+    /// Bytes the cache holds for the device now.
+    pub bytes: u64,
+    /// Queue-ordered allocations it served without a driver call.
+    pub hits: u64,
+    /// Queue-ordered allocations the driver made while the cache was on.
+    pub misses: u64,
+    /// Blocks it holds for the device now.
+    pub blocks: u32,
+}
+
 /// A function a queue runs on the host (`ordo_queue_host_function`).
 pub type ordo_host_fn_t = Option<unsafe extern "C" fn(*mut core::ffi::c_void)>;
 

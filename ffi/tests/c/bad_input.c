@@ -60,6 +60,10 @@ static void all_uninitialized(ordo_device_t d, ordo_queue_t q, ordo_event_t e, o
   EXPECT(ordo_queue_end_capture(q, &gg), U);
   EXPECT(ordo_queue_is_capturing(q, &u32), U);
   EXPECT(ordo_queue_is_capturing(q, NULL), ORDO_ERROR_NULL_POINTER);
+  EXPECT(ordo_queue_trim(q, NULL), U);
+  ordo_cache_stats_t cs0;
+  EXPECT(ordo_device_cache_stats(d, &cs0), U);
+  EXPECT(ordo_device_cache_stats(d, NULL), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_graph_launch(gg, q), U);
   EXPECT(ordo_graph_kernel_count(gg, &u32), U);
   EXPECT(ordo_graph_set_args(gg, 0, k, NULL, NULL, 0), U);
@@ -277,6 +281,9 @@ int main(void) {
     EXPECT(ordo_queue_end_capture(bad_q[i], &g0), bad_q_status[i]);
     uint32_t capturing = 7;
     EXPECT(ordo_queue_is_capturing(bad_q[i], &capturing), bad_q_status[i]);
+    size_t released = 77;
+    EXPECT(ordo_queue_trim(bad_q[i], &released), bad_q_status[i]);
+    if (released != 77) return 1;
     if (out != (void *)0x77 || g0.raw != 0 || capturing != 7) return 1;
   }
   ordo_graph_t bad_g[] = {{0}, {q.raw}, {FORGED}};
@@ -320,6 +327,9 @@ int main(void) {
     EXPECT(ordo_queue_create(bad_d[i], &q0), want);
     EXPECT(ordo_event_create(bad_d[i], &e0), want);
     EXPECT(ordo_program_load(bad_d[i], "ordo.builtin", 12, &p0), want);
+    ordo_cache_stats_t cs = {77, 77, 77, 77};
+    EXPECT(ordo_device_cache_stats(bad_d[i], &cs), want);
+    if (cs.bytes != 77 || cs.blocks != 77) return 1;
   }
   EXPECT(ordo_platform_get_info((ordo_platform_t){0}, NULL), ORDO_ERROR_NULL_POINTER);
   ordo_platform_info_t pi;
@@ -366,12 +376,32 @@ int main(void) {
     if (base != (void *)0x77) return 1;
   }
   EXPECT(ordo_mem_free_async(q, ordered), ORDO_ERROR_NOT_FOUND);
+  /* The cache: the freed block serves the queue's next allocation of its size; trim gives it
+   * back, once. */
+  {
+    void *again = NULL;
+    size_t released = 77;
+    ordo_cache_stats_t cs;
+    OK(ordo_mem_alloc_async(q, 64, &again));
+    if (again != ordered) return 1;
+    OK(ordo_device_cache_stats(d, &cs));
+    if (cs.hits != 1 || cs.blocks != 0) return 1;
+    OK(ordo_mem_free_async(q, again));
+    OK(ordo_device_cache_stats(d, &cs));
+    if (cs.bytes != 64 || cs.blocks != 1) return 1;
+    OK(ordo_queue_trim(q, &released));
+    if (released != 64) return 1;
+    OK(ordo_queue_trim(q, NULL));
+    OK(ordo_device_cache_stats(d, &cs));
+    if (cs.bytes != 0 || cs.blocks != 0) return 1;
+  }
   uint32_t capturing = 7;
   OK(ordo_queue_is_capturing(q, &capturing));
   if (capturing != 0) return 1;
   OK(ordo_queue_begin_capture(q));
   OK(ordo_queue_is_capturing(q, &capturing));
   if (capturing != 1) return 1;
+  EXPECT(ordo_queue_trim(q, NULL), ORDO_ERROR_INVALID_ARGUMENT);
   EXPECT(ordo_queue_is_capturing(q, NULL), ORDO_ERROR_NULL_POINTER);
   EXPECT(ordo_queue_begin_capture(q), ORDO_ERROR_INVALID_ARGUMENT);
   EXPECT(ordo_queue_synchronize(q), ORDO_ERROR_INVALID_ARGUMENT);
