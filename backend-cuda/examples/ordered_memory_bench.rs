@@ -9,8 +9,10 @@
 //! handle (`mem_release_on`, the Rust API's queue-ordered buffer's drop), and the backend's two
 //! calls made directly (no core), each against the raw pair: the second is the backend's share
 //! of ordo's. Then the same pair on 8 threads at once, each on its own queue (the slowest
-//! thread's batch). Prints a table and a `BENCH_JSON` line for each. Needs a CUDA device
-//! (exits 0 saying so otherwise).
+//! thread's batch). All of that with the cache of queue-ordered memory off (every pair reaches
+//! the driver); then, the runtime made again with the cache on, ordo's pair served by the
+//! queue's cached block against the raw pair (target: at most 0.25 of it). Prints a table and a
+//! `BENCH_JSON` line for each. Needs a CUDA device (exits 0 saying so otherwise).
 
 use std::time::Instant;
 
@@ -30,6 +32,8 @@ use common::{ok, quartiles};
 
 fn main() {
     let rt = &RUNTIME;
+    // The driver-backed pair first: no cache.
+    rt.set_cache_bytes(0);
     let Some(p) = common::cuda_platform(rt, 1, "ordered_memory_bench") else { return };
     let d = rt.device(p, 0).unwrap();
     let q = rt.queue_create(d).unwrap();
@@ -154,7 +158,45 @@ fn main() {
     }
     threads_bench(rt, d, ctx);
     rt.queue_destroy(q).unwrap();
+    rt.shutdown().unwrap();
+    cached_bench(rt);
     common::release_primary(dev);
+}
+
+/// The runtime made again with the cache of queue-ordered memory on: ordo's pair, served by the
+/// queue's cached block after the first, against the raw pair on the same stream.
+fn cached_bench(rt: &'static ordo_core::Runtime) {
+    rt.set_cache_bytes(ordo_core::DEFAULT_CACHE_BYTES);
+    rt.init().unwrap();
+    let p = rt.platform(0).unwrap();
+    let q = rt.queue_create(rt.device(p, 0).unwrap()).unwrap();
+    let stream = rt.queue_native(q).unwrap() as usize as CUstream;
+    let raw = || {
+        per_pair(rt, q, || {
+            let mut a = 0u64;
+            // SAFETY: as in `main`.
+            unsafe {
+                ok(sys::cuMemAllocAsync(&mut a, SIZE, stream));
+                ok(sys::cuMemFreeAsync(a, stream));
+            }
+        })
+    };
+    let cached = || {
+        per_pair(rt, q, || {
+            let (_, a) = rt.mem_alloc_on(q, SIZE).unwrap();
+            rt.mem_free_on(q, a).unwrap();
+        })
+    };
+    cached();
+    raw();
+    let (_, _, ratios) = common::abba(10, raw, cached);
+    println!();
+    common::ratio_row(
+        "ordo mem_alloc_on + mem_free_on with the cache on (the queue's cached block) / raw pair",
+        "1 MiB allocate + free in queue order, served by the cache",
+        ratios,
+    );
+    rt.queue_destroy(q).unwrap();
     rt.shutdown().unwrap();
 }
 

@@ -1,6 +1,7 @@
 //! The timeline speaks the public names: a typed launch is `launch`, every copy is `memcpy` with
 //! its `bytes` (synchronous ones too), and two host devices of one runtime are two processes,
-//! `host CPU 0` and `host CPU 1`, as `ordo info` names them. (Its own process: a trace is
+//! `host CPU 0` and `host CPU 1`, as `ordo info` names them; the cache of queue-ordered memory
+//! shows as a counter on its device's process. (Its own process: a trace is
 //! process-wide.)
 
 use ordo::raw::Backend;
@@ -32,6 +33,13 @@ fn spans_and_devices_carry_the_names_users_know() {
             let mut c = ordo::DeviceBuffer::<f32>::zeroed(&dev, 256).expect("a buffer");
             ordo::builtin::vector_add(&queue, &a, &a, &mut c).expect("a launch");
             assert_eq!(c.to_vec().expect("a copy back")[255], 2.0);
+            if ordinal == 0 {
+                // Queue-ordered memory kept by the cache and taken again: a counter event.
+                drop(ordo::DeviceBuffer::<u8>::zeroed_on(&queue, 512).expect("queue-ordered memory"));
+                let again = ordo::DeviceBuffer::<u8>::zeroed_on(&queue, 512).expect("from the cache");
+                assert_eq!(dev.cache_stats().expect("the cache's counts").hits, 1);
+                drop(again);
+            }
         }
         let names: Vec<InfoValue> = (0..2)
             .map(|p| {
@@ -62,6 +70,12 @@ fn spans_and_devices_carry_the_names_users_know() {
             "each device's process has its kernel"
         );
     }
+
+    // The cache of queue-ordered memory: counter events on the first device's process.
+    let cache: Vec<&Value> = events.iter().filter(|e| e["name"] == "queue-ordered cache" && e["ph"] == "C").collect();
+    assert!(cache.iter().all(|e| e["pid"].as_u64() == a), "{cache:?}");
+    assert!(cache.iter().any(|e| e["args"]["hits"] == 1 && e["args"]["bytes"] == 0), "{cache:?}");
+    assert!(cache.iter().any(|e| e["args"]["bytes"] == 512), "{cache:?}");
 
     // The calls: the typed launch is `launch`; the copies (synchronous here) `memcpy` with bytes.
     let calls: Vec<&Value> = events.iter().filter(|e| e["pid"] == 1 && e["ph"] == "X").collect();

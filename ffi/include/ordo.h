@@ -567,7 +567,11 @@ ordo_status_t ordo_mem_alloc_async(struct ordo_queue_t queue, size_t size, void 
 // inside a live allocation that is not its start, for memory that is not queue-ordered
 // (`ordo_mem_free` frees it), a queue of another device or a queue that is capturing, then the
 // queue's handle errors; nothing changes on error. On CUDA it waits for no other thread's call
-// in flight.
+// in flight. The freed block is kept for `queue` by the cache of queue-ordered memory (within
+// `ORDO_CACHE_BYTES`, 256 MiB by default; 0 turns the cache off) and given to the queue's next
+// `ordo_mem_alloc_async` of the same size without a driver call (the same address: safe, as the
+// queue runs the old work first); `ordo_queue_trim`, `ordo_queue_destroy` and the final
+// `ordo_shutdown` give it back to the driver.
 ordo_status_t ordo_mem_free_async(struct ordo_queue_t queue, void *ptr);
 
 // Describes the memory ordo knows at `ptr` (any address inside an allocation, registered host

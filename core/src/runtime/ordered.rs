@@ -140,7 +140,7 @@ impl Runtime {
                 if !(d.ordered_shared & !q.capturing() & (t.ordered.count() < MAX_ORDERED_ALLOCATIONS)) {
                     return Self::alloc_on_refused(t, queue, size);
                 }
-                let base = match t.cache.take(q.device, q.raw, size) {
+                let base = match Self::cache_take(t, q.device, q.raw, size) {
                     Some(base) => base,
                     // SAFETY: a live queue of the device, whose backend allows the call beside
                     // others (and so do the cached blocks' frees on their own queues).
@@ -187,7 +187,7 @@ impl Runtime {
                     return fail(ErrorCode::OutOfResources, ORDERED_FULL);
                 }
                 let entry = t.devices.at(d.slot);
-                let base = match t.cache.take(d.slot, raw, size) {
+                let base = match Self::cache_take(t, d.slot, raw, size) {
                     Some(base) => base,
                     // SAFETY: a live queue of the device (exclusive access: nothing else runs).
                     None => unsafe { Self::driver_alloc_on(t, entry, d.slot, raw, size) }?,
@@ -197,7 +197,7 @@ impl Runtime {
             if t.allocations.slots.is_full() {
                 return fail(ErrorCode::OutOfResources, "allocation table is full (ORDO_MAX_ALLOCATIONS)");
             }
-            let base = match t.cache.take(d.slot, raw, size) {
+            let base = match Self::cache_take(t, d.slot, raw, size) {
                 Some(base) => base,
                 // SAFETY: a live queue of the device.
                 None => unsafe { Self::driver_alloc_on(t, t.devices.at(d.slot), d.slot, raw, size) }?,
@@ -212,6 +212,35 @@ impl Runtime {
                 }
             }
         })
+    }
+
+    /// `BlockCache::take`, told to the trace while it is on.
+    #[inline(always)]
+    fn cache_take(t: &Tables, device: u32, raw: u64, size: usize) -> Option<u64> {
+        let taken = t.cache.take(device, raw, size);
+        if crate::trace::enabled() {
+            Self::trace_cache(t, device);
+        }
+        taken
+    }
+
+    /// `BlockCache::put`, told to the trace while it is on.
+    #[inline(always)]
+    fn cache_put(t: &Tables, block: super::cache::Block) -> bool {
+        let kept = t.cache.put(block);
+        if kept && crate::trace::enabled() {
+            Self::trace_cache(t, block.device);
+        }
+        kept
+    }
+
+    /// Hands the trace the cache's statistics of the device in slot `device`.
+    #[cold]
+    #[inline(never)]
+    fn trace_cache(t: &Tables, device: u32) {
+        let d = t.devices.at(device);
+        let number = Self::device_number(t, d.driver, d.ordinal, device);
+        crate::trace::cache(d.driver.kind(), number, d.ordinal, &t.cache.stats(device));
     }
 
     /// The backend's `mem_alloc_on` for device `d` (slot `device`) on queue `raw`; when the
@@ -330,7 +359,8 @@ impl Runtime {
     /// Frees queue-ordered memory (from `mem_alloc_on`; its base address) in the order of
     /// `queue`, a queue of its device: work submitted to the queue before this call may still
     /// use it; from this call on the address is unknown to ordo (a copy, fill or launch naming
-    /// it is `NotFound`, a free `NotFound`). Like the allocation, it waits for no other call on
+    /// it is `NotFound`, a free `NotFound`). With the cache on (`set_cache_bytes`), the block is
+    /// kept for `queue` and serves its next `mem_alloc_on` of the same size (`cache.rs`). Like the allocation, it waits for no other call on
     /// a device with memory pools (CUDA). Errors: `NullPointer`; `NotFound` for an address that
     /// is not the start of a live allocation (`InvalidArgument` inside one); then the queue's
     /// handle errors; `InvalidArgument` for memory that is not queue-ordered (`mem_free` frees
@@ -391,7 +421,7 @@ impl Runtime {
         // The driver's call outside the lock: other threads' lookups and frees go on.
         drop(table);
         let block = super::cache::Block { device: m.device, raw: q.raw, base: m.base, size: m.size };
-        if t.cache.put(block) {
+        if Self::cache_put(t, block) {
             return Ok(true);
         }
         let d = t.devices.at(m.device);
@@ -493,7 +523,7 @@ impl Runtime {
         let dev = t.devices.at(m.device);
         let (backend, ordinal) = (dev.driver, dev.ordinal);
         t.alloc_remove(place);
-        if t.cache.put(super::cache::Block { device: m.device, raw, base: m.base, size: m.size }) {
+        if Self::cache_put(t, super::cache::Block { device: m.device, raw, base: m.base, size: m.size }) {
             return Ok(());
         }
         // SAFETY: a live queue-ordered allocation of this device, removed from its table first

@@ -334,24 +334,27 @@ impl Writer {
         tid
     }
 
+    /// A device's process (named at its first event).
+    fn device_pid(&mut self, backend: BackendKind, number: u32, ordinal: u32) -> u64 {
+        let key = (backend as u8, number);
+        if let Some(&p) = self.devices.get(&key) {
+            return p;
+        }
+        let p = 2 + self.devices.len() as u64;
+        self.devices.insert(key, p);
+        let name = match backend {
+            BackendKind::Host => std::format!("host CPU {number}"),
+            kind => std::format!("{kind:?} device {ordinal}"),
+        };
+        self.metadata(p, 0, "process_name", &name);
+        p
+    }
+
     fn queue_track(&mut self, w: &Work) -> (u64, u64) {
         if let Some(&t) = self.queues.get(&w.queue) {
             return t;
         }
-        let key = (w.backend as u8, w.device_number);
-        let pid = match self.devices.get(&key) {
-            Some(&p) => p,
-            None => {
-                let p = 2 + self.devices.len() as u64;
-                self.devices.insert(key, p);
-                let name = match w.backend {
-                    BackendKind::Host => std::format!("host CPU {}", w.device_number),
-                    kind => std::format!("{kind:?} device {}", w.ordinal),
-                };
-                self.metadata(p, 0, "process_name", &name);
-                p
-            }
-        };
+        let pid = self.device_pid(w.backend, w.device_number, w.ordinal);
         let tid = 1 + self.queues.values().filter(|(p, _)| *p == pid).count() as u64;
         self.queues.insert(w.queue, (pid, tid));
         self.metadata(pid, tid, "thread_name", &std::format!("queue {:#x}", w.queue));
@@ -404,6 +407,22 @@ impl Sink for ChromeTrace {
                     let _ = write!(w.line, r#""status":"{code:?}"}}}}"#);
                 }
             }
+            w.emit();
+        });
+    }
+
+    fn cache(&self, backend: BackendKind, device_number: u32, ordinal: u32, stats: &crate::CacheStats) {
+        self.with(|w| {
+            let pid = w.device_pid(backend, device_number, ordinal);
+            w.line.clear();
+            let _ = write!(
+                w.line,
+                r#"{{"name":"queue-ordered cache","ph":"C","pid":{pid},"tid":0,"ts":{},"args":{{"bytes":{},"hits":{},"misses":{}}}}}"#,
+                micros(crate::std_clock_ns()),
+                stats.bytes,
+                stats.hits,
+                stats.misses
+            );
             w.emit();
         });
     }

@@ -61,6 +61,12 @@ pub trait Sink: Sync {
     fn kernel_named(&self, kernel: u64, name: &str) {
         let _ = (kernel, name);
     }
+    /// The cache of queue-ordered memory of a device changed (a block kept or taken): what it
+    /// holds and has served since the init. The device as in [`Work`]: its backend's kind, its
+    /// number in the timeline and its ordinal.
+    fn cache(&self, backend: BackendKind, device_number: u32, ordinal: u32, stats: &crate::CacheStats) {
+        let _ = (backend, device_number, ordinal, stats);
+    }
     /// A runtime's final teardown ended: what was handed so far should be complete where it is
     /// kept (the Chrome writer closes its array, and reopens it at the next event).
     fn checkpoint(&self) {}
@@ -321,4 +327,11 @@ pub(crate) fn traced_call<T, const N: usize>(
 #[inline(always)]
 pub(crate) fn run<R>(body: impl FnOnce() -> R) -> R {
     body()
+}
+
+/// Hands the sink a device's cache statistics (`Sink::cache`), while tracing is on.
+pub(crate) fn cache(backend: BackendKind, device_number: u32, ordinal: u32, stats: &crate::CacheStats) {
+    if let Some(s) = sink() {
+        s.cache(backend, device_number, ordinal, stats);
+    }
 }

@@ -120,7 +120,11 @@ pub unsafe extern "C" fn ordo_mem_alloc_async(
 /// inside a live allocation that is not its start, for memory that is not queue-ordered
 /// (`ordo_mem_free` frees it), a queue of another device or a queue that is capturing, then the
 /// queue's handle errors; nothing changes on error. On CUDA it waits for no other thread's call
-/// in flight.
+/// in flight. The freed block is kept for `queue` by the cache of queue-ordered memory (within
+/// `ORDO_CACHE_BYTES`, 256 MiB by default; 0 turns the cache off) and given to the queue's next
+/// `ordo_mem_alloc_async` of the same size without a driver call (the same address: safe, as the
+/// queue runs the old work first); `ordo_queue_trim`, `ordo_queue_destroy` and the final
+/// `ordo_shutdown` give it back to the driver.
 #[unsafe(no_mangle)]
 pub extern "C" fn ordo_mem_free_async(queue: ordo_queue_t, ptr: *mut c_void) -> ordo_status_t {
     guard(|| status(runtime().mem_free_on(Queue::from_raw(queue.raw), DevicePtr(ptr as u64))))
