@@ -7,9 +7,9 @@
 #[cfg(all(not(loom), feature = "std"))]
 pub(crate) use core::sync::atomic::fence;
 #[cfg(not(loom))]
-pub(crate) use core::sync::atomic::{AtomicU32, Ordering};
+pub(crate) use core::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, Ordering, fence};
+pub(crate) use loom::sync::atomic::{AtomicU32, AtomicUsize, Ordering, fence};
 
 #[cfg(not(loom))]
 use spin::relax::RelaxStrategy;

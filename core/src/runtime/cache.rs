@@ -18,6 +18,7 @@
 pub use crate::capacity::MAX_CACHED_BLOCKS;
 use crate::capacity::MAX_DEVICES;
 use crate::sync::Mutex;
+use crate::sync::{AtomicUsize, Ordering::Relaxed};
 
 /// Blocks the cache keeps for one queue.
 pub const MAX_CACHED_PER_QUEUE: usize = 16;
@@ -54,13 +55,15 @@ pub struct CacheStats {
 struct Inner {
     blocks: heapless::Vec<Block, MAX_CACHED_BLOCKS>,
     bytes: usize,
-    limit: usize,
     stats: [CacheStats; MAX_DEVICES],
 }
 
 /// The runtime's cache of queue-ordered blocks (`Tables::cache`).
 pub(crate) struct BlockCache {
     inner: Mutex<Inner>,
+    /// The byte limit of this epoch (0: off), written only at init (exclusive access), so
+    /// read without the lock: with the cache off, the calls take no lock of it.
+    limit: AtomicUsize,
 }
 
 /// Blocks taken out of the cache to be given back to the driver.
@@ -73,9 +76,9 @@ impl BlockCache {
                 inner: Mutex::new(Inner {
                     blocks: heapless::Vec::new(),
                     bytes: 0,
-                    limit: 0,
                     stats: [CacheStats { bytes: 0, blocks: 0, hits: 0, misses: 0 }; MAX_DEVICES],
                 }),
+                limit: AtomicUsize::new(0),
             }
         }
     }
@@ -84,17 +87,18 @@ impl BlockCache {
     /// last teardown gave every block back, or forgot it).
     pub(crate) fn start(&mut self, limit: usize) {
         *self = Self::new();
-        self.inner.get_mut().limit = limit;
+        self.limit.store(limit, Relaxed);
     }
 
     /// Takes the most recently cached block of `size` bytes kept for the queue `raw` of device
     /// slot `device` (a hit of the device), or counts a miss. `None` at once while the cache is
     /// off.
+    #[inline]
     pub(crate) fn take(&self, device: u32, raw: u64, size: usize) -> Option<u64> {
-        let mut inner = self.inner.lock();
-        if inner.limit == 0 {
+        if self.limit.load(Relaxed) == 0 {
             return None;
         }
+        let mut inner = self.inner.lock();
         let found = inner.blocks.iter().rposition(|b| b.device == device && b.raw == raw && b.size == size);
         let stats = &mut inner.stats[device as usize];
         let Some(i) = found else {
@@ -110,9 +114,14 @@ impl BlockCache {
 
     /// Keeps `block` for its queue: `false` (the caller gives it to the driver) while the cache
     /// is off, and when it would pass the byte limit or a block count.
+    #[inline]
     pub(crate) fn put(&self, block: Block) -> bool {
+        let limit = self.limit.load(Relaxed);
+        if limit == 0 {
+            return false;
+        }
         let mut inner = self.inner.lock();
-        let fits = block.size <= inner.limit.saturating_sub(inner.bytes)
+        let fits = block.size <= limit.saturating_sub(inner.bytes)
             && !inner.blocks.is_full()
             && inner.blocks.iter().filter(|b| b.device == block.device && b.raw == block.raw).count()
                 < MAX_CACHED_PER_QUEUE;
