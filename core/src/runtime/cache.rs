@@ -90,6 +90,12 @@ impl BlockCache {
         self.limit.store(limit, Relaxed);
     }
 
+    /// Whether the cache is on this epoch (a byte limit above 0).
+    #[inline]
+    pub(crate) fn is_on(&self) -> bool {
+        self.limit.load(Relaxed) != 0
+    }
+
     /// Takes the most recently cached block of `size` bytes kept for the queue `raw` of device
     /// slot `device` (a hit of the device), or counts a miss. `None` at once while the cache is
     /// off.

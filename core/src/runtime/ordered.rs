@@ -218,7 +218,7 @@ impl Runtime {
     #[inline(always)]
     fn cache_take(t: &Tables, device: u32, raw: u64, size: usize) -> Option<u64> {
         let taken = t.cache.take(device, raw, size);
-        if crate::trace::enabled() {
+        if crate::trace::enabled() && t.cache.is_on() {
             Self::trace_cache(t, device);
         }
         taken
