@@ -11,8 +11,9 @@
 //! of ordo's. Then the same pair on 8 threads at once, each on its own queue (the slowest
 //! thread's batch). All of that with the cache of queue-ordered memory off (every pair reaches
 //! the driver); then, the runtime made again with the cache on, ordo's pair served by the
-//! queue's cached block against the raw pair (target: at most 0.25 of it). Prints a table and a
-//! `BENCH_JSON` line for each. Needs a CUDA device (exits 0 saying so otherwise).
+//! queue's cached block against the raw pair (target: at most 0.25 of it), and a mixed workload
+//! (8 threads, 6 live buffers of 256 B to 64 MiB a step, freed in a shuffled order; target: at
+//! most 0.5 of the raw workload). Prints a table and a `BENCH_JSON` line for each. Needs a CUDA device (exits 0 saying so otherwise).
 
 use std::time::Instant;
 
@@ -159,17 +160,20 @@ fn main() {
     threads_bench(rt, d, ctx);
     rt.queue_destroy(q).unwrap();
     rt.shutdown().unwrap();
-    cached_bench(rt);
+    cached_bench(rt, ctx);
     common::release_primary(dev);
 }
 
 /// The runtime made again with the cache of queue-ordered memory on: ordo's pair, served by the
 /// queue's cached block after the first, against the raw pair on the same stream.
-fn cached_bench(rt: &'static ordo_core::Runtime) {
-    rt.set_cache_bytes(ordo_core::DEFAULT_CACHE_BYTES);
+fn cached_bench(rt: &'static ordo_core::Runtime, ctx: sys::CUcontext) {
+    // Room for the mixed workload's steps on every thread (as a framework's caching allocator
+    // keeps what its steps use).
+    rt.set_cache_bytes(MIXED_CACHE_BYTES);
     rt.init().unwrap();
     let p = rt.platform(0).unwrap();
-    let q = rt.queue_create(rt.device(p, 0).unwrap()).unwrap();
+    let d = rt.device(p, 0).unwrap();
+    let q = rt.queue_create(d).unwrap();
     let stream = rt.queue_native(q).unwrap() as usize as CUstream;
     let raw = || {
         per_pair(rt, q, || {
@@ -197,7 +201,101 @@ fn cached_bench(rt: &'static ordo_core::Runtime) {
         ratios,
     );
     rt.queue_destroy(q).unwrap();
+    mixed_bench(rt, d, ctx);
+    let stats = rt.cache_stats(d).unwrap();
+    println!("cache after the mixed workload: {stats:?}");
     rt.shutdown().unwrap();
+}
+
+/// The mixed workload's sizes, 256 B to 64 MiB.
+const MIXED_SIZES: [usize; 6] = [256, 4 << 10, 64 << 10, 1 << 20, 8 << 20, 64 << 20];
+/// Allocations per step (all live at once, then freed in a shuffled order), and steps per round.
+const MIXED_LIVE: usize = 6;
+const MIXED_STEPS: usize = 50;
+/// The cache's byte limit for the cached rows: every thread's step fits (8 × 6 × 64 MiB at most).
+const MIXED_CACHE_BYTES: usize = 4 << 30;
+
+/// A mixed workload as a training loop makes it: `THREADS` threads on their own queues, each
+/// step allocating `MIXED_LIVE` buffers of sizes drawn from `MIXED_SIZES` and freeing them in a
+/// shuffled order (each thread's sequence the same on both sides: one seed per thread); the
+/// slowest thread's nanoseconds per step, ordo (cache on) against the raw driver pair on the
+/// same streams. Target: at most 0.5 of the raw workload.
+fn mixed_bench(rt: &'static ordo_core::Runtime, d: ordo_core::Device, ctx: sys::CUcontext) {
+    let queues: Vec<_> = (0..THREADS).map(|_| rt.queue_create(d).unwrap()).collect();
+    let streams: Vec<usize> = queues.iter().map(|&q| rt.queue_native(q).unwrap() as usize).collect();
+    let ctx = ctx as usize;
+    let round = |use_ordo: bool| {
+        let barrier = std::sync::Barrier::new(THREADS);
+        let slowest = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..THREADS)
+                .map(|i| {
+                    let (q, stream, barrier) = (queues[i], streams[i], &barrier);
+                    s.spawn(move || {
+                        let stream = stream as CUstream;
+                        // SAFETY: the device's primary context, retained by `main`.
+                        ok(unsafe { sys::cuCtxSetCurrent(ctx as sys::CUcontext) });
+                        let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64 + 1);
+                        let mut next = move || {
+                            seed ^= seed << 13;
+                            seed ^= seed >> 7;
+                            seed ^= seed << 17;
+                            seed
+                        };
+                        let mut live = [0u64; MIXED_LIVE];
+                        barrier.wait();
+                        let t = Instant::now();
+                        for _ in 0..MIXED_STEPS {
+                            for slot in &mut live {
+                                let size = MIXED_SIZES[(next() % MIXED_SIZES.len() as u64) as usize];
+                                *slot = if use_ordo {
+                                    rt.mem_alloc_on(q, size).unwrap().1.0
+                                } else {
+                                    let mut a = 0u64;
+                                    // SAFETY: ordo's live stream, its context current.
+                                    ok(unsafe { sys::cuMemAllocAsync(&mut a, size, stream) });
+                                    a
+                                };
+                            }
+                            // Freed in a shuffled order (Fisher-Yates on the step's buffers).
+                            for k in (1..MIXED_LIVE).rev() {
+                                live.swap(k, (next() % (k as u64 + 1)) as usize);
+                            }
+                            for &a in &live {
+                                if use_ordo {
+                                    rt.mem_free_on(q, ordo_core::DevicePtr(a)).unwrap();
+                                } else {
+                                    // SAFETY: allocated above on this stream, freed once.
+                                    ok(unsafe { sys::cuMemFreeAsync(a, stream) });
+                                }
+                            }
+                        }
+                        t.elapsed().as_nanos() as f64 / MIXED_STEPS as f64
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).fold(0.0, f64::max)
+        });
+        for &q in &queues {
+            rt.queue_synchronize(q).unwrap();
+        }
+        slowest
+    };
+    round(true);
+    round(false);
+    let (rs, os, ratios) = common::abba(10, || round(false), || round(true));
+    let ((r, _, _), (o, _, _), (m, lo, hi)) = (quartiles(rs), quartiles(os), quartiles(ratios));
+    println!();
+    println!(
+        "| mixed workload ({THREADS} threads, {MIXED_LIVE} buffers of 256 B to 64 MiB a step) | raw ns per step | ordo (cache on) ns per step | ordo / raw: median [p25, p75] |"
+    );
+    println!("|---|---|---|---|");
+    println!("| slowest thread | {r:.0} | {o:.0} | {m:.4} [{lo:.4}, {hi:.4}] |");
+    println!(
+        "BENCH_JSON [{{\"name\":\"mixed workload in queue order, {THREADS} threads, cache on\",\"raw_ns\":{r:.1},\"ordo_ns\":{o:.1},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
+    );
+    for q in queues {
+        rt.queue_destroy(q).unwrap();
+    }
 }
 
 /// Host nanoseconds per pair over a batch of `PAIRS` calls of `pair`, the queue synchronised

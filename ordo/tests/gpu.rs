@@ -761,3 +761,46 @@ fn calls_from_a_cuda_host_function_are_busy_and_never_hang() {
     assert_eq!(FROM_HOST_FN.lock().unwrap().take(), Some([busy, busy, busy]), "each call answered Busy");
     rt.event_destroy(event).unwrap();
 }
+
+/// The cache of queue-ordered memory on a GPU: a buffer dropped on its queue while that queue's
+/// kernel (a long spin, then an add writing the buffer) still runs is kept for the queue; another
+/// queue's allocation of its size gets other memory at once; the same queue's next allocation
+/// gets the same block, and writes through it land after the old kernel (checked values).
+#[test]
+fn a_cached_block_is_reused_in_its_queues_order_only() {
+    let ctx = Context::new().unwrap();
+    let Some(dev) = cuda(&ctx) else { return };
+    let n = 1 << 20;
+    let (q, other) = (dev.queue().unwrap(), dev.queue().unwrap());
+    let module = Module::load_builtin(&dev).unwrap();
+    type Add = (ordo::In<'static, f32>, ordo::In<'static, f32>, ordo::Out<'static, f32>, u32);
+    let add = module.typed_function::<Add>("vector_add_f32").unwrap();
+    let spin = module.function("spin_cycles").unwrap();
+    let ones = DeviceBuffer::from_slice(&dev, &vec![1.0f32; n]).unwrap();
+    let mut result = DeviceBuffer::<f32>::zeroed(&dev, n).unwrap();
+    let mut first = DeviceBuffer::<f32>::zeroed_on(&q, n).unwrap();
+    let address = first.device_ptr();
+    let dims = add.dims_for(n as u32).unwrap();
+    // SAFETY: spin_cycles only spins; each vector_add reads n of its inputs and writes n of its
+    // output: `first` = 2, then `result` = `first` + 1 = 3, both after the spin.
+    unsafe {
+        q.launch_builder(&spin).arg(&200_000_000u64).launch(ordo::LaunchDims::linear(1, 1)).unwrap();
+        q.launch(&add, dims, (&ones, &ones, &mut first, n as u32)).unwrap();
+        q.launch(&add, dims, (&first, &ones, &mut result, n as u32)).unwrap();
+    }
+    drop(first); // freed on `q` while its kernels run: kept for `q`
+    assert_eq!(dev.cache_stats().unwrap().blocks, 1);
+    let elsewhere = DeviceBuffer::<f32>::zeroed_on(&other, n).unwrap();
+    assert_ne!(elsewhere.device_ptr(), address, "another queue never gets a block of this one");
+    let mut again = DeviceBuffer::<f32>::zeroed_on(&q, n).unwrap();
+    assert_eq!(again.device_ptr(), address, "the queue's next allocation of the size takes its block");
+    assert_eq!(dev.cache_stats().unwrap().hits, 1);
+    // Written after the adds that used the block before (a fill without a queue starts after
+    // the device's queued work): the second add read 2s, never 7s or 0s.
+    again.fill(7.0).unwrap();
+    assert!(result.to_vec().unwrap().iter().all(|&v| v == 3.0), "the old user's kernels saw their own data");
+    assert!(again.to_vec().unwrap().iter().all(|&v| v == 7.0));
+    drop(again);
+    assert_eq!(q.trim().unwrap(), n * 4);
+    assert_eq!(dev.cache_stats().unwrap().blocks, 0);
+}
