@@ -307,7 +307,7 @@ gpu_tests_allowed=CUDA_ERROR_OUT_OF_MEMORY@cuMemAlloc_v2,CUDA_ERROR_INVALID_PTX@
 gpu_tests_allowed+=,CUDA_ERROR_NOT_FOUND@cuModuleGetFunction,CUDA_ERROR_INVALID_VALUE@cuFuncSetAttribute
 gpu_tests_allowed+=,CUDA_ERROR_INVALID_HANDLE@cuEventElapsedTime_v2,CUDA_ERROR_INVALID_VALUE@cuTensorMapEncodeTiled
 sanitized gpu_tests memcheck "$gpu_tests_allowed" env ORDO_REQUIRE_GPU=1 gpu-bin/gpu_tests --test-threads=1
-# ordo/tests/gpu.rs, ptx_the_jit_refuses_is_a_load_error_with_the_jit_log.
+# ordo/tests/gpu/main.rs, ptx_the_jit_refuses_is_a_load_error_with_the_jit_log.
 sanitized ordo_gpu_tests memcheck CUDA_ERROR_INVALID_PTX@cuModuleLoadDataEx \
   env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --test-threads=1
 sanitized hostile memcheck - env ORDO_REQUIRE_GPU=1 gpu-bin/hostile_tests

@@ -2,11 +2,16 @@
 //! the JIT's log in errors, buffers of another device refused, asynchronous copies and events.
 //! Without a CUDA device every test says so and passes; `ORDO_REQUIRE_GPU=1` makes that a
 //! failure (tests/gpu/run.sh sets it).
+//! Split by concern: `memory` (allocations, host and managed buffers, queue-ordered memory and
+//! its cache), `graphs` (capture, replay, updates); the rest here.
+
+mod graphs;
+mod memory;
 
 use ordo::{BackendKind, Context, Device, DeviceBuffer, Error, ErrorCode, Module};
 
 /// The first CUDA device of the default runtime, or `None` (printed) where there is none.
-fn cuda(ctx: &Context<'static>) -> Option<Device<'static>> {
+pub(crate) fn cuda(ctx: &Context<'static>) -> Option<Device<'static>> {
     let dev = ctx.devices().expect("devices").into_iter().find(|d| d.kind() == BackendKind::Cuda);
     if dev.is_none() {
         assert!(std::env::var("ORDO_REQUIRE_GPU").as_deref() != Ok("1"), "ORDO_REQUIRE_GPU=1 but no CUDA device");
@@ -106,21 +111,6 @@ fn asynchronous_copies_and_events_on_a_cuda_queue() {
     assert_eq!(part, (10..20).collect::<Vec<u64>>());
 }
 
-#[test]
-fn a_released_cuda_allocation_is_released_once() {
-    let ctx = Context::new().unwrap();
-    let Some(dev) = cuda(&ctx) else { return };
-    let rt = ctx.runtime();
-    let (allocation, ptr) = DeviceBuffer::<f32>::zeroed(&dev, 16).unwrap().into_raw();
-    rt.mem_release(allocation).unwrap();
-    assert_eq!(rt.mem_release(allocation).unwrap_err().code, ErrorCode::InvalidHandle);
-    // A newer allocation, wherever the driver puts it, is not freed by the stale handle.
-    let newer = DeviceBuffer::<f32>::zeroed(&dev, 16).unwrap();
-    assert_eq!(rt.mem_release(allocation).unwrap_err().code, ErrorCode::InvalidHandle);
-    assert_eq!(newer.to_vec().unwrap(), [0.0; 16]);
-    println!("first allocation at {:#x}, newer at {:#x}", ptr.0, newer.device_ptr().0);
-}
-
 ordo::host_kernel! {
     /// y[i] = a * x[i] + y[i] for i < n: the host twin of `examples/kernels/saxpy.ptx`.
     pub const SAXPY = fn saxpy(t, a: f32, x: ordo::In<f32>, y: ordo::Out<f32>, n: u32) {
@@ -132,8 +122,8 @@ ordo::host_kernel! {
 }
 static SAXPY_HOST: ordo::host::HostProgram =
     ordo::host::HostProgram { name: "gpu-tests.saxpy", kernels: &[SAXPY.kernel] };
-static SAXPY_PROGRAM: ordo::ProgramImages = ordo::ProgramImages {
-    cuda: Some(include_bytes!("../examples/kernels/saxpy.ptx")),
+pub(crate) static SAXPY_PROGRAM: ordo::ProgramImages = ordo::ProgramImages {
+    cuda: Some(include_bytes!("../../examples/kernels/saxpy.ptx")),
     host: Some(&SAXPY_HOST),
     ..ordo::ProgramImages::NONE
 };
@@ -176,39 +166,6 @@ fn one_typed_launch_runs_the_ptx_kernel_and_its_host_twin() {
     assert_eq!(unsafe_only.unwrap_err().code(), ErrorCode::Unsupported, "a safe launch is the host device's only");
 }
 
-/// Page-locked host buffers on CUDA: registered, and asynchronous copies through them in a scope
-/// carry 64 MiB there and back intact.
-#[test]
-fn host_buffers_are_page_locked_and_carry_asynchronous_copies() {
-    let ctx = Context::new().unwrap();
-    let Some(dev) = cuda(&ctx) else { return };
-    let n = 16 << 20;
-    let mut staging = ordo::HostBuffer::<u32>::zeroed(&dev, n).unwrap();
-    assert!(staging.is_page_locked());
-    for (i, v) in staging.iter_mut().enumerate() {
-        *v = i as u32;
-    }
-    let mut buf = DeviceBuffer::<u32>::zeroed(&dev, n).unwrap();
-    let queue = dev.queue().unwrap();
-    queue.scope(|s| s.copy_to_device(&staging, &mut buf.as_mut_slice())).unwrap();
-    staging.fill(0);
-    queue.scope(|s| s.copy_from_device(&buf.as_slice(), &mut staging)).unwrap();
-    assert!(staging.iter().enumerate().all(|(i, &v)| v == i as u32));
-}
-
-/// Managed memory on CUDA: a buffer like any other, launched on and read back.
-#[test]
-fn managed_buffers_work_like_device_buffers() {
-    let ctx = Context::new().unwrap();
-    let Some(dev) = cuda(&ctx) else { return };
-    let a = DeviceBuffer::<f32>::managed(&dev, 4096).unwrap();
-    let mut b = DeviceBuffer::<f32>::managed(&dev, 4096).unwrap();
-    b.fill(3.0).unwrap();
-    let mut c = DeviceBuffer::<f32>::managed(&dev, 4096).unwrap();
-    ordo::builtin::vector_add(&dev.queue().unwrap(), &a, &b, &mut c).unwrap();
-    assert_eq!(c.to_vec().unwrap(), vec![3.0; 4096]);
-}
-
 /// A struct owning a context and its CUDA objects moves to another thread and launches there.
 #[test]
 fn owned_cuda_objects_move_to_another_thread() {
@@ -236,7 +193,7 @@ fn owned_cuda_objects_move_to_another_thread() {
 
 /// The CUDA devices of the default runtime; with fewer than two, says so (a failure under
 /// `ORDO_REQUIRE_GPUS=2`, which the two-GPU pass sets).
-fn two_cuda(ctx: &Context<'static>) -> Option<(Device<'static>, Device<'static>)> {
+pub(crate) fn two_cuda(ctx: &Context<'static>) -> Option<(Device<'static>, Device<'static>)> {
     let cuda: Vec<_> = ctx.devices().expect("devices").into_iter().filter(|d| d.kind() == BackendKind::Cuda).collect();
     if cuda.len() < 2 {
         assert!(
@@ -289,265 +246,6 @@ fn gigabytes_between_two_gpus_and_the_host() {
     assert_eq!(back.to_vec().unwrap(), &data[..1 << 20]);
 }
 
-/// Large copies between a GPU and the host device page-lock the host device's allocation and
-/// run asynchronously on the GPU's queue, both ways, checked byte for byte; freeing the host
-/// allocation while such a copy is queued waits for it first; what is still page-locked at the
-/// teardown is unregistered by it (the report is clean).
-#[test]
-fn large_copies_with_the_host_device_are_page_locked_and_asynchronous() {
-    use ordo::raw::{CopyKind, MemKind};
-    let ctx = Context::new().unwrap();
-    let Some(gpu) = cuda(&ctx) else { return };
-    let host = ctx.device(0).unwrap();
-    let n = 16 << 20; // 64 MiB of u32
-    let data: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect();
-    let on_host = DeviceBuffer::from_slice(&host, &data).unwrap();
-    let mut on_gpu = DeviceBuffer::<u32>::zeroed(&gpu, n).unwrap();
-    let mut back = DeviceBuffer::<u32>::zeroed(&host, n).unwrap();
-    let q = gpu.queue().unwrap();
-    let (from, mut to) = (on_host.as_slice(), on_gpu.as_mut_slice());
-    q.scope(|s| s.copy_between(&from, &mut to)).unwrap();
-    let (from, mut to) = (on_gpu.as_slice(), back.as_mut_slice());
-    q.scope(|s| s.copy_between(&from, &mut to)).unwrap();
-    assert!(back.to_vec().unwrap() == data, "64 MiB there and back on the GPU's queue");
-    // The raw API: a host allocation freed right after its copy was queued.
-    let rt = ctx.runtime();
-    let bytes = n * 4;
-    let (h, g) = (
-        rt.mem_alloc(host.raw(), MemKind::Device, bytes).unwrap(),
-        rt.mem_alloc(gpu.raw(), MemKind::Device, bytes).unwrap(),
-    );
-    rt.copy_to_device(h, bytemuck_bytes(&data)).unwrap();
-    let raw_q = rt.queue_create(gpu.raw()).unwrap();
-    for _ in 0..4 {
-        rt.copy_device(g, h, bytes, Some(raw_q)).unwrap();
-    }
-    rt.mem_free(h).unwrap(); // waits for the queued copies, then unregisters and frees
-    let mut out = vec![0u32; n];
-    // SAFETY: `out` is `bytes` long and outlives the synchronous copy.
-    unsafe { rt.memcpy(CopyKind::DeviceToHost, out.as_mut_ptr() as u64, g.0, bytes, None) }.unwrap();
-    assert!(out == data, "the copies queued before the free read the data");
-    rt.queue_destroy(raw_q).unwrap();
-    rt.mem_free(g).unwrap();
-}
-
-fn bytemuck_bytes(v: &[u32]) -> &[u8] {
-    // SAFETY: u32 has no padding; the byte view covers the same memory for its whole length.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
-}
-
-/// Buffers allocated and freed in a CUDA queue's order (`cuMemAllocAsync` / `cuMemFreeAsync`):
-/// zeroed on the queue, written and read back, freed when dropped, a hundred times over; an
-/// address of the raw call is `Ordered` to `mem_info`, and `mem_free` frees it too.
-#[test]
-fn queue_ordered_buffers_on_a_cuda_queue() {
-    use ordo::raw::MemKind;
-    let ctx = Context::new().unwrap();
-    let Some(dev) = cuda(&ctx) else { return };
-    let q = dev.queue().unwrap();
-    let n = 1 << 16;
-    for round in 0..100u32 {
-        let mut b = DeviceBuffer::<u32>::zeroed_on(&q, n).unwrap();
-        assert!(b.to_vec().unwrap().iter().all(|&v| v == 0), "zeroed in queue order");
-        b.copy_from(&vec![round; n]).unwrap();
-        assert!(b.to_vec().unwrap().iter().all(|&v| v == round));
-    }
-    let rt = ctx.runtime();
-    let (_, p) = rt.mem_alloc_on(q.raw(), 4096).unwrap();
-    assert_eq!(rt.mem_info(p).unwrap().2, MemKind::Ordered);
-    rt.mem_free_on(q.raw(), p).unwrap();
-    let (_, p) = rt.mem_alloc_on(q.raw(), 4096).unwrap();
-    rt.mem_free(p).unwrap();
-    assert_eq!(rt.mem_free(p).unwrap_err().code, ErrorCode::NotFound);
-}
-
-/// A graph captured once on a CUDA queue (saxpy, y = 2x + y, three times) and launched three
-/// times: nothing runs during the capture, each launch applies the captured work to the
-/// buffers' current contents, a buffer rewritten between launches is read anew; during the
-/// capture the queue cannot be synchronised; the graph outlives nothing it uses.
-#[test]
-fn a_captured_graph_replays_its_launches_on_a_cuda_queue() {
-    let ctx = Context::new().unwrap();
-    let Some(gpu) = cuda(&ctx) else { return };
-    let n = 4096u32;
-    let saxpy = Module::load_for(&gpu, &SAXPY_PROGRAM).unwrap().kernel(&SAXPY).unwrap();
-    let mut x = DeviceBuffer::from_slice(&gpu, &vec![1.0f32; n as usize]).unwrap();
-    let mut y = DeviceBuffer::from_slice(&gpu, &vec![0.0f32; n as usize]).unwrap();
-    let queue = gpu.queue().unwrap();
-    let graph = queue
-        .capture(|q| {
-            assert_eq!(
-                q.synchronize().unwrap_err().code(),
-                ErrorCode::InvalidArgument,
-                "no synchronise while capturing"
-            );
-            for _ in 0..3 {
-                // SAFETY: saxpy reads n elements of x and writes n of y, both n long; the graph's
-                // launches are synchronised below, while both buffers live.
-                unsafe { q.launch(&saxpy, saxpy.dims_for(n)?, (2.0f32, &x, &mut y, n))? };
-            }
-            Ok(())
-        })
-        .unwrap();
-    assert!(y.to_vec().unwrap().iter().all(|&v| v == 0.0), "nothing ran during the capture");
-    // SAFETY: x and y are alive and used by nothing else until the queue is synchronised (after
-    // every launch below).
-    let launch = || unsafe { graph.launch(&queue) }.unwrap();
-    launch();
-    queue.synchronize().unwrap();
-    assert!(y.to_vec().unwrap().iter().all(|&v| v == 6.0), "three saxpy steps");
-    launch();
-    launch();
-    queue.synchronize().unwrap();
-    assert!(y.to_vec().unwrap().iter().all(|&v| v == 18.0), "nine saxpy steps");
-    x.copy_from(&vec![0.5f32; n as usize]).unwrap();
-    launch();
-    queue.synchronize().unwrap();
-    assert!(y.to_vec().unwrap().iter().all(|&v| v == 21.0), "the rewritten x is read by the next launch");
-    drop(graph);
-    let host_queue = ctx.device(0).unwrap().queue().unwrap();
-    let empty = host_queue.capture(|_| Ok(())).unwrap();
-    assert_eq!(empty.kernel_count().unwrap(), 0, "the host device captures too");
-}
-
-/// A graph's kernel launches take new arguments between launches (`cuGraphExecKernelNodeSetParams`),
-/// numbered in capture order; an update that names another kernel or index is refused.
-#[test]
-fn a_graph_launch_takes_new_arguments_without_a_new_capture() {
-    let ctx = Context::new().unwrap();
-    let Some(gpu) = cuda(&ctx) else { return };
-    let n = 4096u32;
-    let module = Module::load_for(&gpu, &SAXPY_PROGRAM).unwrap();
-    let saxpy = module.kernel(&SAXPY).unwrap();
-    let x = DeviceBuffer::from_slice(&gpu, &vec![1.0f32; n as usize]).unwrap();
-    let mut y = DeviceBuffer::from_slice(&gpu, &vec![0.0f32; n as usize]).unwrap();
-    let mut z = DeviceBuffer::from_slice(&gpu, &vec![0.0f32; n as usize]).unwrap();
-    let queue = gpu.queue().unwrap();
-    // SAFETY: each launch reads n elements of x and writes n of y or z (all n long), alive and
-    // unshared until the queue is synchronised after each graph launch below.
-    let graph = queue
-        .capture(|q| unsafe {
-            q.launch(&saxpy, saxpy.dims_for(n)?, (1.0f32, &x, &mut y, n))?;
-            q.launch(&saxpy, saxpy.dims_for(n)?, (10.0f32, &x, &mut y, n))
-        })
-        .unwrap();
-    assert_eq!(graph.kernel_count().unwrap(), 2);
-    // SAFETY: as above.
-    unsafe {
-        graph.launch(&queue).unwrap();
-        queue.synchronize().unwrap();
-        assert!(y.to_vec().unwrap().iter().all(|&v| v == 11.0));
-        // The second launch now adds 100 x to z; the first still adds x to y.
-        graph.set_args(1, &saxpy, (100.0f32, &x, &mut z, n)).unwrap();
-        graph.launch(&queue).unwrap();
-        queue.synchronize().unwrap();
-        assert!(y.to_vec().unwrap().iter().all(|&v| v == 12.0), "the first launch kept its arguments");
-        assert!(z.to_vec().unwrap().iter().all(|&v| v == 100.0), "the second launch took the new ones");
-        let refused = graph.set_args(2, &saxpy, (1.0f32, &x, &mut z, n)).unwrap_err();
-        assert_eq!(refused.code(), ErrorCode::InvalidArgument, "no third launch");
-    }
-    let nothing = queue.capture(|_| Ok(())).unwrap();
-    assert_eq!(nothing.kernel_count().unwrap(), 0, "an empty capture");
-    // SAFETY: an empty graph.
-    unsafe { nothing.launch(&queue) }.unwrap();
-    let builtin = Module::load_builtin(&gpu).unwrap();
-    let empty = builtin.typed_function::<()>("empty").unwrap();
-    // SAFETY: refused before anything runs (the launch runs saxpy, not empty).
-    let refused = unsafe { graph.set_args(0, &empty, ()) }.unwrap_err();
-    assert_eq!(refused.code(), ErrorCode::InvalidArgument, "the launch runs another kernel");
-}
-
-/// One graph updated on one thread while another launches it (`cuGraphExecKernelNodeSetParams`
-/// beside `cuGraphLaunch` on one executable graph faults in the driver unless the two are
-/// serialised: the graph's own lock does it). Every launch runs, with whole arguments.
-#[test]
-fn a_graph_updated_and_launched_from_two_threads_at_once() {
-    let ctx = Context::new().unwrap();
-    let Some(gpu) = cuda(&ctx) else { return };
-    let n = 1024u32;
-    let module = Module::load_for(&gpu, &SAXPY_PROGRAM).unwrap();
-    let saxpy = module.kernel(&SAXPY).unwrap();
-    let x = DeviceBuffer::from_slice(&gpu, &vec![1.0f32; n as usize]).unwrap();
-    let mut y = DeviceBuffer::from_slice(&gpu, &vec![0.0f32; n as usize]).unwrap();
-    let queue = gpu.queue().unwrap();
-    // SAFETY: the launch reads n elements of x and writes n of y (both n long), alive until the
-    // queue is synchronised below; nothing else uses them meanwhile.
-    let graph = queue.capture(|q| unsafe { q.launch(&saxpy, saxpy.dims_for(n)?, (1.0f32, &x, &mut y, n)) }).unwrap();
-    let rounds = 2_000;
-    let (graph, queue, y_out) = (&graph, &queue, &mut y);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            for _ in 0..rounds {
-                // SAFETY: the same buffers as captured, alive until the end of the test.
-                unsafe { graph.set_args(0, &saxpy, (1.0f32, &x, &mut *y_out, n)) }.unwrap();
-            }
-        });
-        s.spawn(|| {
-            for _ in 0..rounds {
-                // SAFETY: as above.
-                unsafe { graph.launch(queue) }.unwrap();
-            }
-        });
-    });
-    queue.synchronize().unwrap();
-    assert!(y.to_vec().unwrap().iter().all(|&v| v == rounds as f32), "every launch ran once, whole");
-}
-
-/// A host-and-device copy whose host side is a GPU's device memory (known to ordo) is refused
-/// before the driver, nothing copied: the host would read or write a device address and fault.
-#[test]
-fn a_gpus_memory_named_as_the_host_side_of_a_copy_is_refused() {
-    let ctx = Context::new().unwrap();
-    let Some(gpu) = cuda(&ctx) else { return };
-    let rt = ctx.runtime();
-    let a = rt.mem_alloc(gpu.raw(), ordo_core::MemKind::Device, 256).unwrap();
-    let b = rt.mem_alloc(gpu.raw(), ordo_core::MemKind::Device, 256).unwrap();
-    // Initialised, so that the device-to-device copy below reads no uninitialised memory.
-    rt.copy_to_device(a, &[1u8; 256]).unwrap();
-    for kind in [ordo_core::CopyKind::HostToDevice, ordo_core::CopyKind::DeviceToHost] {
-        // SAFETY: refused before anything is read or written.
-        let r = unsafe { rt.memcpy(kind, b.0, a.0 + 16, 64, None) };
-        assert_eq!(r.unwrap_err().code, ErrorCode::InvalidArgument, "{kind:?}");
-    }
-    // SAFETY: two device allocations of 256 bytes.
-    unsafe { rt.memcpy(ordo_core::CopyKind::DeviceToDevice, b.0, a.0, 256, None) }.unwrap();
-    rt.mem_free(a).unwrap();
-    rt.mem_free(b).unwrap();
-}
-
-/// On a CUDA queue: a graph launched into a capture is refused before the driver and the
-/// capture goes on; an event recorded during a capture stays refused after it ended (its record
-/// is part of the graph: the driver refuses to synchronise it) until it is recorded again.
-#[test]
-fn captured_event_records_and_graphs_launched_into_a_capture_are_refused_alike() {
-    let ctx = Context::new().unwrap();
-    let Some(gpu) = cuda(&ctx) else { return };
-    let rt = ctx.runtime();
-    let queue = gpu.queue().unwrap();
-    let empty = queue.capture(|_| Ok(())).unwrap();
-    let event = rt.event_create(gpu.raw()).unwrap();
-    let graph = queue
-        .capture(|q| {
-            // SAFETY: an empty graph.
-            let into = unsafe { empty.launch(q) }.unwrap_err();
-            assert_eq!(into.code(), ErrorCode::InvalidArgument, "a graph launched into a capture");
-            rt.event_record(event, q.raw()).unwrap();
-            Ok(())
-        })
-        .expect("the capture went on after the refused launch");
-    for refused in
-        [rt.event_synchronize(event), rt.event_query(event).map(drop), rt.queue_wait_event(queue.raw(), event)]
-    {
-        assert_eq!(refused.unwrap_err().code, ErrorCode::InvalidArgument, "a captured record after the capture");
-    }
-    rt.event_record(event, queue.raw()).unwrap();
-    rt.event_synchronize(event).unwrap();
-    // SAFETY: a graph of an event record only.
-    unsafe { graph.launch(&queue) }.unwrap();
-    queue.synchronize().unwrap();
-    rt.event_destroy(event).unwrap();
-}
-
 /// An event recorded on one GPU's queue gates the other GPU's queue (`cuStreamWaitEvent`
 /// across contexts): the gated copy reads what the first GPU's kernel wrote, though the kernel
 /// runs long.
@@ -597,6 +295,7 @@ extern "C" __global__ void axpb(float a, const float* x, float b, float* y, unsi
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * x[i] + b;
 }
+
 template <typename T> __global__ void square(T* v, unsigned n) {
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) v[i] = v[i] * v[i];
@@ -760,47 +459,4 @@ fn calls_from_a_cuda_host_function_are_busy_and_never_hang() {
     let busy = ErrorCode::Busy as i32;
     assert_eq!(FROM_HOST_FN.lock().unwrap().take(), Some([busy, busy, busy]), "each call answered Busy");
     rt.event_destroy(event).unwrap();
-}
-
-/// The cache of queue-ordered memory on a GPU: a buffer dropped on its queue while that queue's
-/// kernel (a long spin, then an add writing the buffer) still runs is kept for the queue; another
-/// queue's allocation of its size gets other memory at once; the same queue's next allocation
-/// gets the same block, and writes through it land after the old kernel (checked values).
-#[test]
-fn a_cached_block_is_reused_in_its_queues_order_only() {
-    let ctx = Context::new().unwrap();
-    let Some(dev) = cuda(&ctx) else { return };
-    let n = 1 << 20;
-    let (q, other) = (dev.queue().unwrap(), dev.queue().unwrap());
-    let module = Module::load_builtin(&dev).unwrap();
-    type Add = (ordo::In<'static, f32>, ordo::In<'static, f32>, ordo::Out<'static, f32>, u32);
-    let add = module.typed_function::<Add>("vector_add_f32").unwrap();
-    let spin = module.function("spin_cycles").unwrap();
-    let ones = DeviceBuffer::from_slice(&dev, &vec![1.0f32; n]).unwrap();
-    let mut result = DeviceBuffer::<f32>::zeroed(&dev, n).unwrap();
-    let mut first = DeviceBuffer::<f32>::zeroed_on(&q, n).unwrap();
-    let address = first.device_ptr();
-    let dims = add.dims_for(n as u32).unwrap();
-    // SAFETY: spin_cycles only spins; each vector_add reads n of its inputs and writes n of its
-    // output: `first` = 2, then `result` = `first` + 1 = 3, both after the spin.
-    unsafe {
-        q.launch_builder(&spin).arg(&200_000_000u64).launch(ordo::LaunchDims::linear(1, 1)).unwrap();
-        q.launch(&add, dims, (&ones, &ones, &mut first, n as u32)).unwrap();
-        q.launch(&add, dims, (&first, &ones, &mut result, n as u32)).unwrap();
-    }
-    drop(first); // freed on `q` while its kernels run: kept for `q`
-    assert_eq!(dev.cache_stats().unwrap().blocks, 1);
-    let elsewhere = DeviceBuffer::<f32>::zeroed_on(&other, n).unwrap();
-    assert_ne!(elsewhere.device_ptr(), address, "another queue never gets a block of this one");
-    let mut again = DeviceBuffer::<f32>::zeroed_on(&q, n).unwrap();
-    assert_eq!(again.device_ptr(), address, "the queue's next allocation of the size takes its block");
-    assert_eq!(dev.cache_stats().unwrap().hits, 1);
-    // Written after the adds that used the block before (a fill without a queue starts after
-    // the device's queued work): the second add read 2s, never 7s or 0s.
-    again.fill(7.0).unwrap();
-    assert!(result.to_vec().unwrap().iter().all(|&v| v == 3.0), "the old user's kernels saw their own data");
-    assert!(again.to_vec().unwrap().iter().all(|&v| v == 7.0));
-    drop(again);
-    assert_eq!(q.trim().unwrap(), n * 4);
-    assert_eq!(dev.cache_stats().unwrap().blocks, 0);
 }
