@@ -26,6 +26,7 @@ use ordo_core::{
 use serde_json::json;
 
 mod graph;
+mod memory;
 mod noop;
 mod trace;
 mod typed;
@@ -371,59 +372,6 @@ pub(super) fn abba_medians(direct: impl Fn() -> f64, ours: impl Fn() -> f64) -> 
     (quartiles(o).0, quartiles(b).0, q1, q3)
 }
 
-/// Queue-ordered memory of a device with a pool (`Backend::ordered_concurrent`, as CUDA's): the
-/// allocate + free pair runs under shared access, against the backend's two calls made directly;
-/// with the cache off (every pair reaches the backend: ordo's own part of the driver-backed
-/// pair), and on (the pair served by the queue's cached block, no backend call).
-fn ordered_pair(rows: &mut Vec<Row>, cached: bool) {
-    let rt = &NOOP_RUNTIME;
-    rt.set_cache_bytes(if cached { ordo_core::DEFAULT_CACHE_BYTES } else { 0 });
-    rt.init().unwrap();
-    let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
-    let q = rt.queue_create(device).unwrap();
-    let raw = rt.queue_native(q).unwrap();
-    let backend: &dyn Backend = black_box(&NOOP);
-    const N: u64 = 200_000;
-    let direct = || {
-        ns_per(1, N, || {
-            // SAFETY: the no-op backend takes any value.
-            unsafe {
-                let a = backend.mem_alloc_on(0, raw, 1 << 20).unwrap();
-                backend.mem_free_on(0, raw, black_box(a), 1 << 20).unwrap();
-            }
-        })
-    };
-    let ours = || {
-        ns_per(1, N, || {
-            let (_, a) = rt.mem_alloc_on(q, 1 << 20).unwrap();
-            rt.mem_free_on(q, black_box(a)).unwrap();
-        })
-    };
-    let (om, bm, q1, q3) = abba_medians(direct, ours);
-    rows.push(if cached {
-        Row {
-            name: "queue-ordered allocate + free pair served by the queue's cache (no backend call)",
-            unit: "ns/pair",
-            ordo: om,
-            baseline: Some(("direct backend calls (ns/pair)", bm)),
-            quartiles: Some((q1, q3)),
-            target: "(informational: GPU: <= 0.25x the raw cuMemAllocAsync + cuMemFreeAsync pair)",
-        }
-    } else {
-        Row {
-            name: "queue-ordered allocate + free pair, cache off (a device with a pool: shared calls)",
-            unit: "ns/pair",
-            ordo: om,
-            baseline: Some(("direct backend calls (ns/pair)", bm)),
-            quartiles: Some((q1, q3)),
-            target: "<= 60 ns over the direct calls (ordo's part of the driver-backed pair)",
-        }
-    });
-    rt.queue_destroy(q).unwrap();
-    rt.shutdown().unwrap();
-    rt.set_cache_bytes(ordo_core::DEFAULT_CACHE_BYTES);
-}
-
 fn full_table_lookup(rows: &mut Vec<Row>) {
     let rt = &NOOP_RUNTIME;
     rt.init().unwrap();
@@ -561,8 +509,8 @@ pub fn run(as_json: bool) -> Result<(), String> {
     nested_init(&mut rows);
     concurrent(&mut rows);
     exclusive(&mut rows);
-    ordered_pair(&mut rows, false);
-    ordered_pair(&mut rows, true);
+    memory::ordered_pair(&mut rows, false);
+    memory::ordered_pair(&mut rows, true);
     graph::graph_update(&mut rows);
     full_table_lookup(&mut rows);
     teardown_scaling(&mut rows);
