@@ -221,81 +221,52 @@ const MIXED_CACHE_BYTES: usize = 4 << 30;
 /// slowest thread's nanoseconds per step, ordo (cache on) against the raw driver pair on the
 /// same streams. Target: at most 0.5 of the raw workload.
 fn mixed_bench(rt: &'static ordo_core::Runtime, d: ordo_core::Device, ctx: sys::CUcontext) {
-    let queues: Vec<_> = (0..THREADS).map(|_| rt.queue_create(d).unwrap()).collect();
-    let streams: Vec<usize> = queues.iter().map(|&q| rt.queue_native(q).unwrap() as usize).collect();
-    let ctx = ctx as usize;
-    let round = |use_ordo: bool| {
-        let barrier = std::sync::Barrier::new(THREADS);
-        let slowest = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..THREADS)
-                .map(|i| {
-                    let (q, stream, barrier) = (queues[i], streams[i], &barrier);
-                    s.spawn(move || {
-                        let stream = stream as CUstream;
-                        // SAFETY: the device's primary context, retained by `main`.
-                        ok(unsafe { sys::cuCtxSetCurrent(ctx as sys::CUcontext) });
-                        let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64 + 1);
-                        let mut next = move || {
-                            seed ^= seed << 13;
-                            seed ^= seed >> 7;
-                            seed ^= seed << 17;
-                            seed
-                        };
-                        let mut live = [0u64; MIXED_LIVE];
-                        barrier.wait();
-                        let t = Instant::now();
-                        for _ in 0..MIXED_STEPS {
-                            for slot in &mut live {
-                                let size = MIXED_SIZES[(next() % MIXED_SIZES.len() as u64) as usize];
-                                *slot = if use_ordo {
-                                    rt.mem_alloc_on(q, size).unwrap().1.0
-                                } else {
-                                    let mut a = 0u64;
-                                    // SAFETY: ordo's live stream, its context current.
-                                    ok(unsafe { sys::cuMemAllocAsync(&mut a, size, stream) });
-                                    a
-                                };
-                            }
-                            // Freed in a shuffled order (Fisher-Yates on the step's buffers).
-                            for k in (1..MIXED_LIVE).rev() {
-                                live.swap(k, (next() % (k as u64 + 1)) as usize);
-                            }
-                            for &a in &live {
-                                if use_ordo {
-                                    rt.mem_free_on(q, ordo_core::DevicePtr(a)).unwrap();
-                                } else {
-                                    // SAFETY: allocated above on this stream, freed once.
-                                    ok(unsafe { sys::cuMemFreeAsync(a, stream) });
-                                }
-                            }
-                        }
-                        t.elapsed().as_nanos() as f64 / MIXED_STEPS as f64
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).fold(0.0, f64::max)
-        });
-        for &q in &queues {
-            rt.queue_synchronize(q).unwrap();
+    let step = |i: usize, q: ordo_core::Queue, stream: CUstream, use_ordo: bool| {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64 + 1);
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut live = [0u64; MIXED_LIVE];
+        let t = Instant::now();
+        for _ in 0..MIXED_STEPS {
+            for slot in &mut live {
+                let size = MIXED_SIZES[(next() % MIXED_SIZES.len() as u64) as usize];
+                *slot = if use_ordo {
+                    rt.mem_alloc_on(q, size).unwrap().1.0
+                } else {
+                    let mut a = 0u64;
+                    // SAFETY: ordo's live stream, its context current.
+                    ok(unsafe { sys::cuMemAllocAsync(&mut a, size, stream) });
+                    a
+                };
+            }
+            // Freed in a shuffled order (Fisher-Yates on the step's buffers).
+            for k in (1..MIXED_LIVE).rev() {
+                live.swap(k, (next() % (k as u64 + 1)) as usize);
+            }
+            for &a in &live {
+                if use_ordo {
+                    rt.mem_free_on(q, ordo_core::DevicePtr(a)).unwrap();
+                } else {
+                    // SAFETY: allocated above on this stream, freed once.
+                    ok(unsafe { sys::cuMemFreeAsync(a, stream) });
+                }
+            }
         }
-        slowest
+        t.elapsed().as_nanos() as f64 / MIXED_STEPS as f64
     };
-    round(true);
-    round(false);
-    let (rs, os, ratios) = common::abba(10, || round(false), || round(true));
-    let ((r, _, _), (o, _, _), (m, lo, hi)) = (quartiles(rs), quartiles(os), quartiles(ratios));
-    println!();
-    println!(
-        "| mixed workload ({THREADS} threads, {MIXED_LIVE} buffers of 256 B to 64 MiB a step) | raw ns per step | ordo (cache on) ns per step | ordo / raw: median [p25, p75] |"
+    threads_abba(
+        rt,
+        d,
+        ctx,
+        step,
+        &format!("mixed workload ({THREADS} threads, {MIXED_LIVE} buffers of 256 B to 64 MiB a step)"),
+        "ns per step",
+        &format!("mixed workload in queue order, {THREADS} threads, cache on"),
     );
-    println!("|---|---|---|---|");
-    println!("| slowest thread | {r:.0} | {o:.0} | {m:.4} [{lo:.4}, {hi:.4}] |");
-    println!(
-        "BENCH_JSON [{{\"name\":\"mixed workload in queue order, {THREADS} threads, cache on\",\"raw_ns\":{r:.1},\"ordo_ns\":{o:.1},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
-    );
-    for q in queues {
-        rt.queue_destroy(q).unwrap();
-    }
 }
 
 /// Host nanoseconds per pair over a batch of `PAIRS` calls of `pair`, the queue synchronised
@@ -318,6 +289,48 @@ const THREADS: usize = 8;
 /// side on their streams): nanoseconds per pair of the slowest thread's batch. Before the pool's
 /// table ran under shared access, every ordo pair waited for the calls in flight of all threads.
 fn threads_bench(rt: &'static ordo_core::Runtime, d: ordo_core::Device, ctx: sys::CUcontext) {
+    let batch = |_: usize, q: ordo_core::Queue, stream: CUstream, use_ordo: bool| {
+        let t = Instant::now();
+        for _ in 0..PAIRS {
+            if use_ordo {
+                let (_, a) = rt.mem_alloc_on(q, SIZE).unwrap();
+                rt.mem_free_on(q, a).unwrap();
+            } else {
+                let mut a = 0u64;
+                // SAFETY: ordo's live stream of the device, its context current; the memory is
+                // freed once.
+                unsafe {
+                    ok(sys::cuMemAllocAsync(&mut a, SIZE, stream));
+                    ok(sys::cuMemFreeAsync(a, stream));
+                }
+            }
+        }
+        t.elapsed().as_nanos() as f64 / PAIRS as f64
+    };
+    threads_abba(
+        rt,
+        d,
+        ctx,
+        batch,
+        &format!("1 MiB allocate + free, {THREADS} threads at once (own queues)"),
+        "ns per pair",
+        &format!("1 MiB allocate + free in queue order, {THREADS} threads"),
+    );
+}
+
+/// `THREADS` threads at once, each on a queue of its own: `work(thread, queue, its stream, ordo?)`
+/// timed on every thread after a barrier (the device's primary context current), the slowest
+/// thread's figure per round; ABBA rounds of the raw side (`false`) and ordo's (`true`); prints
+/// the table row (`title`, `unit`) and a `BENCH_JSON` line (`name`).
+fn threads_abba(
+    rt: &'static ordo_core::Runtime,
+    d: ordo_core::Device,
+    ctx: sys::CUcontext,
+    work: impl Fn(usize, ordo_core::Queue, CUstream, bool) -> f64 + Sync,
+    title: &str,
+    unit: &str,
+    name: &str,
+) {
     let queues: Vec<_> = (0..THREADS).map(|_| rt.queue_create(d).unwrap()).collect();
     let streams: Vec<usize> = queues.iter().map(|&q| rt.queue_native(q).unwrap() as usize).collect();
     let ctx = ctx as usize;
@@ -326,27 +339,12 @@ fn threads_bench(rt: &'static ordo_core::Runtime, d: ordo_core::Device, ctx: sys
         let slowest = std::thread::scope(|s| {
             let handles: Vec<_> = (0..THREADS)
                 .map(|i| {
-                    let (q, stream, barrier) = (queues[i], streams[i], &barrier);
+                    let (q, stream, barrier, work) = (queues[i], streams[i], &barrier, &work);
                     s.spawn(move || {
                         // SAFETY: the device's primary context, retained by `main`.
                         ok(unsafe { sys::cuCtxSetCurrent(ctx as sys::CUcontext) });
                         barrier.wait();
-                        let t = Instant::now();
-                        for _ in 0..PAIRS {
-                            if use_ordo {
-                                let (_, a) = rt.mem_alloc_on(q, SIZE).unwrap();
-                                rt.mem_free_on(q, a).unwrap();
-                            } else {
-                                let mut a = 0u64;
-                                // SAFETY: ordo's live stream of the device, its context current;
-                                // the memory is freed once.
-                                unsafe {
-                                    ok(sys::cuMemAllocAsync(&mut a, SIZE, stream as CUstream));
-                                    ok(sys::cuMemFreeAsync(a, stream as CUstream));
-                                }
-                            }
-                        }
-                        t.elapsed().as_nanos() as f64 / PAIRS as f64
+                        work(i, q, stream as CUstream, use_ordo)
                     })
                 })
                 .collect();
@@ -362,13 +360,11 @@ fn threads_bench(rt: &'static ordo_core::Runtime, d: ordo_core::Device, ctx: sys
     let (rs, os, ratios) = common::abba(10, || round(false), || round(true));
     let ((r, _, _), (o, _, _), (m, lo, hi)) = (quartiles(rs), quartiles(os), quartiles(ratios));
     println!();
-    println!(
-        "| 1 MiB allocate + free, {THREADS} threads at once (own queues) | raw ns per pair | ordo ns per pair | ordo / raw: median [p25, p75] |"
-    );
+    println!("| {title} | raw {unit} | ordo {unit} | ordo / raw: median [p25, p75] |");
     println!("|---|---|---|---|");
     println!("| slowest thread | {r:.0} | {o:.0} | {m:.4} [{lo:.4}, {hi:.4}] |");
     println!(
-        "BENCH_JSON [{{\"name\":\"1 MiB allocate + free in queue order, {THREADS} threads\",\"raw_ns\":{r:.1},\"ordo_ns\":{o:.1},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
+        "BENCH_JSON [{{\"name\":\"{name}\",\"raw_ns\":{r:.1},\"ordo_ns\":{o:.1},\"ratio\":{m:.4},\"q1\":{lo:.4},\"q3\":{hi:.4}}}]"
     );
     for q in queues {
         rt.queue_destroy(q).unwrap();
