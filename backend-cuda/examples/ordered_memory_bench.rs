@@ -41,17 +41,7 @@ fn main() {
     // The raw side runs in the device's primary context (ordo's), current on this thread.
     let (dev, ctx) = common::retain_primary(0);
     let stream = rt.queue_native(q).unwrap() as usize as CUstream;
-    let raw = || {
-        per_pair(rt, q, || {
-            let mut a = 0u64;
-            // SAFETY: ordo's live stream of the device, whose primary context is current on this
-            // thread; the memory is freed once.
-            unsafe {
-                ok(sys::cuMemAllocAsync(&mut a, SIZE, stream));
-                ok(sys::cuMemFreeAsync(a, stream));
-            }
-        })
-    };
+    let raw = || per_pair(rt, q, || raw_pair(stream));
     let ordo = || {
         per_pair(rt, q, || {
             let (_, a) = rt.mem_alloc_on(q, SIZE).unwrap();
@@ -97,7 +87,7 @@ fn main() {
     let raw_locked = || {
         per_pair(rt, q, || {
             let mut a = 0u64;
-            // SAFETY: as for `raw`.
+            // SAFETY: as for `raw_pair`.
             unsafe {
                 ok(sys::cuMemAllocAsync(&mut a, SIZE, stream));
                 take_and_give_back();
@@ -175,16 +165,7 @@ fn cached_bench(rt: &'static ordo_core::Runtime, ctx: sys::CUcontext) {
     let d = rt.device(p, 0).unwrap();
     let q = rt.queue_create(d).unwrap();
     let stream = rt.queue_native(q).unwrap() as usize as CUstream;
-    let raw = || {
-        per_pair(rt, q, || {
-            let mut a = 0u64;
-            // SAFETY: as in `main`.
-            unsafe {
-                ok(sys::cuMemAllocAsync(&mut a, SIZE, stream));
-                ok(sys::cuMemFreeAsync(a, stream));
-            }
-        })
-    };
+    let raw = || per_pair(rt, q, || raw_pair(stream));
     let cached = || {
         per_pair(rt, q, || {
             let (_, a) = rt.mem_alloc_on(q, SIZE).unwrap();
@@ -269,6 +250,18 @@ fn mixed_bench(rt: &'static ordo_core::Runtime, d: ordo_core::Device, ctx: sys::
     );
 }
 
+/// The raw queue-ordered pair, `cuMemAllocAsync` + `cuMemFreeAsync` of `SIZE` bytes on `stream`
+/// (ordo's live stream of the device, whose primary context is current on this thread).
+#[inline(always)]
+fn raw_pair(stream: CUstream) {
+    let mut a = 0u64;
+    // SAFETY: as above; the memory is freed once.
+    unsafe {
+        ok(sys::cuMemAllocAsync(&mut a, SIZE, stream));
+        ok(sys::cuMemFreeAsync(a, stream));
+    }
+}
+
 /// Host nanoseconds per pair over a batch of `PAIRS` calls of `pair`, the queue synchronised
 /// after the batch (outside the timing). Inlined, so that each side's loop is its own code.
 #[inline(always)]
@@ -296,13 +289,7 @@ fn threads_bench(rt: &'static ordo_core::Runtime, d: ordo_core::Device, ctx: sys
                 let (_, a) = rt.mem_alloc_on(q, SIZE).unwrap();
                 rt.mem_free_on(q, a).unwrap();
             } else {
-                let mut a = 0u64;
-                // SAFETY: ordo's live stream of the device, its context current; the memory is
-                // freed once.
-                unsafe {
-                    ok(sys::cuMemAllocAsync(&mut a, SIZE, stream));
-                    ok(sys::cuMemFreeAsync(a, stream));
-                }
+                raw_pair(stream);
             }
         }
         t.elapsed().as_nanos() as f64 / PAIRS as f64
