@@ -166,6 +166,14 @@ impl Runtime {
         before as u32
     }
 
+    /// The cache's statistics for a device (`cache.rs`): bytes and blocks it holds now, and the
+    /// queue-ordered allocations it served (hits) and could not serve (misses) since the init.
+    pub fn cache_stats(&self, device: Device) -> Result<super::CacheStats> {
+        traced!("cache_stats", ["device" = device.0.0], {
+            self.with_shared(|t| Ok(t.cache.stats(t.devices.resolve(device.0)?)))
+        })
+    }
+
     /// `name` (a host backend's `host CPU …`) with the device's number among the host devices
     /// before it inserted after `host CPU`; other names as they are.
     fn numbered_host_name(t: &Tables, slot: u32, name: InfoValue) -> InfoValue {

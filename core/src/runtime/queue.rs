@@ -163,14 +163,6 @@ impl Runtime {
         })
     }
 
-    /// The cache's statistics for a device (`cache.rs`): bytes and blocks it holds now, and the
-    /// queue-ordered allocations it served (hits) and could not serve (misses) since the init.
-    pub fn cache_stats(&self, device: Device) -> Result<super::CacheStats> {
-        traced!("cache_stats", ["device" = device.0.0], {
-            self.with_shared(|t| Ok(t.cache.stats(t.devices.resolve(device.0)?)))
-        })
-    }
-
     /// Gives a live queue a new handle and makes the old one stale, exactly as after
     /// `queue_destroy`, while the backend's queue and the work on it stay as they are: no backend
     /// call, and a shared call (it waits for no other thread's call in flight). For pools that
