@@ -15,6 +15,8 @@
 #   abi     the MLIR programs, liboffload's conformance suite and upstream's OffloadAPI tests
 #   bench   the benchmarks: cuda_bench, queue-ordered memory and graphs against the raw driver,
 #           ordo bench, and the launch rows in several processes
+#   torch   ordo's cache of queue-ordered memory beside PyTorch's CUDA caching allocator, in one
+#           process (tests/gpu/torch_cache_bench.cpp, built here against the machine's torch)
 #   soak    16 threads of random typed operations with a raw teardown and re-init every 3 s,
 #           tracing switched on and off, for 8 minutes (cli/examples/soak.rs; SOAK_SECONDS)
 #   sanitize NVIDIA's compute-sanitizer (tests/gpu/sanitize.sh): memcheck with the leak check over
@@ -28,7 +30,7 @@ parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(tests rust abi bench)  # multi: on a two-GPU machine, asked for
 wants() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
 for p in "${parts[@]}"; do
-  case $p in tests|rust|multi|abi|bench|sanitize|soak) ;; *) echo "unknown part: $p (tests, rust, multi, abi, bench, sanitize or soak)"; exit 2 ;; esac
+  case $p in tests|rust|multi|abi|bench|torch|sanitize|soak) ;; *) echo "unknown part: $p (tests, rust, multi, abi, bench, torch, sanitize or soak)"; exit 2 ;; esac
 done
 out=${OUT:-gpu-out}
 mkdir -p "$out"
@@ -276,6 +278,26 @@ fi
 
 fi
 
+if wants torch; then
+echo "== ordo's cache against PyTorch's caching allocator (one process, the same streams)"
+py=$(command -v python3 || command -v python)
+torch_dir=$("$py" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
+abi=$("$py" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))' 2>/dev/null)
+# cuda_runtime_api.h: the toolkit's, or the one PyTorch's wheels bring.
+cudart_inc=$(for d in /usr/local/cuda/include $(dirname "$torch_dir")/nvidia/cuda_runtime/include \
+  $(dirname "$torch_dir")/nvidia/cu13/include; do [ -f "$d/cuda_runtime_api.h" ] && echo "$d" && break; done)
+if [ -n "$torch_dir" ] && [ -n "$cudart_inc" ] && command -v g++ >/dev/null; then
+  "$py" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)'
+  step torch_bench_build g++ -O2 -std=c++20 -D_GLIBCXX_USE_CXX11_ABI="${abi:-1}" -I ffi/include -I"$torch_dir/include" \
+    -I"$torch_dir/include/torch/csrc/api/include" -I"$cudart_inc" tests/gpu/torch_cache_bench.cpp gpu-bin/libordo.a \
+    -L"$torch_dir/lib" -Wl,--no-as-needed -ltorch_cuda -ltorch_cpu -ltorch -Wl,--as-needed -lc10_cuda -lc10 \
+    -Wl,-rpath,"$torch_dir/lib" -ldl -lpthread -lrt -lm -o /tmp/torch_cache_bench
+  step torch_cache_bench /tmp/torch_cache_bench
+else
+  echo "FAIL torch (needs python3 with torch, cuda_runtime_api.h and g++)"; status=1
+fi
+fi
+
 if wants soak; then
 echo "== soak: 16 threads, raw teardowns under them, tracing on and off"
 step soak gpu-bin/soak "${SOAK_SECONDS:-480}" 16
@@ -295,6 +317,17 @@ for tool in memcheck racecheck synccheck initcheck; do
   for example in gpu-bin/ordo-examples/*; do
     sanitized "example_$(basename "$example")" $tool - "$example"
   done
+done
+# racecheck, synccheck and initcheck over the Rust suites (their API errors are memcheck's to
+# name, below; these three report none of them); initcheck over ordo's typed suite one test at a
+# time, so that an uninitialised read names its test.
+for tool in racecheck synccheck; do
+  sanitized gpu_tests $tool - env ORDO_REQUIRE_GPU=1 gpu-bin/gpu_tests --test-threads=1
+  sanitized ordo_gpu_tests $tool - env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --test-threads=1
+done
+sanitized gpu_tests initcheck - env ORDO_REQUIRE_GPU=1 gpu-bin/gpu_tests --test-threads=1
+for t in $(gpu-bin/ordo_gpu_tests --list 2>/dev/null | sed -n 's/: test$//p'); do
+  sanitized "ordo_gpu_tests_$t" initcheck - env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --exact "$t"
 done
 # The suites make mistakes on purpose (images the device cannot load, kernels that are not
 # there, launches the driver refuses, memory freed twice through the raw driver...): the API
