@@ -341,8 +341,10 @@ mod tests {
         };
         let mut checked = 0;
         for l in &limits {
-            // Fewer under Miri (the same code, interpreted).
-            for _ in 0..if cfg!(miri) { 500 } else { 20_000 } {
+            // Far fewer under Miri: plain integer arithmetic (nothing for Miri to find that the
+            // native run does not), and at 500 a limit this one test was two thirds of each of
+            // Miri's three runs of the core's tests.
+            for _ in 0..if cfg!(miri) { 40 } else { 20_000 } {
                 let d =
                     LaunchDims { grid: [next(), next(), next()], block: [next(), next(), next()], shared_mem_bytes: 0 };
                 assert_eq!(d.validate(l).is_ok(), reference(&d, l), "{d:?} against {l:?}");
@@ -353,6 +355,6 @@ mod tests {
             }
             assert!(LaunchDims::linear(1, 1).validate(l).is_ok());
         }
-        assert_eq!(checked, if cfg!(miri) { 2_000 } else { 80_000 });
+        assert_eq!(checked, if cfg!(miri) { 160 } else { 80_000 });
     }
 }
