@@ -44,8 +44,6 @@ cp target/release/ordo target/release/examples/atexit_teardown target/release/ex
   target/release/examples/host_device_bench target/release/examples/ordered_memory_bench \
   target/release/examples/graph_bench target/release/examples/graph_vs_cudarc target/release/examples/soak gpu-bin/
 cp target/release/examples/atexit_hook gpu-bin/atexit_hook_rust
-# The code these binaries are (run.sh's summary names it), "+" when the tree had changes.
-echo "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +)" >gpu-bin/COMMIT
 cp "$test_bin" gpu-bin/gpu_tests
 cp "$ordo_test_bin" gpu-bin/ordo_gpu_tests
 cp "$queue_test_bin" gpu-bin/default_queue_tests
@@ -92,4 +90,7 @@ if [ -f /usr/lib/llvm-22/lib/libLLVMSupport.a ] && [ -f /usr/include/gtest/gtest
 else
   echo "llvm-22-dev, libgtest-dev or gpu-bin/offload missing: gpu-bin/offload-upstream not built" >&2
 fi
+# The code these binaries are (run.sh's summary names it), "+" when the tree had changes; written
+# last, after every strip.
+echo "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo +)" >gpu-bin/COMMIT
 ls -la gpu-bin
