@@ -13,6 +13,7 @@
  * torch's include directories, libordo.a, -lc10 -lc10_cuda -ltorch_cpu -ltorch_cuda. */
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -158,7 +159,7 @@ int main() {
     std::vector<std::thread> threads;
     for (int i = 0; i < THREADS; i++) {
       threads.emplace_back([&, i]() {
-        if (cudaSetDevice(0) != cudaSuccess) std::exit(1);
+        c10::cuda::set_device(0);
         start.arrive_and_wait();
         ns[i] = mixed_steps(i, queues[i], streams[i], use_ordo);
       });
