@@ -174,3 +174,32 @@ fn a_graph_keeps_its_module_and_refuses_a_released_buffer() {
     assert_eq!(unsafe { graph2.launch(&queue) }.unwrap_err().code(), ErrorCode::InvalidHandle);
     drop((graph, graph2));
 }
+
+/// A typed host kernel's buffer views need each buffer's length, which only the typed launch
+/// gives: an untyped launch of it (the launch builder, as C's `ordo_launch`) is refused when it
+/// is made, nothing enqueued, where it used to be accepted and fail at the next synchronise.
+#[test]
+fn an_untyped_launch_of_a_typed_host_kernel_is_refused_when_made() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let ctx = Context::new().unwrap();
+    let dev = ctx.device(0).unwrap();
+    let module = Module::load_host(&dev, &PROGRAM).unwrap();
+    let untyped = module.function("add").unwrap();
+    let n = 8u32;
+    let y = DeviceBuffer::<u32>::zeroed(&dev, n as usize).unwrap();
+    let queue = dev.queue().unwrap();
+    let mut launch = queue.launch_builder(&untyped);
+    launch.arg(&5u32).arg(&y).arg(&n);
+    // SAFETY: refused before anything runs (and `add` writes n elements of y, n long).
+    let refused = unsafe { launch.launch(untyped.dims_for(n).unwrap()) }.unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::InvalidArgument, "{refused}");
+    assert!(refused.to_string().contains("typed launch"), "{refused}");
+    queue.synchronize().unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 0), "nothing ran");
+    // The typed launch of the same kernel runs.
+    let add = module.kernel(&ADD).unwrap();
+    let mut y = y;
+    queue.launch_host(&add, add.dims_for(n).unwrap(), (5u32, &mut y, n)).unwrap();
+    queue.synchronize().unwrap();
+    assert!(y.to_vec().unwrap().iter().all(|&v| v == 5));
+}

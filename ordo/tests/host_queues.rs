@@ -173,7 +173,7 @@ unsafe fn fails(_: &ordo::host::HostThread, _: &ordo::raw::KernelArgs<'_>) -> Re
 
 static FAILING: ordo::host::HostProgram = ordo::host::HostProgram {
     name: "tests.host_queues.failing",
-    kernels: &[ordo::host::HostKernel { name: "fails", run: fails, params: &[] }],
+    kernels: &[ordo::host::HostKernel { name: "fails", run: fails, params: &[], extents_required: false }],
 };
 
 #[test]
@@ -304,7 +304,12 @@ unsafe fn panics_on_one(
 
 static PANICKING: ordo::host::HostProgram = ordo::host::HostProgram {
     name: "tests.host_queues.panicking",
-    kernels: &[ordo::host::HostKernel { name: "panics_on_one", run: panics_on_one, params: &[4, 8] }],
+    kernels: &[ordo::host::HostKernel {
+        name: "panics_on_one",
+        run: panics_on_one,
+        params: &[4, 8],
+        extents_required: false,
+    }],
 };
 
 #[test]

@@ -58,8 +58,10 @@ unsafe fn noop(_: &HostThread, _: &KernelArgs<'_>) -> Result<(), ordo_core::Erro
     Ok(())
 }
 
-const HOST_KERNELS: &[HostKernel] =
-    &[HostKernel { name: "k0", run: noop, params: &[] }, HostKernel { name: "k1", run: noop, params: &[] }];
+const HOST_KERNELS: &[HostKernel] = &[
+    HostKernel { name: "k0", run: noop, params: &[], extents_required: false },
+    HostKernel { name: "k1", run: noop, params: &[], extents_required: false },
+];
 const HOST_PROGRAMS: &[HostProgram] = &[HostProgram { name: "test.prog", kernels: HOST_KERNELS }];
 const KERNEL_NAMES: [&str; 3] = ["k0", "k1", "missing_kernel"];
 /// The built-in AMDGPU program's two argument-free kernels, and a missing one.

@@ -137,7 +137,7 @@ static MEM: OnceLock<ordo_core::DevicePtr> = OnceLock::new();
 #[test]
 fn a_host_kernel_calling_back_into_ordo_gets_busy_not_a_deadlock() {
     static KERNELS: [ordo_core::host::HostKernel; 1] =
-        [ordo_core::host::HostKernel { name: "reenter", run: reenter, params: &[] }];
+        [ordo_core::host::HostKernel { name: "reenter", run: reenter, params: &[], extents_required: false }];
     static PROGRAMS: [HostProgram; 1] = [HostProgram { name: "reentry", kernels: &KERNELS }];
     static ARENA: HostArena<{ 1 << 16 }> = HostArena::new();
     static HOST: HostBackend = HostBackend::new(&ARENA, &PROGRAMS, None);

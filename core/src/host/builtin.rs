@@ -57,8 +57,8 @@ const PTR: usize = core::mem::size_of::<usize>();
 
 /// The kernels of `ordo.builtin`.
 pub const KERNELS: &[HostKernel] = &[
-    HostKernel { name: "vector_add_f32", run: vector_add_f32, params: &[PTR, PTR, PTR, 4] },
-    HostKernel { name: "reduce_sum_f32", run: reduce_sum_f32, params: &[PTR, PTR, 4] },
+    HostKernel { name: "vector_add_f32", run: vector_add_f32, params: &[PTR, PTR, PTR, 4], extents_required: false },
+    HostKernel { name: "reduce_sum_f32", run: reduce_sum_f32, params: &[PTR, PTR, 4], extents_required: false },
 ];
 
 /// The `ordo.builtin` program.

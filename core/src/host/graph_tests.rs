@@ -8,8 +8,12 @@ use crate::host::{DeferredHost, HOST_ALIGN, HostArena, HostBackend, HostKernel, 
 use crate::{DevicePtr, MemKind, Shutdown};
 
 static ARENA: HostArena<{ 64 * HOST_ALIGN }> = HostArena::new();
-static KERNELS: &[HostKernel] =
-    &[HostKernel { name: "add_u32", run: add_u32, params: &[core::mem::size_of::<usize>(), 4] }];
+static KERNELS: &[HostKernel] = &[HostKernel {
+    name: "add_u32",
+    run: add_u32,
+    params: &[core::mem::size_of::<usize>(), 4],
+    extents_required: false,
+}];
 static PROGRAMS: &[HostProgram] = &[HostProgram { name: "graph.test", kernels: KERNELS }];
 static HOST: HostBackend = HostBackend::new(&ARENA, PROGRAMS, None);
 static DEVICE: DeferredHost = DeferredHost::new(&HOST);

@@ -50,6 +50,12 @@ pub struct HostKernel {
     /// The sizes of its parameters in bytes, in order, for packed argument buffers
     /// (`Runtime::kernel_param_layout` lays them out as a C struct would).
     pub params: &'static [usize],
+    /// Whether its launches must carry the typed launch's extents (`KernelArgs::extents`): the
+    /// kernels `ordo::host_kernel!` makes with a buffer parameter, whose views are bounded by
+    /// each buffer's length. A launch without them (an untyped launch, C's `ordo_launch`, a
+    /// graph's argument update) is refused at submission with `InvalidArgument`, nothing
+    /// enqueued. `false` for kernels that take raw addresses.
+    pub extents_required: bool,
 }
 
 /// A named set of host kernels: what a host "program image" names.

@@ -184,10 +184,24 @@ impl HostBackend {
         if args.params().len() != layout.len() {
             return Err(err(ErrorCode::InvalidArgument, "kernel argument index out of range"));
         }
+        self.check_extents(kernel, args)?;
         if args.sizes().is_some_and(|given| given.iter().zip(&layout).any(|(&g, s)| g != s.size as usize)) {
             return Err(err(ErrorCode::InvalidSize, "kernel argument size does not match the kernel's parameter"));
         }
         Ok(layout)
+    }
+
+    /// `InvalidArgument` when `kernel` needs the typed launch's extents and `args` has none
+    /// (`HostKernel::extents_required`).
+    fn check_extents(&self, kernel: u64, args: &KernelArgs<'_>) -> BackendResult<()> {
+        let k = self.host_kernel(kernel)?;
+        if k.extents_required && args.extents().is_none() {
+            return Err(err(
+                ErrorCode::InvalidArgument,
+                "a typed host kernel's buffers need their lengths: launch it with ordo's typed launch",
+            ));
+        }
+        Ok(())
     }
 
     /// Runs a launch's grid, block after block, each thread after the other, on the calling
@@ -508,6 +522,7 @@ impl Backend for HostBackend {
             return Err(err(ErrorCode::InvalidValue, "more local memory than a host block has (48 KiB)"));
         }
         let host_kernel = self.host_kernel(kernel)?;
+        self.check_extents(kernel, args)?;
         let run = host_kernel.run;
         // The blocks' local memory: one block of it, from the device's memory, for the launch
         // (blocks run one after another, each with it zeroed first).

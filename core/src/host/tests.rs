@@ -82,7 +82,12 @@ unsafe fn block_sum(t: &HostThread, args: &KernelArgs<'_>) -> Result<(), Error> 
 static LOCAL_ARENA: HostArena<{ 4 * HOST_ALIGN }> = HostArena::new();
 static LOCAL_PROGRAMS: [HostProgram; 1] = [HostProgram {
     name: "local",
-    kernels: &[HostKernel { name: "block_sum", run: block_sum, params: &[core::mem::size_of::<*mut u32>()] }],
+    kernels: &[HostKernel {
+        name: "block_sum",
+        run: block_sum,
+        params: &[core::mem::size_of::<*mut u32>()],
+        extents_required: false,
+    }],
 }];
 static LOCAL_HOST: HostBackend = HostBackend::new(&LOCAL_ARENA, &LOCAL_PROGRAMS, None);
 static LOCAL_BACKENDS: [&dyn Backend; 1] = [&LOCAL_HOST];
@@ -195,8 +200,13 @@ mod deferred {
 
     static ARENA: HostArena<{ 8 * HOST_ALIGN }> = HostArena::new();
     static KERNELS: &[HostKernel] = &[
-        HostKernel { name: "add_u32", run: add_u32, params: &[core::mem::size_of::<usize>(), 4] },
-        HostKernel { name: "fail", run: fail, params: &[] },
+        HostKernel {
+            name: "add_u32",
+            run: add_u32,
+            params: &[core::mem::size_of::<usize>(), 4],
+            extents_required: false,
+        },
+        HostKernel { name: "fail", run: fail, params: &[], extents_required: false },
     ];
     static PROGRAMS: &[HostProgram] = &[HostProgram { name: "deferred.test", kernels: KERNELS }];
     static HOST: HostBackend = HostBackend::new(&ARENA, PROGRAMS, None);
@@ -336,8 +346,8 @@ mod packed {
     static ARENA: HostArena<{ 2 * HOST_ALIGN }> = HostArena::new();
     const PTR: usize = core::mem::size_of::<usize>();
     static KERNELS: &[HostKernel] = &[
-        HostKernel { name: "sum2", run: sum, params: &[PTR, 4, 4] },
-        HostKernel { name: "sum8", run: sum, params: &[PTR, 4, 4, 4, 4, 4, 4, 4, 4] },
+        HostKernel { name: "sum2", run: sum, params: &[PTR, 4, 4], extents_required: false },
+        HostKernel { name: "sum8", run: sum, params: &[PTR, 4, 4, 4, 4, 4, 4, 4, 4], extents_required: false },
     ];
     static PROGRAMS: &[HostProgram] = &[HostProgram { name: "packed.test", kernels: KERNELS }];
     static HOST: HostBackend = HostBackend::new(&ARENA, PROGRAMS, None);

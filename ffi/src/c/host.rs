@@ -254,7 +254,12 @@ pub(super) unsafe fn register(
         C_FUNCTIONS[slot].store(*run, Ordering::Release);
         // SAFETY: slot `slot` was never written (below `used`), and no reference to it exists.
         unsafe {
-            (*KERNELS.items.get())[slot].write(HostKernel { name: kernel_name, run: TRAMPOLINES[slot], params: sizes });
+            (*KERNELS.items.get())[slot].write(HostKernel {
+                name: kernel_name,
+                run: TRAMPOLINES[slot],
+                params: sizes,
+                extents_required: false,
+            });
         }
     }
     // SAFETY: the slots just written, never written again.

@@ -33,6 +33,9 @@ pub trait Param: sealed::Sealed {
     type View<'k>;
     /// Bytes of the parameter in the argument buffer (a buffer: its device address).
     const SIZE: usize;
+    /// Whether it is a buffer ([`In`], [`Out`]): its view needs the buffer's length, which only
+    /// the typed launch gives.
+    const BUFFER: bool = false;
     /// Reads parameter `i`.
     ///
     /// # Safety
@@ -82,6 +85,7 @@ impl<T> sealed::Sealed for In<'static, T> {}
 impl<T: DeviceCopy> Param for In<'static, T> {
     type View<'k> = In<'k, T>;
     const SIZE: usize = core::mem::size_of::<u64>();
+    const BUFFER: bool = true;
     unsafe fn read<'k>(args: &'k KernelArgs<'_>, i: usize) -> ordo_core::Result<In<'k, T>> {
         // SAFETY: the caller's contract: an address, and its extent, made by a checked launch.
         let addr = unsafe { args.read::<u64>(i) }?;
@@ -95,6 +99,7 @@ impl<T> sealed::Sealed for Out<'static, T> {}
 impl<T: DeviceCopy> Param for Out<'static, T> {
     type View<'k> = Out<'k, T>;
     const SIZE: usize = core::mem::size_of::<u64>();
+    const BUFFER: bool = true;
     unsafe fn read<'k>(args: &'k KernelArgs<'_>, i: usize) -> ordo_core::Result<Out<'k, T>> {
         // SAFETY: as for `In`.
         let addr = unsafe { args.read::<u64>(i) }?;
@@ -193,6 +198,9 @@ impl<T: DeviceCopy> LaunchArg<Out<'static, T>> for &mut DeviceSliceMut<'_, T> {
 pub trait Params: sealed::Sealed {
     /// The parameters' sizes, in order (what `kernel_param_layout` reports).
     const SIZES: &'static [usize];
+    /// Whether any parameter is a buffer (`HostKernel::extents_required` of a kernel
+    /// `host_kernel!` makes with this list).
+    const BUFFERS: bool;
 }
 
 /// A tuple of launch arguments fitting the parameter list `P`.
@@ -226,6 +234,7 @@ macro_rules! tuples {
         impl<$($p: Param),*> sealed::Sealed for ($($p,)*) {}
         impl<$($p: Param),*> Params for ($($p,)*) {
             const SIZES: &'static [usize] = &[$($p::SIZE),*];
+            const BUFFERS: bool = false $(|| $p::BUFFER)*;
         }
         impl<$($p: Param, $a: LaunchArg<$p>),*> LaunchArgs<($($p,)*)> for ($($a,)*) {
             #[allow(unused_variables, unused_mut, clippy::zero_repeat_side_effects)] // the empty tuple
@@ -349,6 +358,7 @@ macro_rules! host_kernel {
                 name: stringify!($name),
                 run: $name,
                 params: <($($crate::__host_param!($ty),)*) as $crate::host::Params>::SIZES,
+                extents_required: <($($crate::__host_param!($ty),)*) as $crate::host::Params>::BUFFERS,
             })
         };
     };
