@@ -91,6 +91,7 @@ fn reference(machine: Machine) -> RefState {
         alloc_limit,
         event_timing: machine == Machine::Scripted,
         graphs: machine == Machine::Scripted,
+        cache_bytes: CACHE_BYTES,
     };
     RefState { model: Model::new(config), machine, last: Outcome::Ok }
 }
@@ -104,6 +105,8 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
     };
     let size = prop_oneof![
         4 => 1usize..4096,
+        // A few sizes again and again, so that the cache serves allocations.
+        3 => prop::sample::select(vec![64usize, 256, 4096]),
         1 => Just(0usize),
         1 => Just(usize::MAX),
         1 => Just(isize::MAX as usize + 1),
@@ -115,11 +118,12 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
     let allocations: Vec<Ref> = (0..n)
         .filter(|&i| {
             // The host arena reuses addresses, so its model names freed allocations only rarely
-            // (the preconditions refuse them); the scripted backend's addresses are never reused.
-            state
-                .model
-                .object(ObjId(i))
-                .is_some_and(|o| o.kind == ObjectKind::Allocation && (o.live || state.machine == Machine::Scripted))
+            // (the preconditions refuse them); the scripted backend's addresses are never reused,
+            // but for a block the cache hands to a later allocation.
+            state.model.object(ObjId(i)).is_some_and(|o| {
+                o.kind == ObjectKind::Allocation
+                    && (o.live || (state.machine == Machine::Scripted && !state.model.address_reused(ObjId(i))))
+            })
         })
         .map(|i| Ref::Obj(ObjId(i)))
         .collect();
@@ -168,8 +172,8 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
         (1, o().prop_map(Op::DeviceInfo).boxed()),
         (4, (dev(), size.clone()).prop_map(|(device, size)| Op::MemAlloc { device, size }).boxed()),
         (2, mem().prop_map(Op::MemFree).boxed()),
-        (2, (o(), size).prop_map(|(queue, size)| Op::MemAllocOn { queue, size }).boxed()),
-        (2, (o(), mem()).prop_map(|(queue, alloc)| Op::MemFreeOn { queue, alloc }).boxed()),
+        (2, (queue(), size).prop_map(|(queue, size)| Op::MemAllocOn { queue, size }).boxed()),
+        (2, (queue(), mem()).prop_map(|(queue, alloc)| Op::MemFreeOn { queue, alloc }).boxed()),
         (
             2,
             (mem(), 0usize..64, 0usize..128)
@@ -217,6 +221,33 @@ fn transitions(state: &RefState) -> BoxedStrategy<Op> {
         ),
         (1, o().prop_map(Op::GraphDestroy).boxed()),
     ];
+    // The cache of queue-ordered memory: frees of live queue-ordered memory on a live queue of its
+    // device (kept for that queue) and allocations of the sizes just freed on live queues (served
+    // by it), often enough that blocks are kept, reused, refused and given back in every case.
+    let model = &state.model;
+    let live_queues: Vec<ObjId> =
+        (0..n).map(ObjId).filter(|&i| model.object(i).is_some_and(|o| o.kind == ObjectKind::Queue && o.live)).collect();
+    let ordered_frees: Vec<(Ref, Ref)> = (0..n)
+        .map(ObjId)
+        .filter(|&a| model.object(a).is_some_and(|o| o.kind == ObjectKind::Allocation && o.live && o.ordered))
+        .flat_map(|a| {
+            let device = model.object(a).map(|o| o.device);
+            live_queues
+                .iter()
+                .filter(move |&&q| model.object(q).map(|o| o.device) == device)
+                .map(move |&q| (Ref::Obj(q), Ref::Obj(a)))
+        })
+        .collect();
+    if !ordered_frees.is_empty() {
+        let free = prop::sample::select(ordered_frees).prop_map(|(queue, alloc)| Op::MemFreeOn { queue, alloc });
+        ops.push((6, free.boxed()));
+    }
+    if !live_queues.is_empty() {
+        let queues: Vec<Ref> = live_queues.iter().map(|&q| Ref::Obj(q)).collect();
+        let alloc = (prop::sample::select(queues), prop::sample::select(vec![64usize, 256, 4096]))
+            .prop_map(|(queue, size)| Op::MemAllocOn { queue, size });
+        ops.push((4, alloc.boxed()));
+    }
     if state.machine == Machine::Scripted {
         let op = prop::sample::select(BackendOp::ALL.to_vec());
         let code = prop::sample::select(vec![
@@ -297,6 +328,9 @@ macro_rules! reference_machine {
                     }
                     _ => false,
                 };
+                // A freed allocation whose block the cache handed to a later one: its address is
+                // that one's now.
+                let reused = |r: &Ref| matches!(r, Ref::Obj(id) if state.model.address_reused(*id));
                 // A shrunk sequence may name an object whose creating step was removed.
                 let exists = |r: &Option<Ref>| match r {
                     Some(Ref::Obj(id)) => state.model.object(*id).is_some(),
@@ -312,8 +346,10 @@ macro_rules! reference_machine {
                     | Op::CopyToDevice { alloc: a, .. }
                     | Op::CopyFromDevice { alloc: a, .. }
                     | Op::Fill { alloc: a, .. }
-                    | Op::MemInfo(a) => fresh_addresses || !dead_alloc(a),
-                    Op::CopyDevice { dst, src, .. } => fresh_addresses || !(dead_alloc(dst) || dead_alloc(src)),
+                    | Op::MemInfo(a) => (fresh_addresses && !reused(a)) || !dead_alloc(a),
+                    Op::CopyDevice { dst, src, .. } => {
+                        (fresh_addresses && !reused(dst) && !reused(src)) || !(dead_alloc(dst) || dead_alloc(src))
+                    }
                     _ => true,
                 }
             }
@@ -361,6 +397,10 @@ fn scripted_backends() -> &'static [&'static ScriptedBackend] {
     })
 }
 
+/// The cache of queue-ordered memory's byte limit in every case (set on each case's runtime): small,
+/// so that the byte bound is reached as often as the block bounds.
+const CACHE_BYTES: usize = 16 << 10;
+
 fn host_sut() -> Sut {
     static ARENA_BYTES: HostArena<ARENA> = HostArena::new();
     static HOST: HostBackend = HostBackend::new(&ARENA_BYTES, HOST_PROGRAMS, None);
@@ -370,7 +410,9 @@ fn host_sut() -> Sut {
         b.set_present(false);
         b
     });
-    Sut { rt: OwnedRuntime::new(&[&HOST, absent]), scripted: Vec::new(), handles: Vec::new(), amdgpu: false }
+    let rt = OwnedRuntime::new(&[&HOST, absent]);
+    rt.set_cache_bytes(CACHE_BYTES);
+    Sut { rt, scripted: Vec::new(), handles: Vec::new(), amdgpu: false }
 }
 
 fn scripted_sut() -> Sut {
@@ -379,14 +421,18 @@ fn scripted_sut() -> Sut {
         b.reset();
     }
     let list: Vec<&'static dyn ordo_core::Backend> = backends.iter().map(|&b| b as &dyn ordo_core::Backend).collect();
-    Sut { rt: OwnedRuntime::new(&list), scripted: backends.to_vec(), handles: Vec::new(), amdgpu: false }
+    let rt = OwnedRuntime::new(&list);
+    rt.set_cache_bytes(CACHE_BYTES);
+    Sut { rt, scripted: backends.to_vec(), handles: Vec::new(), amdgpu: false }
 }
 
 fn amdgpu_sut() -> Sut {
     static BACKEND: OnceLock<&'static ordo_amdgpu::AmdgpuBackend> = OnceLock::new();
     let backend = *BACKEND.get_or_init(|| sim().backend());
     sim().reset(2, None, 0);
-    Sut { rt: OwnedRuntime::new(&[backend]), scripted: Vec::new(), handles: Vec::new(), amdgpu: true }
+    let rt = OwnedRuntime::new(&[backend]);
+    rt.set_cache_bytes(CACHE_BYTES);
+    Sut { rt, scripted: Vec::new(), handles: Vec::new(), amdgpu: true }
 }
 
 /// Argument pointers for a test kernel, as many as it has parameters (never read).
@@ -682,7 +728,8 @@ fn check_counts(sut: &Sut, model: &Model<512>) {
             let backends: usize = sut.scripted.iter().map(|b| b.live(scripted)).sum();
             // Programs unloaded during a capture stay in the backend until it ends.
             let expected = match kind {
-                ObjectKind::Allocation => model.live(kind) - globals,
+                // The cache's blocks are the backend's, named by no table.
+                ObjectKind::Allocation => model.live(kind) - globals + model.cached_blocks(),
                 ObjectKind::Program => model.live(kind) + model.deferred_unloads(),
                 _ => model.live(kind),
             };

@@ -52,6 +52,12 @@ pub struct ModelConfig {
     /// The platforms' backends have graphs (the scripted backend); otherwise
     /// `queue_begin_capture` fails with `Unsupported` (the host backend, AMDGPU).
     pub graphs: bool,
+    /// The byte limit of the cache of queue-ordered memory the runtime was given
+    /// (`Runtime::set_cache_bytes`; 0: off). With it on, a queue-ordered free keeps the block
+    /// for its queue (no backend call) while it fits (`MAX_CACHED_BLOCKS` blocks,
+    /// `MAX_CACHED_PER_QUEUE` per queue, this many bytes), and that queue's next allocation of
+    /// the same size takes it (no backend call).
+    pub cache_bytes: usize,
 }
 
 /// One object's record.
@@ -154,6 +160,11 @@ pub struct Model<const N: usize = 4096> {
     /// Programs unloaded while a queue of their device captured: (program, device), unloaded by
     /// the backend when the device's last capture ends or at the teardown.
     deferred: heapless::Vec<(ObjId, ObjId), DEFERRED_UNLOADS>,
+    /// Blocks the cache keeps: (queue, size, the freed allocation), oldest first.
+    cached: heapless::Vec<(ObjId, usize, ObjId), { ordo_core::MAX_CACHED_BLOCKS }>,
+    /// Freed allocations whose block the cache handed to a later allocation: their address
+    /// names that one now (while it lives).
+    reused: heapless::Vec<ObjId, N>,
 }
 
 /// Unloads that may wait for a device's captures at once (the runtime's `DEFERRED_UNLOADS`).
@@ -172,6 +183,8 @@ impl<const N: usize> Model<N> {
             platforms: heapless::Vec::new(),
             objects: heapless::Vec::new(),
             deferred: heapless::Vec::new(),
+            cached: heapless::Vec::new(),
+            reused: heapless::Vec::new(),
         }
     }
 
@@ -443,7 +456,10 @@ impl<const N: usize> Model<N> {
                     BackendOp::ProgramUnload => {
                         any(ObjectKind::Program) || self.deferred.iter().any(|&(p2, _)| self.platform_of(p2) == p)
                     }
-                    BackendOp::MemFree => any(ObjectKind::Allocation),
+                    // The cache's blocks are freed as memory of their device.
+                    BackendOp::MemFree => {
+                        any(ObjectKind::Allocation) || self.cached.iter().any(|&(q, ..)| self.platform_of(q) == p)
+                    }
                     BackendOp::DeviceRelease => any(ObjectKind::Device),
                     BackendOp::Deinit => self.up[p],
                     _ => false,
@@ -460,6 +476,7 @@ impl<const N: usize> Model<N> {
             o.live = false;
         }
         self.deferred.clear();
+        self.cached.clear();
         Outcome::TornDown { failures, released_by_driver }
     }
 }
@@ -469,7 +486,8 @@ mod tests {
     use super::*;
 
     const ONE: &[PlatformModel] = &[PlatformModel { present: true, devices: 2 }];
-    const CFG: ModelConfig = ModelConfig { platforms: ONE, alloc_limit: 1 << 20, event_timing: true, graphs: true };
+    const CFG: ModelConfig =
+        ModelConfig { platforms: ONE, alloc_limit: 1 << 20, event_timing: true, graphs: true, cache_bytes: 0 };
 
     fn fault(platform: u8, op: BackendOp, code: ErrorCode, released: bool) -> Op {
         Op::ArmFault { platform, op, code, released }
@@ -492,6 +510,44 @@ mod tests {
         assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(4), count: 3 });
         assert_eq!(m.apply(Op::QueueSynchronize(Ref::Obj(ObjId(3)))), Outcome::Err(ErrorCode::InvalidHandle));
         assert_eq!(m.apply(Op::QueueCreate(Ref::Obj(ObjId(1)))), Outcome::Err(ErrorCode::InvalidHandle));
+    }
+
+    /// The cache of queue-ordered memory: a free keeps the block for its queue (no backend call:
+    /// an armed fault does not fire), the queue's next allocation of its size takes it (its
+    /// address then names the new allocation), another queue's does not; the queue's destroy
+    /// gives it back (a queue-ordered free: the fault fires there, its error changes nothing);
+    /// the driver out of memory gives the device's blocks back and tries once more.
+    #[test]
+    fn the_cache_keeps_a_freed_block_for_its_queue_only() {
+        let mut m: Model<64> = Model::new(ModelConfig { cache_bytes: 1 << 10, ..CFG });
+        let obj = |i| Ref::Obj(ObjId(i));
+        m.apply(Op::Init);
+        assert_eq!(m.apply(Op::QueueCreate(obj(1))), Outcome::Created(ObjId(3)));
+        assert_eq!(m.apply(Op::QueueCreate(obj(1))), Outcome::Created(ObjId(4)));
+        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(3), size: 256 }), Outcome::Created(ObjId(5)));
+        m.apply(fault(0, BackendOp::MemFreeOn, ErrorCode::BackendFailure, false));
+        assert_eq!(m.apply(Op::MemFreeOn { queue: obj(3), alloc: obj(5) }), Outcome::Ok);
+        assert!(m.fault_armed(), "a kept block makes no backend call");
+        assert_eq!((m.cached_blocks(), m.live(ObjectKind::Allocation)), (1, 0));
+        // Another queue's allocation of that size goes to the backend.
+        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(4), size: 256 }), Outcome::Created(ObjId(6)));
+        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(3), size: 256 }), Outcome::Created(ObjId(7)));
+        assert_eq!(m.cached_blocks(), 0);
+        assert!(m.address_reused(ObjId(5)) && !m.address_reused(ObjId(6)));
+        // Past the byte limit, a free goes to the backend (and the fault fires there).
+        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(3), size: 2048 }), Outcome::Created(ObjId(8)));
+        assert_eq!(m.apply(Op::MemFreeOn { queue: obj(3), alloc: obj(8) }), Outcome::Err(ErrorCode::BackendFailure));
+        assert_eq!(m.apply(Op::MemFreeOn { queue: obj(3), alloc: obj(7) }), Outcome::Ok);
+        m.apply(fault(0, BackendOp::MemFreeOn, ErrorCode::BackendFailure, false));
+        assert_eq!(m.apply(Op::QueueDestroy(obj(3))), Outcome::Ok);
+        assert!(!m.fault_armed() && m.cached_blocks() == 0, "the destroy gave the block back");
+        // Out of memory: the device's blocks go back, then the allocation succeeds.
+        assert_eq!(m.apply(Op::MemFreeOn { queue: obj(4), alloc: obj(6) }), Outcome::Ok);
+        m.apply(fault(0, BackendOp::MemAllocOn, ErrorCode::OutOfResources, false));
+        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(4), size: 64 }), Outcome::Created(ObjId(9)));
+        assert_eq!(m.cached_blocks(), 0);
+        m.apply(fault(0, BackendOp::MemAllocOn, ErrorCode::OutOfResources, false));
+        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(4), size: 64 }), Outcome::Err(ErrorCode::OutOfResources));
     }
 
     #[test]
