@@ -141,8 +141,11 @@ unsafe extern "C" fn trampoline(call: *mut std::ffi::c_void) {
     // (once) or at deinit (captured).
     let HostCall { f, data, once } = unsafe { std::ptr::read(call) };
     IN_HOST_FUNCTION.with(|c| c.set(true));
+    // A thread may be waiting for this function inside a driver call it makes in a call in
+    // flight (a synchronise, a free), so the function's own calls into ordo that meet a
+    // create/destroy call (which waits for that call in flight) answer `Busy` instead of waiting.
     // SAFETY: `host_function`'s contract: `f(data)` is sound to call from any thread.
-    ordo_core::host::run_as_callback(|| unsafe { f(data) });
+    ordo_core::host::waiting_for_callbacks(|| ordo_core::host::run_as_callback(|| unsafe { f(data) }));
     IN_HOST_FUNCTION.with(|c| c.set(false));
     if once {
         // SAFETY: leaked by `host_function` for this one call, which has now run.

@@ -11,6 +11,7 @@ use super::{SAXPY, SAXPY_PROGRAM, cuda};
 /// capture the queue cannot be synchronised; the graph outlives nothing it uses.
 #[test]
 fn a_captured_graph_replays_its_launches_on_a_cuda_queue() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     let n = 4096u32;
@@ -58,6 +59,7 @@ fn a_captured_graph_replays_its_launches_on_a_cuda_queue() {
 /// numbered in capture order; an update that names another kernel or index is refused.
 #[test]
 fn a_graph_launch_takes_new_arguments_without_a_new_capture() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     let n = 4096u32;
@@ -106,6 +108,7 @@ fn a_graph_launch_takes_new_arguments_without_a_new_capture() {
 /// serialised: the graph's own lock does it). Every launch runs, with whole arguments.
 #[test]
 fn a_graph_updated_and_launched_from_two_threads_at_once() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     let n = 1024u32;
@@ -142,6 +145,7 @@ fn a_graph_updated_and_launched_from_two_threads_at_once() {
 /// is part of the graph: the driver refuses to synchronise it) until it is recorded again.
 #[test]
 fn captured_event_records_and_graphs_launched_into_a_capture_are_refused_alike() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     let rt = ctx.runtime();

@@ -10,6 +10,14 @@ mod memory;
 
 use ordo::{BackendKind, Context, Device, DeviceBuffer, Error, ErrorCode, Module};
 
+/// The tests share the default runtime's device, on which a capture refuses other threads'
+/// calls without a queue and a trace counts every thread's work: one test at a time, also under
+/// `cargo test`'s threads (a test that failed leaves the lock usable).
+pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The first CUDA device of the default runtime, or `None` (printed) where there is none.
 pub(crate) fn cuda(ctx: &Context<'static>) -> Option<Device<'static>> {
     let dev = ctx.devices().expect("devices").into_iter().find(|d| d.kind() == BackendKind::Cuda);
@@ -22,6 +30,7 @@ pub(crate) fn cuda(ctx: &Context<'static>) -> Option<Device<'static>> {
 
 #[test]
 fn launches_are_checked_against_the_drivers_parameter_layout() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(dev) = cuda(&ctx) else { return };
     let module = Module::load_builtin(&dev).unwrap();
@@ -52,6 +61,7 @@ fn launches_are_checked_against_the_drivers_parameter_layout() {
 
 #[test]
 fn a_buffer_of_the_host_device_is_refused_on_a_cuda_queue() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(dev) = cuda(&ctx) else { return };
     let host = ctx.device(0).unwrap();
@@ -72,6 +82,7 @@ fn a_buffer_of_the_host_device_is_refused_on_a_cuda_queue() {
 
 #[test]
 fn ptx_the_jit_refuses_is_a_load_error_with_the_jit_log() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(dev) = cuda(&ctx) else { return };
     let ptx = b".version 8.0\n.target sm_50\n.address_size 64\n.visible .entry broken() { this is not ptx; }\n\0";
@@ -88,6 +99,7 @@ fn ptx_the_jit_refuses_is_a_load_error_with_the_jit_log() {
 
 #[test]
 fn asynchronous_copies_and_events_on_a_cuda_queue() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(dev) = cuda(&ctx) else { return };
     let queue = dev.queue().unwrap();
@@ -132,6 +144,7 @@ pub(crate) static SAXPY_PROGRAM: ordo::ProgramImages = ordo::ProgramImages {
 /// that differs from the PTX's parameters is refused at lookup.
 #[test]
 fn one_typed_launch_runs_the_ptx_kernel_and_its_host_twin() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     let n = 1_000_003u32;
@@ -169,6 +182,7 @@ fn one_typed_launch_runs_the_ptx_kernel_and_its_host_twin() {
 /// A struct owning a context and its CUDA objects moves to another thread and launches there.
 #[test]
 fn owned_cuda_objects_move_to_another_thread() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(dev) = cuda(&ctx) else { return };
     struct Work {
@@ -211,6 +225,7 @@ pub(crate) fn two_cuda(ctx: &Context<'static>) -> Option<(Device<'static>, Devic
 /// queues; and to and from the host device.
 #[test]
 fn gigabytes_between_two_gpus_and_the_host() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some((g0, g1)) = two_cuda(&ctx) else { return };
     let access = ctx.runtime().peer_access(g0.raw(), g1.raw()).unwrap();
@@ -251,6 +266,7 @@ fn gigabytes_between_two_gpus_and_the_host() {
 /// runs long.
 #[test]
 fn an_event_of_one_gpu_gates_work_on_the_other() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some((g0, g1)) = two_cuda(&ctx) else { return };
     let n = 1 << 24;
@@ -283,6 +299,7 @@ fn an_event_of_one_gpu_gates_work_on_the_other() {
 /// `ORDO_REQUIRE_NVRTC=1`).
 #[test]
 fn kernels_compiled_from_source_run_on_the_gpu() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     if !ordo::nvrtc::available() {
@@ -367,6 +384,7 @@ static COLLECTED: Collected = Collected {
 
 #[test]
 fn a_trace_times_cuda_work_on_the_device() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     let n = 1usize << 22;
@@ -443,6 +461,7 @@ unsafe extern "C" fn calls_ordo(_: *mut core::ffi::c_void) {
 /// itself): ordo's calls from one that reach the driver answer `Busy`, and the queue goes on.
 #[test]
 fn calls_from_a_cuda_host_function_are_busy_and_never_hang() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     let rt = ctx.runtime();
@@ -458,5 +477,57 @@ fn calls_from_a_cuda_host_function_are_busy_and_never_hang() {
     rx.recv_timeout(std::time::Duration::from_secs(20)).expect("the queue finished within 20 s").unwrap();
     let busy = ErrorCode::Busy as i32;
     assert_eq!(FROM_HOST_FN.lock().unwrap().take(), Some([busy, busy, busy]), "each call answered Busy");
+    rt.event_destroy(event).unwrap();
+}
+
+/// Set once the test has a create/destroy call pending (`a_host_function_meeting_a_pending_writer_answers_busy`).
+static WRITER_PENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// What that host function's call answered (an error code, or 0), -1 until it ran.
+static FROM_WAITING_HOST_FN: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+unsafe extern "C" fn calls_ordo_after_a_writer(_: *mut core::ffi::c_void) {
+    let t = std::time::Instant::now();
+    while !WRITER_PENDING.load(std::sync::atomic::Ordering::SeqCst) && t.elapsed().as_secs() < 10 {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let (_, e, _) = HOST_FN_OBJECTS.lock().unwrap().expect("set before the host function was enqueued");
+    let answer = ordo::runtime().event_query(e).err().map_or(0, |e| e.code as i32);
+    FROM_WAITING_HOST_FN.store(answer, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// A CUDA host function whose call into ordo meets a create/destroy call that waits for a
+/// synchronise in flight, which waits for that host function: the call answers `Busy` at once
+/// and all three finish (it used to wait for the writer for ever; 16 threads of this suite at
+/// once hung so).
+#[test]
+fn a_host_function_meeting_a_pending_writer_answers_busy() {
+    let _one = crate::one_at_a_time();
+    let ctx = Context::new().unwrap();
+    let Some(gpu) = cuda(&ctx) else { return };
+    let rt = ctx.runtime();
+    let queue = gpu.queue().unwrap();
+    let event = rt.event_create(gpu.raw()).unwrap();
+    rt.event_record(event, queue.raw()).unwrap();
+    *HOST_FN_OBJECTS.lock().unwrap() = Some((queue.raw(), event, gpu.raw()));
+    WRITER_PENDING.store(false, std::sync::atomic::Ordering::SeqCst);
+    // SAFETY: the function may run on any thread; it uses only statics.
+    unsafe { rt.queue_host_function(queue.raw(), calls_ordo_after_a_writer, core::ptr::null_mut()) }.unwrap();
+    let (synced_tx, synced) = std::sync::mpsc::channel();
+    let q = queue.raw();
+    // A synchronise in flight, waiting for the host function.
+    std::thread::spawn(move || synced_tx.send(ordo::runtime().queue_synchronize(q)));
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    // A create/destroy call, waiting for the synchronise to leave.
+    let (made_tx, made) = std::sync::mpsc::channel();
+    let d = gpu.raw();
+    std::thread::spawn(move || made_tx.send(ordo::runtime().queue_create(d)));
+    WRITER_PENDING.store(true, std::sync::atomic::Ordering::SeqCst);
+    let timeout = std::time::Duration::from_secs(20);
+    synced.recv_timeout(timeout).expect("the synchronise returned within 20 s").unwrap();
+    let other = made.recv_timeout(timeout).expect("the create returned within 20 s").unwrap();
+    let answer = FROM_WAITING_HOST_FN.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(answer == ErrorCode::Busy as i32 || answer == 0, "the host function's call answered {answer}");
+    rt.queue_destroy(other).unwrap();
     rt.event_destroy(event).unwrap();
 }

@@ -7,6 +7,7 @@ use super::cuda;
 
 #[test]
 fn a_released_cuda_allocation_is_released_once() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(dev) = cuda(&ctx) else { return };
     let rt = ctx.runtime();
@@ -24,6 +25,7 @@ fn a_released_cuda_allocation_is_released_once() {
 /// carry 64 MiB there and back intact.
 #[test]
 fn host_buffers_are_page_locked_and_carry_asynchronous_copies() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(dev) = cuda(&ctx) else { return };
     let n = 16 << 20;
@@ -43,6 +45,7 @@ fn host_buffers_are_page_locked_and_carry_asynchronous_copies() {
 /// Managed memory on CUDA: a buffer like any other, launched on and read back.
 #[test]
 fn managed_buffers_work_like_device_buffers() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(dev) = cuda(&ctx) else { return };
     let a = DeviceBuffer::<f32>::managed(&dev, 4096).unwrap();
@@ -60,6 +63,7 @@ fn managed_buffers_work_like_device_buffers() {
 #[test]
 fn large_copies_with_the_host_device_are_page_locked_and_asynchronous() {
     use ordo::raw::{CopyKind, MemKind};
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     let host = ctx.device(0).unwrap();
@@ -106,6 +110,7 @@ fn bytemuck_bytes(v: &[u32]) -> &[u8] {
 #[test]
 fn queue_ordered_buffers_on_a_cuda_queue() {
     use ordo::raw::MemKind;
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(dev) = cuda(&ctx) else { return };
     let q = dev.queue().unwrap();
@@ -129,6 +134,7 @@ fn queue_ordered_buffers_on_a_cuda_queue() {
 /// before the driver, nothing copied: the host would read or write a device address and fault.
 #[test]
 fn a_gpus_memory_named_as_the_host_side_of_a_copy_is_refused() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     let rt = ctx.runtime();
@@ -153,6 +159,7 @@ fn a_gpus_memory_named_as_the_host_side_of_a_copy_is_refused() {
 /// gets the same block, and writes through it land after the old kernel (checked values).
 #[test]
 fn a_cached_block_is_reused_in_its_queues_order_only() {
+    let _one = crate::one_at_a_time();
     let ctx = Context::new().unwrap();
     let Some(dev) = cuda(&ctx) else { return };
     let n = 1 << 20;
