@@ -19,9 +19,9 @@
 #           process (tests/gpu/torch_cache_bench.cpp, built here against the machine's torch)
 #   soak    16 threads of random typed operations with a raw teardown and re-init every 3 s,
 #           tracing switched on and off, for 8 minutes (cli/examples/soak.rs; SOAK_SECONDS)
-#   sanitize NVIDIA's compute-sanitizer (tests/gpu/sanitize.sh): memcheck with the leak check over
-#           the demo, every example, the Rust, C-ABI, mgpu* and ol* GPU suites; racecheck,
-#           synccheck and initcheck over the demo and the examples. Every API error must be
+#   sanitize NVIDIA's compute-sanitizer (tests/gpu/sanitize.sh): memcheck with the leak check,
+#           racecheck, synccheck and initcheck over the demo, every example, the Rust, C-ABI,
+#           mgpu* and ol* GPU suites. Every API error must be
 #           one a test provokes on purpose, listed by name below; SANITIZE_ONLY=NAME,... runs
 #           only the named programs
 # No PART runs all four in order (more than one 10-minute device call: run them a call each).
@@ -318,17 +318,32 @@ for tool in memcheck racecheck synccheck initcheck; do
     sanitized "example_$(basename "$example")" $tool - "$example"
   done
 done
-# racecheck, synccheck and initcheck over the Rust suites (their API errors are memcheck's to
-# name, below; these three report none of them); initcheck over ordo's typed suite one test at a
-# time, so that an uninitialised read names its test.
-for tool in racecheck synccheck; do
+# racecheck, synccheck and initcheck over every GPU suite too (their API errors are memcheck's to
+# name, below; these three report none of them): the Rust, C-ABI (hostile, default queue), MLIR
+# and ol* ones. SANITIZE_EACH=1 adds initcheck over ordo's typed suite one test at a time, so that
+# an uninitialised read names its test.
+for tool in racecheck synccheck initcheck; do
   sanitized gpu_tests $tool - env ORDO_REQUIRE_GPU=1 gpu-bin/gpu_tests --test-threads=1
   sanitized ordo_gpu_tests $tool - env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --test-threads=1
+  sanitized hostile $tool - env ORDO_REQUIRE_GPU=1 gpu-bin/hostile_tests
+  sanitized default_queue $tool - env ORDO_REQUIRE_GPU=1 gpu-bin/default_queue_tests
+  if [ -d gpu-bin/mlir ]; then
+    for prog in gpu-bin/mlir/*; do
+      [ -x "$prog" ] && [ -f "$prog" ] && [ "${prog##*.}" != "0" ] || continue
+      [ "$(basename "$prog")" = assert ] && continue # a device-side assertion on purpose
+      sanitized "mlir_$(basename "$prog")" $tool - "$prog"
+    done
+  fi
+  if [ -x gpu-bin/offload/conformance ]; then
+    sanitized offload_conformance $tool - env OL_TEST_IMAGE=gpu-bin/offload/kernels.ptx OL_TEST_GLOBAL=ol_test_global \
+      gpu-bin/offload/conformance
+  fi
 done
-sanitized gpu_tests initcheck - env ORDO_REQUIRE_GPU=1 gpu-bin/gpu_tests --test-threads=1
-for t in $(gpu-bin/ordo_gpu_tests --list 2>/dev/null | sed -n 's/: test$//p'); do
-  sanitized "ordo_gpu_tests_$t" initcheck - env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --exact "$t"
-done
+if [ "${SANITIZE_EACH:-0}" = 1 ]; then
+  for t in $(gpu-bin/ordo_gpu_tests --list 2>/dev/null | sed -n 's/: test$//p'); do
+    sanitized "ordo_gpu_tests_$t" initcheck - env ORDO_REQUIRE_GPU=1 gpu-bin/ordo_gpu_tests --exact "$t"
+  done
+fi
 # The suites make mistakes on purpose (images the device cannot load, kernels that are not
 # there, launches the driver refuses, memory freed twice through the raw driver...): the API
 # errors each provokes are listed by name; any other fails the step.
