@@ -224,6 +224,19 @@ impl super::HostBackend {
             .and_then(|p| p.kernels.get((kernel & 0xffff_ffff) as usize))
             .ok_or_else(|| super::err(ErrorCode::InvalidHandle, "host kernel does not exist"))
     }
+
+    /// `InvalidArgument` when `kernel` needs the typed launch's extents and `args` has none
+    /// (`HostKernel::extents_required`).
+    pub(super) fn check_extents(&self, kernel: u64, args: &KernelArgs<'_>) -> crate::BackendResult<()> {
+        let k = self.host_kernel(kernel)?;
+        if k.extents_required && args.extents().is_none() {
+            return Err(super::err(
+                ErrorCode::InvalidArgument,
+                "a typed host kernel's buffers need their lengths: launch it with ordo's typed launch",
+            ));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

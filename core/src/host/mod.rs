@@ -191,19 +191,6 @@ impl HostBackend {
         Ok(layout)
     }
 
-    /// `InvalidArgument` when `kernel` needs the typed launch's extents and `args` has none
-    /// (`HostKernel::extents_required`).
-    fn check_extents(&self, kernel: u64, args: &KernelArgs<'_>) -> BackendResult<()> {
-        let k = self.host_kernel(kernel)?;
-        if k.extents_required && args.extents().is_none() {
-            return Err(err(
-                ErrorCode::InvalidArgument,
-                "a typed host kernel's buffers need their lengths: launch it with ordo's typed launch",
-            ));
-        }
-        Ok(())
-    }
-
     /// Runs a launch's grid, block after block, each thread after the other, on the calling
     /// thread (its local memory at `local`, zeroed before each block).
     ///

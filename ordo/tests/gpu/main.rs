@@ -444,6 +444,16 @@ static FROM_HOST_FN: std::sync::Mutex<Option<[i32; 3]>> = std::sync::Mutex::new(
 static HOST_FN_OBJECTS: std::sync::Mutex<Option<(ordo_core::Queue, ordo_core::Event, ordo_core::Device)>> =
     std::sync::Mutex::new(None);
 
+/// A queue of `gpu` with an event recorded on it, both named in `HOST_FN_OBJECTS` for the host
+/// functions the tests enqueue.
+fn host_fn_objects<'r>(rt: &ordo_core::Runtime, gpu: &Device<'r>) -> (ordo::Queue<'r>, ordo_core::Event) {
+    let queue = gpu.queue().unwrap();
+    let event = rt.event_create(gpu.raw()).unwrap();
+    rt.event_record(event, queue.raw()).unwrap();
+    *HOST_FN_OBJECTS.lock().unwrap() = Some((queue.raw(), event, gpu.raw()));
+    (queue, event)
+}
+
 unsafe extern "C" fn calls_ordo(_: *mut core::ffi::c_void) {
     let rt = ordo::runtime();
     let (q, e, d) = HOST_FN_OBJECTS.lock().unwrap().expect("set before the host function was enqueued");
@@ -465,10 +475,7 @@ fn calls_from_a_cuda_host_function_are_busy_and_never_hang() {
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     let rt = ctx.runtime();
-    let queue = gpu.queue().unwrap();
-    let event = rt.event_create(gpu.raw()).unwrap();
-    rt.event_record(event, queue.raw()).unwrap();
-    *HOST_FN_OBJECTS.lock().unwrap() = Some((queue.raw(), event, gpu.raw()));
+    let (queue, event) = host_fn_objects(rt, &gpu);
     // SAFETY: `calls_ordo` may run on any thread; it uses only statics.
     unsafe { rt.queue_host_function(queue.raw(), calls_ordo, core::ptr::null_mut()) }.unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -506,10 +513,7 @@ fn a_host_function_meeting_a_pending_writer_answers_busy() {
     let ctx = Context::new().unwrap();
     let Some(gpu) = cuda(&ctx) else { return };
     let rt = ctx.runtime();
-    let queue = gpu.queue().unwrap();
-    let event = rt.event_create(gpu.raw()).unwrap();
-    rt.event_record(event, queue.raw()).unwrap();
-    *HOST_FN_OBJECTS.lock().unwrap() = Some((queue.raw(), event, gpu.raw()));
+    let (queue, event) = host_fn_objects(rt, &gpu);
     WRITER_PENDING.store(false, std::sync::atomic::Ordering::SeqCst);
     // SAFETY: the function may run on any thread; it uses only statics.
     unsafe { rt.queue_host_function(queue.raw(), calls_ordo_after_a_writer, core::ptr::null_mut()) }.unwrap();

@@ -13,7 +13,8 @@
 //! parameter order, then capacity, then the backend call (an armed fault fires here), then
 //! backend-specific outcomes.
 //!
-//! Files: `op.rs` (the operations and outcomes), `objects.rs` (the rules of every object
+//! Files: `op.rs` (the operations and outcomes), `cache.rs` (the cache of queue-ordered memory),
+//! `tests.rs` (the model's own tests), `objects.rs` (the rules of every object
 //! operation); this file holds the configuration, the records, the lookups and the lifecycle.
 
 use ordo_core::BackendOp;
@@ -21,6 +22,7 @@ use ordo_core::ErrorCode;
 use ordo_core::MAX_REFS;
 use ordo_core::ObjectKind;
 
+mod cache;
 mod objects;
 mod op;
 
@@ -482,169 +484,4 @@ impl<const N: usize> Model<N> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const ONE: &[PlatformModel] = &[PlatformModel { present: true, devices: 2 }];
-    const CFG: ModelConfig =
-        ModelConfig { platforms: ONE, alloc_limit: 1 << 20, event_timing: true, graphs: true, cache_bytes: 0 };
-
-    fn fault(platform: u8, op: BackendOp, code: ErrorCode, released: bool) -> Op {
-        Op::ArmFault { platform, op, code, released }
-    }
-
-    #[test]
-    fn lifecycle_rows() {
-        let mut m: Model<64> = Model::new(CFG);
-        assert_eq!(m.apply(Op::Shutdown), Outcome::Err(ErrorCode::Uninitialized));
-        assert_eq!(m.apply(Op::QueueCreate(Ref::Obj(ObjId(0)))), Outcome::Err(ErrorCode::Uninitialized));
-        assert_eq!(m.apply(Op::PlatformCount), Outcome::Err(ErrorCode::Uninitialized));
-        // Platform 0 is object 0, its devices 1 and 2.
-        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(0), count: 3 });
-        assert_eq!(m.apply(Op::Init), Outcome::Ok);
-        assert_eq!(m.apply(Op::Shutdown), Outcome::Released(1));
-        let q = m.apply(Op::QueueCreate(Ref::Obj(ObjId(1))));
-        assert_eq!(q, Outcome::Created(ObjId(3)));
-        assert_eq!(m.apply(Op::QueueCreate(Ref::Obj(ObjId(0)))), Outcome::Err(ErrorCode::InvalidHandle));
-        assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 0, released_by_driver: 0 });
-        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(4), count: 3 });
-        assert_eq!(m.apply(Op::QueueSynchronize(Ref::Obj(ObjId(3)))), Outcome::Err(ErrorCode::InvalidHandle));
-        assert_eq!(m.apply(Op::QueueCreate(Ref::Obj(ObjId(1)))), Outcome::Err(ErrorCode::InvalidHandle));
-    }
-
-    /// The cache of queue-ordered memory: a free keeps the block for its queue (no backend call:
-    /// an armed fault does not fire), the queue's next allocation of its size takes it (its
-    /// address then names the new allocation), another queue's does not; the queue's destroy
-    /// gives it back (a queue-ordered free: the fault fires there, its error changes nothing);
-    /// the driver out of memory gives the device's blocks back and tries once more.
-    #[test]
-    fn the_cache_keeps_a_freed_block_for_its_queue_only() {
-        let mut m: Model<64> = Model::new(ModelConfig { cache_bytes: 1 << 10, ..CFG });
-        let obj = |i| Ref::Obj(ObjId(i));
-        m.apply(Op::Init);
-        assert_eq!(m.apply(Op::QueueCreate(obj(1))), Outcome::Created(ObjId(3)));
-        assert_eq!(m.apply(Op::QueueCreate(obj(1))), Outcome::Created(ObjId(4)));
-        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(3), size: 256 }), Outcome::Created(ObjId(5)));
-        m.apply(fault(0, BackendOp::MemFreeOn, ErrorCode::BackendFailure, false));
-        assert_eq!(m.apply(Op::MemFreeOn { queue: obj(3), alloc: obj(5) }), Outcome::Ok);
-        assert!(m.fault_armed(), "a kept block makes no backend call");
-        assert_eq!((m.cached_blocks(), m.live(ObjectKind::Allocation)), (1, 0));
-        // Another queue's allocation of that size goes to the backend.
-        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(4), size: 256 }), Outcome::Created(ObjId(6)));
-        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(3), size: 256 }), Outcome::Created(ObjId(7)));
-        assert_eq!(m.cached_blocks(), 0);
-        assert!(m.address_reused(ObjId(5)) && !m.address_reused(ObjId(6)));
-        // Past the byte limit, a free goes to the backend (and the fault fires there).
-        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(3), size: 2048 }), Outcome::Created(ObjId(8)));
-        assert_eq!(m.apply(Op::MemFreeOn { queue: obj(3), alloc: obj(8) }), Outcome::Err(ErrorCode::BackendFailure));
-        assert_eq!(m.apply(Op::MemFreeOn { queue: obj(3), alloc: obj(7) }), Outcome::Ok);
-        m.apply(fault(0, BackendOp::MemFreeOn, ErrorCode::BackendFailure, false));
-        assert_eq!(m.apply(Op::QueueDestroy(obj(3))), Outcome::Ok);
-        assert!(!m.fault_armed() && m.cached_blocks() == 0, "the destroy gave the block back");
-        // Out of memory: the device's blocks go back, then the allocation succeeds.
-        assert_eq!(m.apply(Op::MemFreeOn { queue: obj(4), alloc: obj(6) }), Outcome::Ok);
-        m.apply(fault(0, BackendOp::MemAllocOn, ErrorCode::OutOfResources, false));
-        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(4), size: 64 }), Outcome::Created(ObjId(9)));
-        assert_eq!(m.cached_blocks(), 0);
-        m.apply(fault(0, BackendOp::MemAllocOn, ErrorCode::OutOfResources, false));
-        assert_eq!(m.apply(Op::MemAllocOn { queue: obj(4), size: 64 }), Outcome::Err(ErrorCode::OutOfResources));
-    }
-
-    #[test]
-    fn faults_fire_once_at_their_call() {
-        let mut m: Model<64> = Model::new(CFG);
-        m.apply(fault(0, BackendOp::Init, ErrorCode::DeviceLost, false));
-        // The platform is unavailable; init succeeds with it but without its devices.
-        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(0), count: 1 });
-        assert_eq!(
-            m.apply(Op::PlatformInfo(Ref::Obj(ObjId(0)))),
-            Outcome::PlatformInfo { devices: 0, available: false }
-        );
-        assert_eq!(m.refs(), 1);
-        m.apply(fault(0, BackendOp::Deinit, ErrorCode::BackendFailure, false));
-        assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 0, released_by_driver: 0 });
-        assert!(m.fault_armed(), "an unavailable platform is not deinitialised");
-        m.apply(fault(0, BackendOp::ProgramLoad, ErrorCode::BackendFailure, false));
-        assert!(matches!(m.apply(Op::Init), Outcome::Initialized { .. }));
-        m.apply(fault(0, BackendOp::MemFree, ErrorCode::BackendFailure, true));
-        assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 0, released_by_driver: 0 });
-        assert!(m.fault_armed());
-        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(4), count: 3 });
-        let d = Ref::Obj(ObjId(5));
-        assert!(matches!(m.apply(Op::MemAlloc { device: d, size: 8 }), Outcome::Created(_)));
-        assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 0, released_by_driver: 1 });
-    }
-
-    /// Three platforms: present with two devices, absent, present with one device. Lookups,
-    /// cross-platform rules, and a fault that fires only on its own platform's backend.
-    #[test]
-    fn several_platforms() {
-        const THREE: &[PlatformModel] = &[
-            PlatformModel { present: true, devices: 2 },
-            PlatformModel { present: false, devices: 4 },
-            PlatformModel { present: true, devices: 1 },
-        ];
-        let mut m: Model<64> = Model::new(ModelConfig { platforms: THREE, ..CFG });
-        // Objects: p0 = 0 (devices 1, 2), p1 = 3 (absent), p2 = 4 (device 5).
-        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(0), count: 6 });
-        assert_eq!(m.apply(Op::PlatformCount), Outcome::Count(3));
-        assert_eq!(m.apply(Op::PlatformAt(1)), Outcome::Existing(ObjId(3)));
-        assert_eq!(m.apply(Op::PlatformAt(3)), Outcome::Err(ErrorCode::InvalidValue));
-        assert_eq!(
-            m.apply(Op::PlatformInfo(Ref::Obj(ObjId(3)))),
-            Outcome::PlatformInfo { devices: 0, available: false }
-        );
-        assert_eq!(
-            m.apply(Op::PlatformInfo(Ref::Obj(ObjId(4)))),
-            Outcome::PlatformInfo { devices: 1, available: true }
-        );
-        assert_eq!(m.apply(Op::PlatformInfo(Ref::Obj(ObjId(5)))), Outcome::Err(ErrorCode::InvalidHandle));
-        assert_eq!(m.apply(Op::DeviceAt { platform: Ref::Obj(ObjId(0)), index: 1 }), Outcome::Existing(ObjId(2)));
-        assert_eq!(
-            m.apply(Op::DeviceAt { platform: Ref::Obj(ObjId(3)), index: 0 }),
-            Outcome::Err(ErrorCode::InvalidValue)
-        );
-        assert_eq!(m.apply(Op::DevicePlatform(Ref::Obj(ObjId(5)))), Outcome::Existing(ObjId(4)));
-        let Outcome::Created(a) = m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(1)), size: 64 }) else { panic!() };
-        let Outcome::Created(b) = m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(2)), size: 64 }) else { panic!() };
-        let Outcome::Created(c) = m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(5)), size: 64 }) else { panic!() };
-        let copy = |dst, src| Op::CopyDevice { dst: Ref::Obj(dst), src: Ref::Obj(src), len: 8 };
-        assert_eq!(m.apply(copy(a, c)), Outcome::Ok, "two GPU platforms: staged");
-        // c's platform (2) stages: its free failing fails the copy; so does the copy into a's (0).
-        m.apply(fault(2, BackendOp::MemFree, ErrorCode::BackendFailure, false));
-        assert_eq!(m.apply(copy(a, c)), Outcome::Err(ErrorCode::BackendFailure), "the staging memory's free failed");
-        assert!(!m.fault_armed());
-        m.apply(fault(0, BackendOp::Memcpy, ErrorCode::BackendFailure, false));
-        assert_eq!(m.apply(copy(a, c)), Outcome::Err(ErrorCode::BackendFailure), "the second half failed");
-        assert!(!m.fault_armed());
-        assert_eq!(m.apply(copy(a, b)), Outcome::Ok, "two devices of one platform: a peer copy");
-        // A fault armed on platform 2 does not fire on platform 0's backend.
-        m.apply(fault(2, BackendOp::MemAlloc, ErrorCode::OutOfResources, false));
-        assert!(matches!(m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(1)), size: 8 }), Outcome::Created(_)));
-        assert_eq!(
-            m.apply(Op::MemAlloc { device: Ref::Obj(ObjId(5)), size: 8 }),
-            Outcome::Err(ErrorCode::OutOfResources)
-        );
-        // Teardown: a deinit fault on the absent platform never fires; on platform 2 it does.
-        m.apply(fault(1, BackendOp::Deinit, ErrorCode::BackendFailure, false));
-        m.apply(fault(2, BackendOp::Deinit, ErrorCode::BackendFailure, false));
-        assert_eq!(m.apply(Op::Shutdown), Outcome::TornDown { failures: 1, released_by_driver: 0 });
-        assert!(m.fault_armed());
-    }
-
-    /// A reissued default queue is the same queue under a new handle, but no longer its device's
-    /// default: the next `default_queue` makes another (as `Runtime::queue_reissue` documents).
-    #[test]
-    fn a_reissued_default_queue_is_no_longer_the_default() {
-        let mut m: Model<64> = Model::new(CFG);
-        assert_eq!(m.apply(Op::Init), Outcome::Initialized { first: ObjId(0), count: 3 });
-        let d = Ref::Obj(ObjId(1));
-        assert_eq!(m.apply(Op::DefaultQueue(d)), Outcome::Created(ObjId(3)));
-        assert_eq!(m.apply(Op::DefaultQueue(d)), Outcome::Existing(ObjId(3)));
-        assert_eq!(m.apply(Op::QueueReissue(Ref::Obj(ObjId(3)))), Outcome::Created(ObjId(4)));
-        assert_eq!(m.apply(Op::QueueSynchronize(Ref::Obj(ObjId(3)))), Outcome::Err(ErrorCode::InvalidHandle));
-        assert_eq!(m.apply(Op::QueueSynchronize(Ref::Obj(ObjId(4)))), Outcome::Ok);
-        assert_eq!(m.apply(Op::DefaultQueue(d)), Outcome::Created(ObjId(5)));
-        assert_eq!(m.apply(Op::DefaultQueue(d)), Outcome::Existing(ObjId(5)));
-    }
-}
+mod tests;

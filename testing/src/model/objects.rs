@@ -547,61 +547,6 @@ impl<const N: usize> Model<N> {
 
 /// Program unloads: now, or once the device's captures end.
 impl<const N: usize> Model<N> {
-    /// Blocks the cache of queue-ordered memory keeps: the backend still holds them, and no
-    /// table names them.
-    pub fn cached_blocks(&self) -> usize {
-        self.cached.len()
-    }
-
-    /// Keeps a block of `size` freed on queue `q` in the cache when it fits (see
-    /// `ModelConfig::cache_bytes`); `freed` is the allocation it was.
-    fn cache_put(&mut self, q: ObjId, size: usize, freed: ObjId) -> bool {
-        let bytes: usize = self.cached.iter().map(|&(_, s, _)| s).sum();
-        let fits = size <= self.config.cache_bytes.saturating_sub(bytes)
-            && self.cached.iter().filter(|&&(c, ..)| c == q).count() < ordo_core::MAX_CACHED_PER_QUEUE;
-        fits && self.cached.push((q, size, freed)).is_ok()
-    }
-
-    /// Whether the cache handed the block of the freed allocation `id` to a later allocation
-    /// (its address then names that one, while it lives): a test that names freed allocations
-    /// by their addresses leaves such ones out.
-    pub fn address_reused(&self, id: ObjId) -> bool {
-        self.reused.contains(&id)
-    }
-
-    /// The cached blocks of the queues `which` selects go back to the backend, each a
-    /// queue-ordered free (an armed fault of that call fires; its error changes nothing).
-    fn give_back(&mut self, which: impl Fn(ObjId) -> bool) {
-        let mut i = 0;
-        while i < self.cached.len() {
-            let q = self.cached[i].0;
-            if which(q) {
-                self.cached.remove(i);
-                let _ = self.call_on(q, BackendOp::MemFreeOn);
-            } else {
-                i += 1;
-            }
-        }
-    }
-
-    /// `mem_alloc_on` on queue `q` after the backend ran out of memory: the device's cached
-    /// blocks go back, then the allocation is tried once more (`OutOfResources` when none was
-    /// cached, or when the second try fails as well).
-    fn alloc_on_after_trim(&mut self, q: ObjId, size: usize) -> Check<()> {
-        let device = self.info(q).device;
-        if !self.cached.iter().any(|&(c, ..)| self.info(c).device == device) {
-            return Err(ErrorCode::OutOfResources);
-        }
-        let on_device: heapless::Vec<ObjId, { ordo_core::MAX_CACHED_BLOCKS }> =
-            self.cached.iter().map(|&(c, ..)| c).filter(|&c| self.info(c).device == device).collect();
-        self.give_back(|c| on_device.contains(&c));
-        self.call_on(q, BackendOp::MemAllocOn)?;
-        if size > self.config.alloc_limit {
-            return Err(ErrorCode::OutOfResources);
-        }
-        Ok(())
-    }
-
     /// Programs that left the tables but whose backend unload waits for a capture to end: the
     /// backend still holds them.
     pub fn deferred_unloads(&self) -> usize {
