@@ -228,8 +228,14 @@ impl super::HostBackend {
     /// `InvalidArgument` when `kernel` needs the typed launch's extents and `args` has none
     /// (`HostKernel::extents_required`).
     pub(super) fn check_extents(&self, kernel: u64, args: &KernelArgs<'_>) -> crate::BackendResult<()> {
-        let k = self.host_kernel(kernel)?;
-        if k.extents_required && args.extents().is_none() {
+        self.host_kernel(kernel)?.check_extents(args)
+    }
+}
+
+impl HostKernel {
+    /// `InvalidArgument` when this kernel needs the typed launch's extents and `args` has none.
+    pub(super) fn check_extents(&self, args: &KernelArgs<'_>) -> crate::BackendResult<()> {
+        if self.extents_required && args.extents().is_none() {
             return Err(super::err(
                 ErrorCode::InvalidArgument,
                 "a typed host kernel's buffers need their lengths: launch it with ordo's typed launch",

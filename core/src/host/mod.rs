@@ -509,7 +509,7 @@ impl Backend for HostBackend {
             return Err(err(ErrorCode::InvalidValue, "more local memory than a host block has (48 KiB)"));
         }
         let host_kernel = self.host_kernel(kernel)?;
-        self.check_extents(kernel, args)?;
+        host_kernel.check_extents(args)?;
         let run = host_kernel.run;
         // The blocks' local memory: one block of it, from the device's memory, for the launch
         // (blocks run one after another, each with it zeroed first).
