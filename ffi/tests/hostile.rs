@@ -108,6 +108,10 @@ fn hostile_calls_are_refused_and_touch_nothing() {
             let live = mgpuMemAlloc(256, null_mut(), 0);
             let freed = mgpuMemAlloc(4096, null_mut(), 0);
             assert!(!live.is_null() && !freed.is_null());
+            // `live` holds a known pattern (read back below: no copy may change it, and no
+            // read of it is of memory nothing wrote).
+            let pattern = [5u8; 256];
+            mgpuMemcpy(live, pattern.as_ptr().cast_mut().cast(), 256, null_mut());
             mgpuMemFree(freed, null_mut());
             mgpuMemcpy(live, freed, 256, null_mut());
             mgpuMemcpy(freed, live, 256, null_mut());
@@ -116,6 +120,7 @@ fn hostile_calls_are_refused_and_touch_nothing() {
             mgpuStreamSynchronize(null_mut());
             mgpuMemcpy(back.as_mut_ptr().cast(), live, 256, null_mut());
             mgpuStreamSynchronize(null_mut());
+            assert_eq!(back, pattern, "the live allocation's bytes are untouched");
             assert!(rt.mem_info(DevicePtr(live as u64)).is_ok(), "the live allocation is untouched");
             mgpuMemFree(live, null_mut());
             println!("mgpu*: host unregister of device memory and copies with unknown sides refused");
