@@ -19,6 +19,7 @@ const CAPACITIES: &[(&str, &str, usize, &str)] = &[
         "live queue-ordered allocations of devices with memory pools (CUDA), beside MAX_ALLOCATIONS",
     ),
     ("MAX_GRAPHS", "ORDO_MAX_GRAPHS", 64, "live graphs"),
+    ("MAX_COMMUNICATORS", "ORDO_MAX_COMMUNICATORS", 64, "live communicators (one per rank of this process)"),
     (
         "MAX_CACHED_BLOCKS",
         "ORDO_MAX_CACHED_BLOCKS",

@@ -19,6 +19,7 @@ mod global;
 mod graph;
 mod image;
 mod memory;
+mod nccl;
 pub mod nvrtc;
 mod params;
 mod program;
@@ -41,6 +42,7 @@ pub const BUILTIN_PTX: &str = include_str!("builtin.ptx");
 pub struct CudaBackend {
     devices: device::Devices,
     kernels: program::KernelRegistry,
+    nccl: nccl::Nccl,
 }
 
 impl core::fmt::Debug for CudaBackend {
@@ -52,7 +54,7 @@ impl core::fmt::Debug for CudaBackend {
 impl CudaBackend {
     /// A CUDA backend (nothing is loaded until `init`).
     pub const fn new() -> Self {
-        Self { devices: device::Devices::new(), kernels: program::KernelRegistry::new() }
+        Self { devices: device::Devices::new(), kernels: program::KernelRegistry::new(), nccl: nccl::Nccl::new() }
     }
 
     /// Takes the detail of this thread's last failed CUDA program load (the JIT error log), or
@@ -98,6 +100,104 @@ impl CudaBackend {
     }
 }
 
+impl CudaBackend {
+    /// `queue_synchronize` on a device with communicators: polls the stream and their errors.
+    ///
+    /// # Safety
+    /// A live queue of the device, whose context is current.
+    unsafe fn synchronize_polling(&self, device: u32, q: u64) -> BackendResult<()> {
+        let mut spins = 0u32;
+        loop {
+            // SAFETY: forwarded contract.
+            if unsafe { queue::queue_query(q) }? {
+                return self.nccl.check_device(device);
+            }
+            if let Err(e) = self.nccl.check_device(device) {
+                // The aborted communicators' kernels end; what else the queue holds finishes.
+                // SAFETY: forwarded contract.
+                let _ = unsafe { queue::queue_synchronize(q) };
+                return Err(e);
+            }
+            spins += 1;
+            if spins < 2000 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+    }
+
+    /// Runs `f` with `device`'s context current (NCCL reads the current device).
+    fn with_device(&self, device: u32, f: &mut dyn FnMut() -> BackendResult<()>) -> BackendResult<()> {
+        let _program_context = self.devices.make_current(device)?;
+        f()
+    }
+}
+
+impl ordo_core::Collectives for CudaBackend {
+    fn library(&self) -> BackendResult<ordo_core::CollectiveLibrary> {
+        nccl::library()
+    }
+
+    unsafe fn comm_create_all(&self, devices: &[u32], out: &mut [u64]) -> BackendResult<()> {
+        nccl::library()?;
+        nccl::create_all(&self.nccl, devices, out, &|d, f| self.with_device(d, f))
+    }
+
+    fn unique_id(&self) -> BackendResult<ordo_core::UniqueId> {
+        nccl::unique_id()
+    }
+
+    unsafe fn comm_create_rank(
+        &self,
+        device: u32,
+        id: &ordo_core::UniqueId,
+        rank: u32,
+        size: u32,
+        timeout_ms: u32,
+    ) -> BackendResult<u64> {
+        nccl::library()?;
+        let _program_context = self.devices.make_current(device)?;
+        nccl::create_rank(&self.nccl, device, id, rank, size, timeout_ms)
+    }
+
+    unsafe fn collectives(&self, calls: &[ordo_core::CollectiveCall]) -> BackendResult<()> {
+        nccl::collectives(calls, &|d, f| self.with_device(d, f))
+    }
+
+    unsafe fn comm_async_error(&self, device: u32, _comm: u64) -> BackendResult<()> {
+        self.nccl.check_device(device)
+    }
+
+    unsafe fn comm_finalize(&self, comms: &[(u32, u64)]) {
+        nccl::finalize(comms, &|d, f| {
+            let _program_context = self.devices.make_current_for_release(d)?;
+            f()
+        })
+    }
+
+    unsafe fn comm_destroy(&self, device: u32, comm: u64) -> BackendResult<()> {
+        let current = self.devices.make_current_for_release(device);
+        // When the driver is gone, NCCL is not called (the record is freed, the communicator is
+        // the process's exit's to end).
+        match current {
+            // SAFETY: forwarded contract.
+            Ok(_program_context) => unsafe { nccl::destroy(&self.nccl, comm, false) },
+            Err(e) => {
+                // SAFETY: forwarded contract.
+                unsafe { nccl::forget_one(&self.nccl, comm) };
+                Err(e)
+            }
+        }
+    }
+
+    unsafe fn comm_abort(&self, device: u32, comm: u64) -> BackendResult<()> {
+        let _program_context = self.devices.make_current_for_release(device)?;
+        // SAFETY: forwarded contract.
+        unsafe { nccl::destroy(&self.nccl, comm, true) }
+    }
+}
+
 impl Default for CudaBackend {
     fn default() -> Self {
         Self::new()
@@ -125,6 +225,10 @@ impl Backend for CudaBackend {
         }
     }
 
+    fn collectives(&self) -> Option<&dyn ordo_core::Collectives> {
+        Some(self)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities::ASYNC_QUEUES
             | Capabilities::EVENT_TIMING
@@ -139,6 +243,7 @@ impl Backend for CudaBackend {
     unsafe fn deinit(&self) -> BackendResult<()> {
         self.kernels.clear();
         ctors::forget_all();
+        self.nccl.forget();
         self.devices.deinit();
         queue::forget_host_calls();
         Ok(())
@@ -147,6 +252,7 @@ impl Backend for CudaBackend {
     unsafe fn forget_after_fork(&self) {
         // The kernel registry's lock may be held by a thread of the parent: it is not touched
         // (a re-init in the child does not reach it: CUDA refuses to work in a forked child).
+        self.nccl.forget();
         self.devices.forget();
     }
 
@@ -326,6 +432,12 @@ impl Backend for CudaBackend {
 
     unsafe fn queue_synchronize(&self, device: u32, q: u64) -> BackendResult<()> {
         let _program_context = self.devices.make_current_for_release(device)?;
+        if self.nccl.any_on(device) {
+            // A collective whose peer is gone never ends: the stream is polled, and a
+            // communicator's error aborts it (its kernels end) and is returned.
+            // SAFETY: forwarded contract (live objects of this device, now current).
+            return unsafe { self.synchronize_polling(device, q) };
+        }
         // SAFETY: forwarded contract (live objects of this device, now current).
         unsafe { queue::queue_synchronize(q) }
     }

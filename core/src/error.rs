@@ -53,11 +53,13 @@ pub enum ErrorCode {
     /// a thread waits for host queues), an event's elapsed time before its record ran (host
     /// device), or a backend is already initialised by another runtime.
     Busy = 19,
+    /// A wait ran out of time (a communicator's peer that never joined).
+    Timeout = 20,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         Self::Success,
         Self::Unknown,
         Self::InvalidArgument,
@@ -78,6 +80,7 @@ impl ErrorCode {
         Self::NotPresent,
         Self::Internal,
         Self::Busy,
+        Self::Timeout,
     ];
 
     /// A short, static description of the code, NUL-terminated (what `ordo_status_string`
@@ -104,6 +107,7 @@ impl ErrorCode {
             Self::NotPresent => c"not present",
             Self::Internal => c"internal error",
             Self::Busy => c"busy",
+            Self::Timeout => c"timed out",
         }
     }
 

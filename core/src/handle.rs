@@ -31,11 +31,13 @@ pub enum ObjectKind {
     Allocation = 7,
     /// A graph: work captured from a queue, launched as one submission.
     Graph = 8,
+    /// A communicator: one rank of a group of devices that run collectives together.
+    Communicator = 9,
 }
 
 impl ObjectKind {
     /// Every kind, in tag order.
-    pub const ALL: [ObjectKind; 8] = [
+    pub const ALL: [ObjectKind; 9] = [
         Self::Platform,
         Self::Device,
         Self::Queue,
@@ -44,6 +46,7 @@ impl ObjectKind {
         Self::Kernel,
         Self::Allocation,
         Self::Graph,
+        Self::Communicator,
     ];
 
     /// The kind's lower-case name.
@@ -57,6 +60,7 @@ impl ObjectKind {
             Self::Kernel => "kernel",
             Self::Allocation => "allocation",
             Self::Graph => "graph",
+            Self::Communicator => "communicator",
         }
     }
 
@@ -70,6 +74,7 @@ impl ObjectKind {
             6 => Some(Self::Kernel),
             7 => Some(Self::Allocation),
             8 => Some(Self::Graph),
+            9 => Some(Self::Communicator),
             _ => None,
         }
     }
@@ -268,6 +273,13 @@ typed_handle!(
     /// a queue of its device as one submission.
     Graph,
     ObjectKind::Graph
+);
+
+typed_handle!(
+    /// Names a communicator: one rank of a group of devices that run collectives together
+    /// (`Runtime::comm_create_all`, `Runtime::comm_create_rank`).
+    Communicator,
+    ObjectKind::Communicator
 );
 
 typed_handle!(

@@ -56,15 +56,16 @@ mod table;
 pub mod trace;
 
 pub use backend::{
-    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CopyKind, DeviceInfo, FastLaunch, FillValue, HostFn,
-    InfoValue, KernelArgs, LaunchDims, LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, PeerAccess,
-    TensorMap, TensorMapTiled, c_layout, text_prefix,
+    Backend, BackendKind, BackendOp, BackendResult, Capabilities, CollectiveCall, CollectiveKind, CollectiveLibrary,
+    Collectives, CopyKind, DataType, DeviceInfo, FastLaunch, FillValue, HostFn, InfoValue, KernelArgs, LaunchDims,
+    LaunchLimits, MAX_KERNEL_PARAMS, MemKind, ParamLayout, ParamSlot, PeerAccess, ReduceOp, TensorMap, TensorMapTiled,
+    UniqueId, c_layout, text_prefix,
 };
 pub use error::{BackendError, Error, ErrorCode, ErrorDetail, Result};
 pub use guard::InitGuard;
 pub use handle::{
-    Allocation, Device, DevicePtr, Event, Global, Graph, Kernel, MAX_GENERATION, MAX_RUNTIME_ID, ObjectKind, Platform,
-    Program, Queue, RawHandle, RuntimeId,
+    Allocation, Communicator, Device, DevicePtr, Event, Global, Graph, Kernel, MAX_GENERATION, MAX_RUNTIME_ID,
+    ObjectKind, Platform, Program, Queue, RawHandle, RuntimeId,
 };
 pub use lifecycle::{MAX_REFS, Phase, State};
 pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, TeardownStep, TeardownSummary};
@@ -72,8 +73,8 @@ pub use report::{StepOutcome, TeardownEvent, TeardownFailure, TeardownReport, Te
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use runtime::OwnedRuntime;
 pub use runtime::{
-    CacheStats, DEFAULT_CACHE_BYTES, LiveObjects, MAX_CACHED_BLOCKS, MAX_CACHED_PER_QUEUE, PIN_MIN_BYTES, PlatformInfo,
-    Runtime, RuntimeState, STAGE_CHUNK_BYTES, Shutdown,
+    CacheStats, Collective, DEFAULT_CACHE_BYTES, LiveObjects, MAX_CACHED_BLOCKS, MAX_CACHED_PER_QUEUE, MAX_GROUP_CALLS,
+    PIN_MIN_BYTES, PlatformInfo, Runtime, RuntimeState, STAGE_CHUNK_BYTES, Shutdown,
 };
 #[doc(hidden)]
 pub use sync::cold_path;

@@ -27,6 +27,9 @@ pub enum TeardownStep {
     DeinitBackend = 6,
     /// 2b. Destroy a graph (after the device's events, before its queues).
     DestroyGraph = 7,
+    /// 2c. Destroy a communicator (after the device's graphs, before its queues; finalized
+    /// with a bounded wait after step 1, aborted when that fails).
+    DestroyCommunicator = 8,
 }
 
 impl TeardownStep {
@@ -40,6 +43,7 @@ impl TeardownStep {
             Self::ReleaseDevice => ObjectKind::Device,
             Self::DeinitBackend => ObjectKind::Platform,
             Self::DestroyGraph => ObjectKind::Graph,
+            Self::DestroyCommunicator => ObjectKind::Communicator,
         }
     }
 
@@ -54,6 +58,7 @@ impl TeardownStep {
             Self::ReleaseDevice => "release device",
             Self::DeinitBackend => "deinit backend",
             Self::DestroyGraph => "destroy graph",
+            Self::DestroyCommunicator => "destroy communicator",
         }
     }
 }
@@ -130,7 +135,7 @@ pub struct TeardownReport {
     /// Objects released per kind (indexed by `ObjectKind as usize - 1`), including failed
     /// releases: each object is released exactly once either way. Kernels are counted when
     /// their program is unloaded. Queue synchronisations are not counted here.
-    pub released: [u32; 8],
+    pub released: [u32; 9],
     /// Steps whose object the driver had already released.
     pub released_by_driver: u32,
 }
@@ -157,7 +162,7 @@ impl TeardownSummary {
 impl TeardownReport {
     /// A report of nothing (what `Default` gives, usable in a `const`).
     pub const EMPTY: Self =
-        Self { sequence: 0, failures: heapless::Vec::new(), overflow: 0, released: [0; 8], released_by_driver: 0 };
+        Self { sequence: 0, failures: heapless::Vec::new(), overflow: 0, released: [0; 9], released_by_driver: 0 };
 
     /// The report's gist.
     pub fn summary(&self) -> TeardownSummary {

@@ -31,7 +31,7 @@ extern "C" fn check_after_ordo() {
     let bad = if status == ORDO_SUCCESS {
         // SAFETY: written by the successful call above.
         let r = unsafe { report.assume_init() };
-        let want = [2, 1 + CUDA_DEVICES.load(Ordering::Relaxed), 1, 1, 1, 2, 3, 0];
+        let want = [2, 1 + CUDA_DEVICES.load(Ordering::Relaxed), 1, 1, 1, 2, 3, 0, 0];
         let line = format!(
             "atexit hook (Rust): sequence={} failures={} released_by_driver={} released={:?}\n",
             r.sequence, r.failure_count, r.released_by_driver, r.released

@@ -110,8 +110,9 @@ typedef struct ordo_teardown_report_t {
   uint32_t failure_count;
   // Failures that did not fit.
   uint32_t overflow;
-  // Objects released per kind: platform, device, queue, event, program, kernel, allocation, graph.
-  uint32_t released[8];
+  // Objects released per kind: platform, device, queue, event, program, kernel, allocation, graph,
+  // communicator.
+  uint32_t released[9];
   // Steps whose object the driver had already released (e.g. at process exit).
   uint32_t released_by_driver;
   // The failures, in order.
@@ -316,6 +317,9 @@ typedef struct ordo_cache_stats_t {
 // the at-exit shutdown when calls in flight do not return in time), an event's elapsed time
 // before its record ran (host device), or a backend is already initialised by another runtime.
 #define ORDO_ERROR_BUSY 19
+
+// A wait ran out of time (a communicator's peer that never joined `ordo_comm_create_rank`).
+#define ORDO_ERROR_TIMEOUT 20
 
 // Device memory.
 #define ORDO_MEM_DEVICE 0

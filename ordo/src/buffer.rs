@@ -234,6 +234,11 @@ impl<'r, T: DeviceCopy> DeviceBuffer<'r, T> {
         DevicePtr(self.addr)
     }
 
+    /// The allocation's identity (the buffer still owns it).
+    pub(crate) fn allocation(&self) -> Allocation {
+        self.allocation
+    }
+
     /// Gives the allocation to the runtime instead of freeing it on drop: it is then released by
     /// `Runtime::mem_release` (or `ordo_mem_release` in C), or by the runtime's final shutdown in
     /// teardown order. For handing memory to code that uses the raw API or the C ABI.

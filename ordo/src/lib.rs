@@ -43,6 +43,7 @@
 
 mod buffer;
 pub mod builtin;
+mod collective;
 mod context;
 mod default;
 mod error;
@@ -57,6 +58,7 @@ mod slice;
 pub mod trace;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
+pub use collective::{CollectiveElement, CollectiveGroup, CollectiveLibrary, Communicator, ReduceOp, UniqueId};
 pub use context::{Context, Device};
 pub use default::{builtin_program_image, host_program_registry, provide_host_arena, register_host_program, runtime};
 pub use error::{Error, Result};
@@ -114,9 +116,10 @@ pub use ordo_core::{BackendKind, CacheStats, DeviceInfo, ErrorCode, InfoValue, L
 /// ```
 pub mod raw {
     pub use ordo_core::{
-        Allocation, Backend, BackendError, BackendOp, CopyKind, Device, DevicePtr, Error, Event, FillValue, Global,
-        Graph, Kernel, KernelArgs, MemKind, ObjectKind, PIN_MIN_BYTES, ParamLayout, ParamSlot, Platform, Program,
-        Queue, RawHandle, Runtime, RuntimeId, STAGE_CHUNK_BYTES, Shutdown, StepOutcome, TeardownEvent, TeardownReport,
+        Allocation, Backend, BackendError, BackendOp, Collective, CollectiveCall, CollectiveKind, Collectives,
+        Communicator, CopyKind, DataType, Device, DevicePtr, Error, Event, FillValue, Global, Graph, Kernel,
+        KernelArgs, MemKind, ObjectKind, PIN_MIN_BYTES, ParamLayout, ParamSlot, Platform, Program, Queue, RawHandle,
+        ReduceOp, Runtime, RuntimeId, STAGE_CHUNK_BYTES, Shutdown, StepOutcome, TeardownEvent, TeardownReport,
         TeardownStep, TeardownSummary, capacity,
     };
 }

@@ -27,11 +27,11 @@ static void check_after_ordo(void) {
   uint32_t phase, refs;
   OK(ordo_get_state(&phase, &refs));
   OK(ordo_last_teardown_report(&r));
-  /* platform, device, queue, event, program, kernel, allocation, graph */
-  uint32_t want[8] = {2, 1 + cuda_devices, 1, 1, 1, 2, 3, 0};
-  printf("atexit hook (C): phase=%u sequence=%llu failures=%u released_by_driver=%u released=[%u %u %u %u %u %u %u %u]\n",
+  /* platform, device, queue, event, program, kernel, allocation, graph, communicator */
+  uint32_t want[9] = {2, 1 + cuda_devices, 1, 1, 1, 2, 3, 0, 0};
+  printf("atexit hook (C): phase=%u sequence=%llu failures=%u released_by_driver=%u released=[%u %u %u %u %u %u %u %u %u]\n",
          phase, (unsigned long long)r.sequence, r.failure_count, r.released_by_driver, r.released[0], r.released[1],
-         r.released[2], r.released[3], r.released[4], r.released[5], r.released[6], r.released[7]);
+         r.released[2], r.released[3], r.released[4], r.released[5], r.released[6], r.released[7], r.released[8]);
   fflush(stdout);
   int bad = phase != 0 || r.sequence != 1 || r.failure_count != 0 || r.overflow != 0 || r.released_by_driver != 0 ||
             memcmp(r.released, want, sizeof want) != 0;

@@ -102,7 +102,7 @@ fn final_shutdown_tears_down_everything_and_reinit_is_fresh() {
     let report = rt.last_teardown_report().unwrap();
     assert!(report.is_clean(), "{report}");
     // Kernels are counted when their program is unloaded.
-    assert_eq!(report.released, [1, 2, 1, 1, 1, 1, 1, 0]);
+    assert_eq!(report.released, [1, 2, 1, 1, 1, 1, 1, 0, 0]);
     assert_eq!(b.live_total(), 0);
     assert!(!b.is_up());
     assert_eq!(b.double_releases(), 0);

@@ -15,10 +15,12 @@
 //! The values that cross the trait live in `types.rs` and, a launch's, in `launch.rs`; this file
 //! holds the trait and the names of its methods (`BackendOp`).
 
+mod collective;
 mod launch;
 mod op;
 mod types;
 
+pub use collective::*;
 pub use launch::*;
 pub use op::BackendOp;
 pub use types::*;
@@ -559,5 +561,10 @@ pub trait Backend: Sync {
     unsafe fn queue_host_function(&self, device: u32, queue: u64, f: HostFn, data: *mut c_void) -> BackendResult<()> {
         let _ = (device, queue, f, data);
         Err(BackendError::new(ErrorCode::Unsupported, 0, "this backend cannot run host functions on a queue"))
+    }
+    /// The backend's collective library (CUDA: NCCL), when it has one; without one (default:
+    /// `None`) the runtime's reference engine runs its communicators' collectives.
+    fn collectives(&self) -> Option<&dyn Collectives> {
+        None
     }
 }

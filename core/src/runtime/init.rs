@@ -318,6 +318,7 @@ impl Runtime {
         t.ordered.forget_all();
         t.cache.forget_all();
         t.graphs.forget_all();
+        t.comms.forget_all();
         t.pinned.get_mut().clear();
         t.devices.forget_all();
         t.platforms.forget_all();

@@ -9,6 +9,7 @@
 //! module of the crate but `host`.
 
 mod cache;
+mod comm;
 mod info;
 mod init;
 mod launch;
@@ -19,6 +20,7 @@ mod ordered_tests;
 mod peer;
 mod program;
 mod queue;
+mod reference;
 mod teardown;
 mod timed;
 
@@ -39,7 +41,9 @@ use core::cell::UnsafeCell;
 use crate::alloc_table::{AllocTable, OrderedAllocs};
 use crate::backend::{Backend, LaunchLimits};
 use crate::capacity::{MAX_ALLOCATIONS, MAX_ORDERED_ALLOCATIONS};
-use crate::capacity::{MAX_DEVICES, MAX_EVENTS, MAX_GRAPHS, MAX_KERNELS, MAX_PLATFORMS, MAX_PROGRAMS, MAX_QUEUES};
+use crate::capacity::{
+    MAX_COMMUNICATORS, MAX_DEVICES, MAX_EVENTS, MAX_GRAPHS, MAX_KERNELS, MAX_PLATFORMS, MAX_PROGRAMS, MAX_QUEUES,
+};
 use crate::error::{BackendError, ErrorCode, Result, fail};
 use crate::handle::{ObjectKind, RuntimeId};
 use crate::lifecycle::{Gate, InitStep, ShutdownStep, State};
@@ -48,6 +52,7 @@ use crate::report::{TeardownEvent, TeardownReport, TeardownSummary};
 use crate::table::{Align32, Align64, Table};
 
 pub use cache::{CacheStats, DEFAULT_CACHE_BYTES, MAX_CACHED_BLOCKS, MAX_CACHED_PER_QUEUE};
+pub use comm::{Collective, MAX_GROUP_CALLS};
 pub use info::PlatformInfo;
 pub use peer::{PIN_MIN_BYTES, STAGE_CHUNK_BYTES};
 
@@ -63,6 +68,7 @@ const _: () = assert!(
         && MAX_QUEUES < crate::handle::MAX_SLOTS
         && MAX_DEVICES < crate::handle::MAX_SLOTS
         && MAX_GRAPHS < crate::handle::MAX_SLOTS
+        && MAX_COMMUNICATORS < crate::handle::MAX_SLOTS
         // The queue-ordered allocations' handles name their slots after the main table's.
         && MAX_ALLOCATIONS + MAX_ORDERED_ALLOCATIONS < crate::handle::MAX_SLOTS,
     "ORDO_MAX_ALLOCATIONS + ORDO_MAX_ORDERED_ALLOCATIONS must stay below 65,536"
@@ -234,6 +240,9 @@ pub(crate) struct Tables {
     /// calls (`DeviceEntry::ordered_shared`): changed under its own lock in shared calls.
     pub ordered: Ordered,
     pub graphs: Table<GraphEntry, MAX_GRAPHS, { ObjectKind::Graph as u8 }>,
+    pub comms: Table<comm::CommEntry, MAX_COMMUNICATORS, { ObjectKind::Communicator as u8 }>,
+    /// The last clique number `comm_create_all` gave (communicators created together share one).
+    pub next_clique: u32,
     /// Host-device allocations the runtime page-locked for a GPU's copies between platforms
     /// (`peer.rs`); changed under its lock in shared calls, emptied by exclusive ones.
     pub pinned: crate::sync::SpinLock<heapless::Vec<peer::Pinned, { peer::MAX_PINNED }>>,
@@ -284,6 +293,7 @@ impl Tables {
         self.allocations.slots.set_owner(id);
         self.ordered.lock().slots.set_owner(id);
         self.graphs.set_owner(id);
+        self.comms.set_owner(id);
     }
 
     crate::sync::const_fn_unless_loom! {
@@ -298,6 +308,8 @@ impl Tables {
                 allocations: AllocTable::new(),
                 ordered: OrderedAllocs::new(),
                 graphs: Table::new(),
+                comms: Table::new(),
+                next_clique: 0,
                 pinned: crate::sync::SpinLock::new(heapless::Vec::new()),
                 capture_uses: crate::sync::SpinLock::new(heapless::Vec::new()),
                 deferred_unloads: heapless::Vec::new(),
@@ -326,6 +338,8 @@ pub struct LiveObjects {
     pub allocations: usize,
     /// Graphs.
     pub graphs: usize,
+    /// Communicators.
+    pub communicators: usize,
 }
 
 /// What `shutdown` did. Small and `Copy`, so the ordinary `?` path moves a few words; the full
@@ -523,6 +537,7 @@ impl Runtime {
                     t.ordered.lock().slots.age_free_slots(generation);
                 }
                 ObjectKind::Graph => t.graphs.age_free_slots(generation),
+                ObjectKind::Communicator => t.comms.age_free_slots(generation),
             }
             Ok(())
         })
@@ -548,6 +563,7 @@ impl Runtime {
                     kernels: t.kernels.len(),
                     allocations: t.allocations.slots.len() + t.ordered.lock().slots.len(),
                     graphs: t.graphs.len(),
+                    communicators: t.comms.len(),
                 })
             })
         })

@@ -6,7 +6,7 @@
 //!    then the host-device memory the runtime page-locked for copies between platforms is
 //!    unregistered;
 //! 2. then for each platform in reverse registration order, for each of its devices in reverse
-//!    order: destroy events, graphs, queues, programs (their kernels die with them) and memory
+//!    order: destroy events, graphs, communicators, queues, programs (their kernels die with them) and memory
 //!    (queue-ordered memory too), each newest first; release the device;
 //! 3. then deinit each present backend, in reverse registration order.
 //!
@@ -88,6 +88,7 @@ fn trace_name(step: TeardownStep) -> &'static str {
         TeardownStep::ReleaseDevice => "teardown: release device\0",
         TeardownStep::DeinitBackend => "teardown: deinit backend\0",
         TeardownStep::DestroyGraph => "teardown: destroy graph\0",
+        TeardownStep::DestroyCommunicator => "teardown: destroy communicator\0",
     }
 }
 
@@ -144,6 +145,25 @@ pub(super) fn tear_down(
         });
     }
 
+    // 1c. Communicators of a collective library are finalized together, per backend, with the
+    // backend's bounded wait (their queues are idle): one rank's finalize may wait for its
+    // peers', so none is destroyed before all have begun. Those that fail are aborted below.
+    for b in backends {
+        let Some(lib) = b.collectives() else { continue };
+        let mut list: heapless::Vec<(u32, u64), { crate::capacity::MAX_COMMUNICATORS }> = heapless::Vec::new();
+        for c in t.comms.iter_oldest_first() {
+            let c = t.comms.at(c);
+            let d = t.devices.at(c.device);
+            if c.native && core::ptr::addr_eq(d.driver, *b) {
+                let _ = list.push((d.ordinal, c.raw));
+            }
+        }
+        if !list.is_empty() {
+            // SAFETY: live communicators of this backend's devices; their queues are idle.
+            let _ = reentry::contain(|| unsafe { lib.comm_finalize(&list) });
+        }
+    }
+
     // 2. and 3. Per platform, newest first: its devices' objects, then the backend itself.
     let mut platform = t.platforms.newest();
     while let Some(p) = platform {
@@ -193,6 +213,22 @@ fn tear_down_device(backend: &dyn Backend, t: &mut Tables, device: u32, walk: &m
             let raw = t.graphs.remove_at(g).raw;
             // SAFETY: as for events.
             walk.step(TeardownStep::DestroyGraph, handle, 0, || unsafe { backend.graph_destroy(ordinal, raw) });
+        }
+    }
+
+    // Communicators, newest first (after the graphs that may hold their collectives, before the
+    // queues their work ran on); the reference engine's have nothing to release.
+    let mut cur = t.comms.newest();
+    while let Some(c) = cur {
+        cur = t.comms.older(c);
+        if t.comms.at(c).device == device {
+            let handle = t.comms.handle_at(c);
+            let entry = t.comms.remove_at(c);
+            walk.step(TeardownStep::DestroyCommunicator, handle, 0, || match backend.collectives() {
+                // SAFETY: as for events.
+                Some(lib) if entry.native => unsafe { lib.comm_destroy(ordinal, entry.raw) },
+                _ => Ok(()),
+            });
         }
     }
 

@@ -28,6 +28,7 @@ const _: () = {
     assert!(ORDO_ERROR_NOT_PRESENT == ErrorCode::NotPresent as i32);
     assert!(ORDO_ERROR_INTERNAL == ErrorCode::Internal as i32);
     assert!(ORDO_ERROR_BUSY == ErrorCode::Busy as i32);
+    assert!(ORDO_ERROR_TIMEOUT == ErrorCode::Timeout as i32);
 };
 
 /// The call succeeded.
@@ -74,6 +75,8 @@ pub const ORDO_ERROR_INTERNAL: ordo_status_t = 18;
 /// the at-exit shutdown when calls in flight do not return in time), an event's elapsed time
 /// before its record ran (host device), or a backend is already initialised by another runtime.
 pub const ORDO_ERROR_BUSY: ordo_status_t = 19;
+/// A wait ran out of time (a communicator's peer that never joined `ordo_comm_create_rank`).
+pub const ORDO_ERROR_TIMEOUT: ordo_status_t = 20;
 
 // Handles are distinct one-field structs so that C compilers reject mixing kinds; the runtime
 // rejects casts and forgeries. (Written out, not macro-generated: cbindgen reads the source.)
@@ -360,8 +363,9 @@ pub struct ordo_teardown_report_t {
     pub failure_count: u32,
     /// Failures that did not fit.
     pub overflow: u32,
-    /// Objects released per kind: platform, device, queue, event, program, kernel, allocation, graph.
-    pub released: [u32; 8],
+    /// Objects released per kind: platform, device, queue, event, program, kernel, allocation, graph,
+    /// communicator.
+    pub released: [u32; 9],
     /// Steps whose object the driver had already released (e.g. at process exit).
     pub released_by_driver: u32,
     /// The failures, in order.

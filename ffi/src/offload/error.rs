@@ -62,7 +62,9 @@ pub(super) fn code_of(e: &Error, arg: Arg) -> ol_errc_t {
         ErrorCode::InvalidBinary => OL_ERRC_INVALID_BINARY,
         ErrorCode::Unsupported | ErrorCode::NotPresent => OL_ERRC_UNSUPPORTED,
         ErrorCode::Uninitialized => OL_ERRC_UNINITIALIZED,
-        ErrorCode::BackendFailure | ErrorCode::DeviceLost | ErrorCode::TeardownFailed => OL_ERRC_BACKEND_FAILURE,
+        ErrorCode::BackendFailure | ErrorCode::DeviceLost | ErrorCode::TeardownFailed | ErrorCode::Timeout => {
+            OL_ERRC_BACKEND_FAILURE
+        }
         ErrorCode::Unknown | ErrorCode::Internal => OL_ERRC_UNKNOWN,
     }
 }
