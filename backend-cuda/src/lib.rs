@@ -106,30 +106,47 @@ impl CudaBackend {
     /// # Safety
     /// A live queue of the device, whose context is current.
     unsafe fn synchronize_polling(&self, device: u32, q: u64) -> BackendResult<()> {
-        let mut spins = 0u32;
+        // As the driver's default synchronisation on a host with more cores than GPUs: the
+        // thread spins (yielding), so the collective's end is seen at once; the communicators'
+        // errors are read every 1,024 polls (well under a millisecond).
+        let mut polls = 0u32;
+        let deadline = std::time::Instant::now() + nccl::timeout();
         loop {
             // SAFETY: forwarded contract.
             if unsafe { queue::queue_query(q) }? {
-                return self.nccl.check_device(device);
+                // Its work ended: a collective among it completed (one whose peer failed does
+                // not end until the error aborts it, below).
+                return Ok(());
             }
-            if let Err(e) = self.nccl.check_device(device) {
-                // The aborted communicators' kernels end; what else the queue holds finishes.
-                // SAFETY: forwarded contract.
-                let _ = unsafe { queue::queue_synchronize(q) };
-                return Err(e);
+            polls = polls.wrapping_add(1);
+            if polls % 1024 == 0 {
+                let checked = self.nccl.check_device(device).and_then(|()| {
+                    if std::time::Instant::now() < deadline {
+                        return Ok(());
+                    }
+                    let e = ordo_core::BackendError::new(
+                        ordo_core::ErrorCode::Timeout,
+                        0,
+                        "NCCL: the queue's work did not end within ORDO_NCCL_TIMEOUT_MS; the device's communicators were aborted",
+                    );
+                    self.nccl.abort_device(device, e);
+                    Err(e)
+                });
+                if let Err(e) = checked {
+                    // The aborted communicators' kernels end; what else the queue holds finishes.
+                    // SAFETY: forwarded contract.
+                    let _ = unsafe { queue::queue_synchronize(q) };
+                    return Err(e);
+                }
             }
-            spins += 1;
-            if spins < 2000 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(std::time::Duration::from_micros(50));
-            }
+            std::thread::yield_now();
         }
     }
 
-    /// Runs `f` with `device`'s context current (NCCL reads the current device).
+    /// Runs `f` with `device`'s context current (NCCL reads the current device); as a launch,
+    /// no driver call when the thread's record says the context is current already.
     fn with_device(&self, device: u32, f: &mut dyn FnMut() -> BackendResult<()>) -> BackendResult<()> {
-        let _program_context = self.devices.make_current(device)?;
+        let _program_context = self.devices.make_current_cached(device)?;
         f()
     }
 }
@@ -163,6 +180,10 @@ impl ordo_core::Collectives for CudaBackend {
 
     unsafe fn collectives(&self, calls: &[ordo_core::CollectiveCall]) -> BackendResult<()> {
         nccl::collectives(calls, &|d, f| self.with_device(d, f))
+    }
+
+    unsafe fn comm_native(&self, _device: u32, comm: u64) -> u64 {
+        nccl::native(comm)
     }
 
     unsafe fn comm_async_error(&self, device: u32, _comm: u64) -> BackendResult<()> {

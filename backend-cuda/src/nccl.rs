@@ -8,7 +8,8 @@
 //! missing peer is a `Timeout`, not a hang. A communicator value is a pointer to `Comm`. A queue
 //! synchronise on a device with communicators polls the stream and the communicators' errors:
 //! a communicator that reports one (a peer gone) is aborted, which ends its kernels, and the
-//! synchronise returns the error.
+//! synchronise returns the error; one that waits longer than the bound aborts the device's
+//! communicators and returns `Timeout` (a peer that died without a word ends nothing).
 
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -91,6 +92,22 @@ impl Nccl {
         }
     }
 
+    /// Aborts every communicator of `device` with `error` (a synchronise that waited past the
+    /// bound: a peer that never answers ends no kernel and sets no error).
+    pub(crate) fn abort_device(&self, device: u32, error: BackendError) {
+        let comms = self.comms.lock().unwrap_or_else(|e| e.into_inner());
+        for &c in comms.iter() {
+            // SAFETY: a live record, as in `check_device`.
+            let comm = unsafe { &*(c as *const Comm) };
+            if comm.device == device && comm.state.load(Ordering::Acquire) != ABORTED {
+                // SAFETY: a live communicator; its destroy sees `ABORTED` and calls nothing.
+                unsafe { sys::ncclCommAbort(comm.raw) };
+                fail(comm, error);
+                comm.state.store(ABORTED, Ordering::Release);
+            }
+        }
+    }
+
     /// The first asynchronous error of `device`'s communicators, which are aborted (so that
     /// the kernels waiting for their peers end); `Ok` when none has one.
     pub(crate) fn check_device(&self, device: u32) -> BackendResult<()> {
@@ -144,7 +161,7 @@ pub(crate) fn library() -> BackendResult<CollectiveLibrary> {
 }
 
 /// The bound of waits a peer may never end.
-fn timeout() -> Duration {
+pub(crate) fn timeout() -> Duration {
     static MS: OnceLock<u64> = OnceLock::new();
     let ms = *MS.get_or_init(|| {
         std::env::var("ORDO_NCCL_TIMEOUT_MS")
@@ -197,8 +214,7 @@ fn async_error(comm: ncclComm_t) -> BackendResult<()> {
     poll(comm).map(|_| ())
 }
 
-/// Waits until no communicator of `comms` is in progress, or `deadline` (`Timeout`; `None`: no
-/// bound). The first error is returned; each one's outcome is in `outcomes`.
+/// Waits until no communicator of `comms` is in progress, or `deadline` (`Timeout`). The first error is returned; each one's outcome is in `outcomes`.
 fn wait_all(comms: &[ncclComm_t], deadline: Option<Instant>, outcomes: &mut [BackendResult<()>]) {
     let mut pending: Vec<usize> = (0..comms.len()).collect();
     let mut spins = 0u32;
@@ -259,6 +275,11 @@ fn record(nccl: &Nccl, raw: ncclComm_t, device: u32) -> u64 {
 fn comm_of(value: u64) -> &'static Comm {
     // SAFETY: the runtime passes only live values `record` made (the trait's contract).
     unsafe { &*(value as usize as *const Comm) }
+}
+
+/// The `ncclComm_t` of a live value.
+pub(crate) fn native(value: u64) -> u64 {
+    comm_of(value).raw as u64
 }
 
 fn unique(id: &UniqueId) -> sys::ncclUniqueId {
@@ -354,33 +375,44 @@ pub(crate) fn create_rank(
     Ok(record(nccl, raw, device))
 }
 
-/// Enqueues the calls in one group; `in_device` as for `create_all`.
+/// Enqueues the calls, in one group when there are several; `in_device` as for `create_all`.
 pub(crate) fn collectives(calls: &[CollectiveCall], in_device: InDevice<'_>) -> BackendResult<()> {
-    // SAFETY: NCCL calls with the runtime's checked values; the group is ended on every path.
-    check("ncclGroupStart", unsafe { sys::ncclGroupStart() })?;
-    let mut enqueued = Ok(());
-    for c in calls {
-        let r = in_device(c.device, &mut || enqueue(c));
-        if let Err(e) = r {
-            enqueued = Err(e);
-            break;
+    let mut done = true;
+    if let [c] = calls {
+        // One part (one rank of this process): no group, as a program would call it.
+        in_device(c.device, &mut || {
+            done = enqueue(c)?;
+            Ok(())
+        })?;
+    } else {
+        // SAFETY: NCCL calls with the runtime's checked values; the group is ended on every path.
+        check("ncclGroupStart", unsafe { sys::ncclGroupStart() })?;
+        let mut enqueued = Ok(());
+        for c in calls {
+            let r = in_device(c.device, &mut || enqueue(c).map(|_| ()));
+            if let Err(e) = r {
+                enqueued = Err(e);
+                break;
+            }
         }
+        // SAFETY: ends the group started above.
+        let ended = check("ncclGroupEnd", unsafe { sys::ncclGroupEnd() });
+        enqueued?;
+        done = ended?;
     }
-    // SAFETY: ends the group started above.
-    let ended = check("ncclGroupEnd", unsafe { sys::ncclGroupEnd() });
-    enqueued?;
-    if !ended? {
+    if !done {
         // Non-blocking communicators: the enqueue completes asynchronously; wait for it
         // (it waits for no peer: the collective itself runs on the streams).
         let comms: Vec<ncclComm_t> = calls.iter().map(|c| comm_of(c.comm).raw).collect();
         let mut outcomes = vec![Ok(()); comms.len()];
-        wait_all(&comms, None, &mut outcomes);
+        wait_all(&comms, Some(Instant::now() + timeout()), &mut outcomes);
         outcomes.into_iter().collect::<BackendResult<Vec<()>>>()?;
     }
     Ok(())
 }
 
-fn enqueue(c: &CollectiveCall) -> BackendResult<()> {
+/// One call; `Ok(false)` while a non-blocking communicator completes it.
+fn enqueue(c: &CollectiveCall) -> BackendResult<bool> {
     let comm = comm_of(c.comm).raw;
     let stream = c.queue as usize as sys::cudaStream_t;
     // SAFETY: the runtime's values: NCCL's enumerations have the same numbers (`DataType`,
@@ -406,7 +438,7 @@ fn enqueue(c: &CollectiveCall) -> BackendResult<()> {
             CollectiveKind::Recv => sys::ncclRecv(recv, c.count, dtype, peer, comm, stream),
         }
     };
-    check(c.kind.name(), r).map(|_| ())
+    check(c.kind.name(), r)
 }
 
 /// Starts every finalize, then waits for them together (bounded).

@@ -41,6 +41,69 @@
 // The status every function returns: `ORDO_SUCCESS` (0) or an `ORDO_ERROR_*` code.
 typedef int32_t ordo_status_t;
 
+// A device of a platform.
+typedef struct ordo_device_t {
+  // The handle's bits; 0 is the null handle.
+  uint64_t raw;
+} ordo_device_t;
+
+// A communicator: one rank of a group of devices that run collectives together
+// (`ordo_comm_create_all`, `ordo_comm_create_rank`).
+typedef struct ordo_comm_t {
+  // The handle's bits; 0 is the null handle.
+  uint64_t raw;
+} ordo_comm_t;
+
+// A platform (one backend: host, CUDA, ...).
+typedef struct ordo_platform_t {
+  // The handle's bits; 0 is the null handle.
+  uint64_t raw;
+} ordo_platform_t;
+
+// A unique id naming one communicator across processes (NCCL's `ncclUniqueId`): made by
+// `ordo_comm_unique_id` in one process, carried to every rank by any means.
+typedef struct ordo_comm_id_t {
+  // The id's bytes, opaque.
+  uint8_t internal[128];
+} ordo_comm_id_t;
+
+// An in-order queue (a CUDA stream).
+typedef struct ordo_queue_t {
+  // The handle's bits; 0 is the null handle.
+  uint64_t raw;
+} ordo_queue_t;
+
+// What one rank's part of a collective does (`ordo_collective_t::kind`).
+typedef uint32_t ordo_collective_kind_t;
+
+// The element type of a collective's buffers (NCCL's numbering).
+typedef uint32_t ordo_data_type_t;
+
+// How a reduction combines elements (NCCL's numbering).
+typedef uint32_t ordo_reduce_op_t;
+
+// One rank's part of a collective call (`ordo_collective`).
+typedef struct ordo_collective_t {
+  // The rank's communicator.
+  struct ordo_comm_t comm;
+  // The queue the work runs on: a queue of the communicator's device.
+  struct ordo_queue_t queue;
+  // What the part does (`ORDO_COLLECTIVE_*`).
+  ordo_collective_kind_t kind;
+  // The element type (`ORDO_DATA_*`).
+  ordo_data_type_t data_type;
+  // The reduction (`ORDO_REDUCE_*`; read by all-reduce, reduce and reduce-scatter only).
+  ordo_reduce_op_t op;
+  // The root (broadcast, reduce) or the peer (send, receive); ignored otherwise.
+  uint32_t peer;
+  // Elements per rank.
+  size_t count;
+  // The device memory read (NULL where the kind reads nothing on this rank).
+  const void *send;
+  // The device memory written (NULL where the kind writes nothing on this rank).
+  void *recv;
+} ordo_collective_t;
+
 // Where a thread of a host kernel launch is (as CUDA's `threadIdx`, `blockIdx`, `blockDim`,
 // `gridDim`).
 typedef struct ordo_host_thread_t {
@@ -119,12 +182,6 @@ typedef struct ordo_teardown_report_t {
   struct ordo_teardown_failure_t failures[ORDO_REPORT_FAILURES];
 } ordo_teardown_report_t;
 
-// A device of a platform.
-typedef struct ordo_device_t {
-  // The handle's bits; 0 is the null handle.
-  uint64_t raw;
-} ordo_device_t;
-
 // Where memory lives: `ORDO_MEM_DEVICE`, `ORDO_MEM_HOST` (pinned), `ORDO_MEM_MANAGED`,
 // `ORDO_MEM_REGISTERED` (host memory given to `ordo_host_register`), `ORDO_MEM_GLOBAL` or
 // `ORDO_MEM_ORDERED` (the last three are not kinds `ordo_mem_alloc` takes).
@@ -138,20 +195,8 @@ typedef struct ordo_allocation_t {
   uint64_t raw;
 } ordo_allocation_t;
 
-// An in-order queue (a CUDA stream).
-typedef struct ordo_queue_t {
-  // The handle's bits; 0 is the null handle.
-  uint64_t raw;
-} ordo_queue_t;
-
 // The direction of a copy.
 typedef uint32_t ordo_copy_kind_t;
-
-// A platform (one backend: host, CUDA, ...).
-typedef struct ordo_platform_t {
-  // The handle's bits; 0 is the null handle.
-  uint64_t raw;
-} ordo_platform_t;
 
 // What a platform is.
 typedef struct ordo_platform_info_t {
@@ -321,6 +366,72 @@ typedef struct ordo_cache_stats_t {
 // A wait ran out of time (a communicator's peer that never joined `ordo_comm_create_rank`).
 #define ORDO_ERROR_TIMEOUT 20
 
+// Every rank's `recv` gets the reduction of every rank's `send` (`count` elements each).
+#define ORDO_COLLECTIVE_ALL_REDUCE 0
+
+// Every rank's `recv` gets rank `peer`'s `send` (`count` elements; `send` read on the root only).
+#define ORDO_COLLECTIVE_BROADCAST 1
+
+// Rank `peer`'s `recv` gets the reduction of every rank's `send` (`recv` written on the root only).
+#define ORDO_COLLECTIVE_REDUCE 2
+
+// Every rank's `recv` (`count` × ranks) gets every rank's `send` (`count`), in rank order.
+#define ORDO_COLLECTIVE_ALL_GATHER 3
+
+// Rank r's `recv` (`count`) gets the reduction of block r of every rank's `send` (`count` × ranks).
+#define ORDO_COLLECTIVE_REDUCE_SCATTER 4
+
+// Sends `count` elements of `send` to rank `peer`.
+#define ORDO_COLLECTIVE_SEND 5
+
+// Receives `count` elements from rank `peer` into `recv`.
+#define ORDO_COLLECTIVE_RECV 6
+
+// `int8_t`.
+#define ORDO_DATA_INT8 0
+
+// `uint8_t`.
+#define ORDO_DATA_UINT8 1
+
+// `int32_t`.
+#define ORDO_DATA_INT32 2
+
+// `uint32_t`.
+#define ORDO_DATA_UINT32 3
+
+// `int64_t`.
+#define ORDO_DATA_INT64 4
+
+// `uint64_t`.
+#define ORDO_DATA_UINT64 5
+
+// IEEE binary16.
+#define ORDO_DATA_FLOAT16 6
+
+// `float`.
+#define ORDO_DATA_FLOAT32 7
+
+// `double`.
+#define ORDO_DATA_FLOAT64 8
+
+// bfloat16.
+#define ORDO_DATA_BFLOAT16 9
+
+// The sum.
+#define ORDO_REDUCE_SUM 0
+
+// The product.
+#define ORDO_REDUCE_PROD 1
+
+// The maximum.
+#define ORDO_REDUCE_MAX 2
+
+// The minimum.
+#define ORDO_REDUCE_MIN 3
+
+// The sum divided by the rank count (integers: rounded toward zero).
+#define ORDO_REDUCE_AVG 4
+
 // Device memory.
 #define ORDO_MEM_DEVICE 0
 
@@ -439,6 +550,86 @@ const char *ordo_status_string(ordo_status_t status);
 // then the JIT log. Valid until the thread's next failing ordo call. Without std, one buffer is
 // shared by all threads.
 const char *ordo_last_error_detail(void);
+
+// Creates one communicator per device of `devices[0..count]`, rank i on `devices[i]`, made
+// together (NCCL's `ncclCommInitAll`, in one group), into `out[0..count]`. The devices are
+// distinct, and either all of one platform with a collective library (CUDA with NCCL) or all
+// of host platforms (the reference engine). `ORDO_ERROR_INVALID_ARGUMENT` for a count of 0 or
+// above 64, a device named twice or devices that cannot join; `ORDO_ERROR_NOT_PRESENT` when
+// NCCL is not found; `ORDO_ERROR_OUT_OF_RESOURCES` when the table has no room (nothing made).
+//
+// # Safety
+// `devices` is NULL or valid for `count` reads, `out` NULL or valid for `count` writes.
+ordo_status_t ordo_comm_create_all(const struct ordo_device_t *devices,
+                                   uint32_t count,
+                                   struct ordo_comm_t *out);
+
+// Makes a unique id for `ordo_comm_create_rank` from `platform`'s collective library (NCCL's
+// `ncclGetUniqueId`), to be carried to every rank (a file, the environment, `MPI_Bcast`, a
+// socket). `ORDO_ERROR_UNSUPPORTED` for a platform without one (the host device's reference
+// engine joins the devices of one process only); `ORDO_ERROR_NOT_PRESENT` when NCCL is not
+// found.
+//
+// # Safety
+// `out` is NULL or valid for a write.
+ordo_status_t ordo_comm_unique_id(struct ordo_platform_t platform, struct ordo_comm_id_t *out);
+
+// Creates rank `rank` of a communicator of `size` ranks, one per process, on `device`, from the
+// id one process made. Returns when every rank has joined; `ORDO_ERROR_TIMEOUT` after
+// `timeout_ms` milliseconds when one never does (nothing left made). `ORDO_ERROR_INVALID_VALUE`
+// for a size of 0, a rank not below it or a timeout of 0; `ORDO_ERROR_UNSUPPORTED` for a device
+// without a collective library.
+//
+// # Safety
+// `id` is NULL or valid for a read, `out` NULL or valid for a write.
+ordo_status_t ordo_comm_create_rank(struct ordo_device_t device,
+                                    const struct ordo_comm_id_t *id,
+                                    uint32_t rank,
+                                    uint32_t size,
+                                    uint32_t timeout_ms,
+                                    struct ordo_comm_t *out);
+
+// A communicator's rank, its rank count and its device.
+//
+// # Safety
+// Each pointer is NULL or valid for a write.
+ordo_status_t ordo_comm_info(struct ordo_comm_t c,
+                             uint32_t *rank,
+                             uint32_t *size,
+                             struct ordo_device_t *device);
+
+// The library's own communicator (NCCL: its `ncclComm_t`), for calls ordo does not make; it
+// stays ordo's (destroy it with `ordo_comm_destroy`). `ORDO_ERROR_UNSUPPORTED` for the
+// reference engine's communicators.
+//
+// # Safety
+// `out` is NULL or valid for a write.
+ordo_status_t ordo_comm_native(struct ordo_comm_t c, void **out);
+
+// Runs `parts[0..count]` together, each on its queue (NCCL: one group). The parts of every rank
+// of communicators made together are named once each, with the same kind, type, reduction,
+// count and root; their sends and receives pair up. On CUDA the work is queued (and may be
+// captured into a graph); the host device's reference engine runs it before returning, after
+// the queues' earlier work. A count of 0 does nothing. Errors: `ORDO_ERROR_INVALID_ARGUMENT`
+// (count 0 or above 64, a queue or memory of another device, missing or disagreeing ranks,
+// an unpaired send or receive), `ORDO_ERROR_INVALID_ENUMERATION` (an unknown kind, type or
+// reduction), `ORDO_ERROR_INVALID_VALUE` (a root or peer not below the rank count),
+// `ORDO_ERROR_NULL_POINTER` (a buffer the kind uses is NULL), `ORDO_ERROR_INVALID_SIZE` (a
+// buffer that overflows or runs past its allocation), `ORDO_ERROR_NOT_FOUND` (memory ordo does
+// not know); nothing runs then.
+//
+// # Safety
+// `parts` is NULL or valid for `count` reads.
+ordo_status_t ordo_collective(const struct ordo_collective_t *parts, uint32_t count);
+
+// Destroys a communicator once its work is done (NCCL: finalize, then destroy; one whose
+// finalize fails or does not end within `ORDO_NCCL_TIMEOUT_MS` is aborted, and that error
+// returned). The handle is stale afterwards either way.
+ordo_status_t ordo_comm_destroy(struct ordo_comm_t c);
+
+// Aborts a communicator: its pending collectives are abandoned and its peers' collectives fail
+// (NCCL's `ncclCommAbort`). The handle is stale afterwards.
+ordo_status_t ordo_comm_abort(struct ordo_comm_t c);
 
 // Gives the host platform a program of host kernels written in C: afterwards
 // `ordo_program_load(host_device, name, strlen(name), &program)` loads it (as

@@ -24,6 +24,10 @@ pub mod mlir;
 pub mod offload;
 
 pub use boundary::{ordo_last_error_detail, ordo_status_string};
+pub use c::comm::{
+    ordo_collective, ordo_comm_abort, ordo_comm_create_all, ordo_comm_create_rank, ordo_comm_destroy, ordo_comm_info,
+    ordo_comm_native, ordo_comm_unique_id,
+};
 pub use c::host::{
     ORDO_MAX_C_HOST_KERNELS, ordo_host_kernel_fn, ordo_host_kernel_t, ordo_host_program_register, ordo_host_thread_t,
 };

@@ -42,7 +42,8 @@ rm -rf gpu-bin && mkdir gpu-bin
 cp target/release/ordo target/release/examples/atexit_teardown target/release/examples/cuda_bench \
   target/release/examples/vs_cudarc target/release/examples/peer_bench \
   target/release/examples/host_device_bench target/release/examples/ordered_memory_bench \
-  target/release/examples/graph_bench target/release/examples/graph_vs_cudarc target/release/examples/soak gpu-bin/
+  target/release/examples/graph_bench target/release/examples/graph_vs_cudarc target/release/examples/soak \
+  target/release/examples/nccl_bench target/release/examples/nccl_exit gpu-bin/
 cp target/release/examples/atexit_hook gpu-bin/atexit_hook_rust
 cp "$test_bin" gpu-bin/gpu_tests
 cp "$ordo_test_bin" gpu-bin/ordo_gpu_tests
@@ -51,7 +52,7 @@ cp "$hostile_test_bin" gpu-bin/hostile_tests
 cp "$two_devices_test_bin" gpu-bin/two_devices_tests
 cp "$mgpu_two_devices_test_bin" gpu-bin/mgpu_two_devices_tests
 mkdir gpu-bin/ordo-examples
-for example in 01_vector_add 02_queues_and_events 03_load_module 04_host_kernel 05_property_test 06_firmware 07_one_kernel_everywhere 08_all_devices 09_graph; do
+for example in 01_vector_add 02_queues_and_events 03_load_module 04_host_kernel 05_property_test 06_firmware 07_one_kernel_everywhere 08_all_devices 09_graph 10_all_reduce; do
   cp "target/release/examples/$example" gpu-bin/ordo-examples/
 done
 strip gpu-bin/ordo-examples/*

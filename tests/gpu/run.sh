@@ -19,6 +19,8 @@
 #           process (tests/gpu/torch_cache_bench.cpp, built here against the machine's torch)
 #   soak    16 threads of random typed operations with a raw teardown and re-init every 3 s,
 #           tracing switched on and off, for 8 minutes (cli/examples/soak.rs; SOAK_SECONDS)
+#   nccl    collectives through NCCL on every GPU of the machine: ordo's collective tests (one GPU;
+#           two GPUs when there are) and the all-reduce against direct NCCL calls (nccl_bench)
 #   sanitize NVIDIA's compute-sanitizer (tests/gpu/sanitize.sh): memcheck with the leak check,
 #           racecheck, synccheck and initcheck over the demo, every example, the Rust, C-ABI,
 #           mgpu* and ol* GPU suites. Every API error must be
@@ -30,11 +32,13 @@ parts=("$@")
 [ ${#parts[@]} -eq 0 ] && parts=(tests rust abi bench)  # multi: on a two-GPU machine, asked for
 wants() { local p; for p in "${parts[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
 for p in "${parts[@]}"; do
-  case $p in tests|rust|multi|abi|bench|torch|sanitize|soak) ;; *) echo "unknown part: $p (tests, rust, multi, abi, bench, torch, sanitize or soak)"; exit 2 ;; esac
+  case $p in tests|rust|multi|abi|bench|torch|nccl|sanitize|soak) ;; *) echo "unknown part: $p (tests, rust, multi, abi, bench, torch, nccl, sanitize or soak)"; exit 2 ;; esac
 done
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 status=0
+# The machine's rule for every program that may load NCCL: no NVLink multicast.
+export NCCL_NVLS_ENABLE=0
 # Everything printed also goes to $out/run.log, from which the summary is written at the end.
 exec > >(tee "$out/run.log") 2>&1
 # NVRTC for the runtime-compilation tests: the CUDA toolkit's, where the machine has one (then
@@ -147,6 +151,42 @@ echo "== the graph benchmark again, traced: its trace checked and summarised (it
 step graph_vs_cudarc_traced env ORDO_TRACE="$out/trace-graph_vs_cudarc.json" gpu-bin/graph_vs_cudarc
 step trace_check_graph_vs_cudarc gpu-bin/ordo trace check "$out/trace-graph_vs_cudarc.json"
 step trace_summary_graph_vs_cudarc gpu-bin/ordo trace summary "$out/trace-graph_vs_cudarc.json"
+fi
+
+if wants nccl; then
+echo "== collectives through NCCL: ordo's tests on every GPU, the all-reduce against direct NCCL calls"
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+step ordo_gpu_tests_collectives env ORDO_REQUIRE_GPU=1 $([ "$gpus" -ge 2 ] && echo ORDO_REQUIRE_GPUS=2) \
+  gpu-bin/ordo_gpu_tests --test-threads=1 --nocapture collectives::
+step nccl_bench gpu-bin/nccl_bench
+# A communicator left live at exit (with ordo's at-exit teardown and without): exit 0, silent.
+quiet_exit nccl_exit_leave gpu-bin/nccl_exit leave
+quiet_exit nccl_exit_hook gpu-bin/nccl_exit hook
+step ordo_example_10_all_reduce gpu-bin/ordo-examples/10_all_reduce
+if [ "$gpus" -ge 2 ]; then
+  # One rank per process, joined by a unique id in a file: example 10 and the exit program.
+  two_ranks() { # name, command... (run as rank 0 and rank 1 of two, each with its rank's arguments)
+    local name=$1; shift
+    rm -f "$out/$name.id"
+    "$@" 0 >"$out/$name.rank0.log" 2>&1 & local p=$!
+    "$@" 1 >"$out/$name.rank1.log" 2>&1; local rc1=$?
+    wait $p; local rc0=$?
+    if [ $rc0 -eq 0 ] && [ $rc1 -eq 0 ]; then echo "PASS $name"; else echo "FAIL $name (rc=$rc0, $rc1)"; status=1; fi
+    tail -n 3 "$out/$name.rank0.log" "$out/$name.rank1.log"
+  }
+  ex10() { gpu-bin/ordo-examples/10_all_reduce --world 2 --id "$out/ex10_two_processes.id" --rank "$1"; }
+  two_ranks ex10_two_processes ex10
+  ranks() { gpu-bin/nccl_exit rank "$1" "$out/nccl_two_processes.id"; }
+  two_ranks nccl_two_processes ranks
+  # A peer killed after the first all-reduce: the survivor's next synchronise fails within the
+  # bound, its teardown completes, it exits 0 and prints nothing.
+  rm -f "$out/peer.id"
+  ORDO_NCCL_TIMEOUT_MS=5000 gpu-bin/nccl_exit rank 0 "$out/peer.id" survive >"$out/peer_survivor.log" 2>&1 & p=$!
+  gpu-bin/nccl_exit rank 1 "$out/peer.id" die >/dev/null 2>&1
+  wait $p; rc=$?
+  if [ $rc -eq 0 ] && [ ! -s "$out/peer_survivor.log" ]; then echo "PASS nccl_peer_killed (survivor: exit 0, silent)"; else
+    echo "FAIL nccl_peer_killed (rc=$rc)"; cat "$out/peer_survivor.log"; status=1; fi
+fi
 fi
 
 if wants multi; then

@@ -214,6 +214,12 @@ pub trait Collectives: Sync {
     /// See the trait docs; every call's values were checked by the runtime.
     unsafe fn collectives(&self, calls: &[CollectiveCall]) -> BackendResult<()>;
 
+    /// The library's own communicator (NCCL: its `ncclComm_t`), for calls ordo does not make.
+    ///
+    /// # Safety
+    /// See the trait docs.
+    unsafe fn comm_native(&self, device: u32, comm: u64) -> u64;
+
     /// The communicator's asynchronous error, if its library has recorded one (a peer gone, a
     /// network failure): `Err` with the error, else `Ok`.
     ///

@@ -251,6 +251,21 @@ impl Runtime {
         })
     }
 
+    /// The library's own communicator (NCCL: its `ncclComm_t`), for the calls ordo does not make
+    /// (the communicator stays ordo's: destroying it is ordo's). `Unsupported` for the reference
+    /// engine's communicators.
+    pub fn comm_native(&self, comm: Communicator) -> Result<u64> {
+        self.with_shared(|t| {
+            let c = t.comms.get(comm.0)?;
+            let d = self.dev_at(t, c.device);
+            match (c.native, d.backend.collectives()) {
+                // SAFETY: a live communicator of this device.
+                (true, Some(lib)) => Ok(unsafe { lib.comm_native(d.ordinal, c.raw) }),
+                _ => fail(ErrorCode::Unsupported, "the reference engine's communicators have no native object"),
+            }
+        })
+    }
+
     /// Destroys a communicator once its work is done (NCCL: `ncclCommFinalize`, then
     /// `ncclCommDestroy`; one whose finalize fails or does not complete in the backend's bound
     /// is aborted, and the error returned). The handle is stale afterwards either way.

@@ -1,6 +1,8 @@
 //! The C types of the ABI: status codes, handle structs, enumerations and plain structs.
 //! Everything here is `#[repr(C)]` or a C integer alias and appears in `include/ordo.h`.
 
+use core::ffi::c_void;
+
 use ordo_core::ErrorCode;
 
 /// The status every function returns: `ORDO_SUCCESS` (0) or an `ORDO_ERROR_*` code.
@@ -112,6 +114,101 @@ pub struct ordo_queue_t {
 pub struct ordo_graph_t {
     /// The handle's bits; 0 is the null handle.
     pub raw: u64,
+}
+
+/// A communicator: one rank of a group of devices that run collectives together
+/// (`ordo_comm_create_all`, `ordo_comm_create_rank`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ordo_comm_t {
+    /// The handle's bits; 0 is the null handle.
+    pub raw: u64,
+}
+
+/// A unique id naming one communicator across processes (NCCL's `ncclUniqueId`): made by
+/// `ordo_comm_unique_id` in one process, carried to every rank by any means.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ordo_comm_id_t {
+    /// The id's bytes, opaque.
+    pub internal: [u8; 128],
+}
+
+/// What one rank's part of a collective does (`ordo_collective_t::kind`).
+pub type ordo_collective_kind_t = u32;
+/// Every rank's `recv` gets the reduction of every rank's `send` (`count` elements each).
+pub const ORDO_COLLECTIVE_ALL_REDUCE: ordo_collective_kind_t = 0;
+/// Every rank's `recv` gets rank `peer`'s `send` (`count` elements; `send` read on the root only).
+pub const ORDO_COLLECTIVE_BROADCAST: ordo_collective_kind_t = 1;
+/// Rank `peer`'s `recv` gets the reduction of every rank's `send` (`recv` written on the root only).
+pub const ORDO_COLLECTIVE_REDUCE: ordo_collective_kind_t = 2;
+/// Every rank's `recv` (`count` × ranks) gets every rank's `send` (`count`), in rank order.
+pub const ORDO_COLLECTIVE_ALL_GATHER: ordo_collective_kind_t = 3;
+/// Rank r's `recv` (`count`) gets the reduction of block r of every rank's `send` (`count` × ranks).
+pub const ORDO_COLLECTIVE_REDUCE_SCATTER: ordo_collective_kind_t = 4;
+/// Sends `count` elements of `send` to rank `peer`.
+pub const ORDO_COLLECTIVE_SEND: ordo_collective_kind_t = 5;
+/// Receives `count` elements from rank `peer` into `recv`.
+pub const ORDO_COLLECTIVE_RECV: ordo_collective_kind_t = 6;
+
+/// The element type of a collective's buffers (NCCL's numbering).
+pub type ordo_data_type_t = u32;
+/// `int8_t`.
+pub const ORDO_DATA_INT8: ordo_data_type_t = 0;
+/// `uint8_t`.
+pub const ORDO_DATA_UINT8: ordo_data_type_t = 1;
+/// `int32_t`.
+pub const ORDO_DATA_INT32: ordo_data_type_t = 2;
+/// `uint32_t`.
+pub const ORDO_DATA_UINT32: ordo_data_type_t = 3;
+/// `int64_t`.
+pub const ORDO_DATA_INT64: ordo_data_type_t = 4;
+/// `uint64_t`.
+pub const ORDO_DATA_UINT64: ordo_data_type_t = 5;
+/// IEEE binary16.
+pub const ORDO_DATA_FLOAT16: ordo_data_type_t = 6;
+/// `float`.
+pub const ORDO_DATA_FLOAT32: ordo_data_type_t = 7;
+/// `double`.
+pub const ORDO_DATA_FLOAT64: ordo_data_type_t = 8;
+/// bfloat16.
+pub const ORDO_DATA_BFLOAT16: ordo_data_type_t = 9;
+
+/// How a reduction combines elements (NCCL's numbering).
+pub type ordo_reduce_op_t = u32;
+/// The sum.
+pub const ORDO_REDUCE_SUM: ordo_reduce_op_t = 0;
+/// The product.
+pub const ORDO_REDUCE_PROD: ordo_reduce_op_t = 1;
+/// The maximum.
+pub const ORDO_REDUCE_MAX: ordo_reduce_op_t = 2;
+/// The minimum.
+pub const ORDO_REDUCE_MIN: ordo_reduce_op_t = 3;
+/// The sum divided by the rank count (integers: rounded toward zero).
+pub const ORDO_REDUCE_AVG: ordo_reduce_op_t = 4;
+
+/// One rank's part of a collective call (`ordo_collective`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ordo_collective_t {
+    /// The rank's communicator.
+    pub comm: ordo_comm_t,
+    /// The queue the work runs on: a queue of the communicator's device.
+    pub queue: ordo_queue_t,
+    /// What the part does (`ORDO_COLLECTIVE_*`).
+    pub kind: ordo_collective_kind_t,
+    /// The element type (`ORDO_DATA_*`).
+    pub data_type: ordo_data_type_t,
+    /// The reduction (`ORDO_REDUCE_*`; read by all-reduce, reduce and reduce-scatter only).
+    pub op: ordo_reduce_op_t,
+    /// The root (broadcast, reduce) or the peer (send, receive); ignored otherwise.
+    pub peer: u32,
+    /// Elements per rank.
+    pub count: usize,
+    /// The device memory read (NULL where the kind reads nothing on this rank).
+    pub send: *const c_void,
+    /// The device memory written (NULL where the kind writes nothing on this rank).
+    pub recv: *mut c_void,
 }
 
 /// An event.

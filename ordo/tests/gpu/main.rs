@@ -3,8 +3,9 @@
 //! Without a CUDA device every test says so and passes; `ORDO_REQUIRE_GPU=1` makes that a
 //! failure (tests/gpu/run.sh sets it).
 //! Split by concern: `memory` (allocations, host and managed buffers, queue-ordered memory and
-//! its cache), `graphs` (capture, replay, updates); the rest here.
+//! its cache), `graphs` (capture, replay, updates), `collectives` (NCCL); the rest here.
 
+mod collectives;
 mod graphs;
 mod memory;
 
