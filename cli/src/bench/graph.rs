@@ -73,6 +73,65 @@ pub(super) fn host_graph_replay(rows: &mut Vec<Row>) {
     rt.shutdown().unwrap();
 }
 
+/// A collective call (one rank's all-reduce, NCCL's `ncclAllReduce` in front of the driver):
+/// `Runtime::collective` on the no-op backend's library against the library's call made
+/// directly with the same checked part.
+pub(super) fn collective_call(rows: &mut Vec<Row>) {
+    use ordo_core::{Collective, CollectiveCall, CollectiveKind, Collectives, DataType, ReduceOp};
+    let rt = &NOOP_RUNTIME;
+    rt.init().unwrap();
+    let device = rt.device(rt.platform(0).unwrap(), 0).unwrap();
+    let q = rt.queue_create(device).unwrap();
+    let mut comm = [ordo_core::Communicator::NULL];
+    rt.comm_create_all(&[device], &mut comm).unwrap();
+    let buf = rt.mem_alloc(device, ordo_core::MemKind::Device, 1 << 20).unwrap();
+    let part = Collective {
+        comm: comm[0],
+        queue: q,
+        kind: CollectiveKind::AllReduce,
+        dtype: DataType::F32,
+        op: ReduceOp::Sum,
+        count: 1 << 18,
+        peer: 0,
+        send: buf,
+        recv: buf,
+    };
+    let call = CollectiveCall {
+        device: 0,
+        comm: rt.comm_native(comm[0]).unwrap(),
+        queue: rt.queue_native(q).unwrap(),
+        kind: part.kind,
+        dtype: part.dtype,
+        op: part.op,
+        count: part.count,
+        peer: 0,
+        send: buf.0,
+        recv: buf.0,
+    };
+    let library: &dyn Collectives = black_box(&NOOP);
+    const N: u64 = 1_000_000;
+    let direct = || {
+        ns_per(1, N, || {
+            // SAFETY: the no-op library takes any value and touches nothing.
+            unsafe { library.collectives(black_box(std::slice::from_ref(&call))) }.unwrap();
+        })
+    };
+    let ours = || ns_per(1, N, || rt.collective(black_box(std::slice::from_ref(&part))).unwrap());
+    let (om, bm, q1, q3) = abba_medians(direct, ours);
+    rows.push(Row {
+        name: "collective call (one rank's all-reduce: Runtime::collective)",
+        unit: "ns/call",
+        ordo: om,
+        baseline: Some(("direct library call (ns/call)", bm)),
+        quartiles: Some((q1, q3)),
+        target: "<= 30 ns over the direct call (ordo's part of a collective)",
+    });
+    rt.comm_destroy(comm[0]).unwrap();
+    rt.mem_free(buf).unwrap();
+    rt.queue_destroy(q).unwrap();
+    rt.shutdown().unwrap();
+}
+
 /// The argument update of a captured graph's launch (CUDA's `cuGraphExecKernelNodeSetParams`
 /// in front of the driver): `graph_set_args` on the no-op backend against the backend's call
 /// made directly, the same four arguments built once.

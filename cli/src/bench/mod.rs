@@ -512,6 +512,7 @@ pub fn run(as_json: bool) -> Result<(), String> {
     memory::ordered_pair(&mut rows, false);
     memory::ordered_pair(&mut rows, true);
     graph::graph_update(&mut rows);
+    graph::collective_call(&mut rows);
     full_table_lookup(&mut rows);
     teardown_scaling(&mut rows);
     memory(&mut rows);

@@ -154,6 +154,45 @@ impl Backend for NoopBackend {
         *out = ordo_core::c_layout(&NOOP_KERNEL_PARAMS).ok_or(BackendError::new(ErrorCode::Internal, 0, "layout"))?;
         Ok(())
     }
+    fn collectives(&self) -> Option<&dyn ordo_core::Collectives> {
+        Some(self)
+    }
+}
+
+/// A collective library that does nothing: what is left of a collective call is ordo's.
+impl ordo_core::Collectives for NoopBackend {
+    fn library(&self) -> BackendResult<ordo_core::CollectiveLibrary> {
+        Ok(ordo_core::CollectiveLibrary { name: "noop", version: 0 })
+    }
+    unsafe fn comm_create_all(&self, _: &[u32], out: &mut [u64]) -> BackendResult<()> {
+        for o in out {
+            *o = self.next.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+    fn unique_id(&self) -> BackendResult<ordo_core::UniqueId> {
+        Ok(ordo_core::UniqueId([0; 128]))
+    }
+    unsafe fn comm_create_rank(&self, _: u32, _: &ordo_core::UniqueId, _: u32, _: u32, _: u32) -> BackendResult<u64> {
+        Ok(self.next.fetch_add(1, Ordering::Relaxed))
+    }
+    unsafe fn collectives(&self, calls: &[ordo_core::CollectiveCall]) -> BackendResult<()> {
+        black_box(calls);
+        Ok(())
+    }
+    unsafe fn comm_native(&self, _: u32, comm: u64) -> u64 {
+        comm
+    }
+    unsafe fn comm_async_error(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn comm_finalize(&self, _: &[(u32, u64)]) {}
+    unsafe fn comm_destroy(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
+    unsafe fn comm_abort(&self, _: u32, _: u64) -> BackendResult<()> {
+        Ok(())
+    }
 }
 
 pub(super) const NOOP_KERNEL_PARAMS: [usize; 4] =

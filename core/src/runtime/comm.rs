@@ -323,6 +323,21 @@ impl Runtime {
     pub fn collective(&self, calls: &[Collective]) -> Result<()> {
         traced!("collective", ["calls" = calls.len() as u64], {
             self.with_shared(|t| {
+                if let [one] = calls {
+                    // One part (a rank of this process): no lists to build.
+                    let c = self.check_collective(t, one)?;
+                    // Alone, a part is whole when its communicator has one rank and it is no
+                    // send or receive (which would need its pair), or is a rank across processes.
+                    if c.clique != 0 && (c.size != 1 || is_p2p(&c)) {
+                        check_cliques(core::slice::from_ref(&c))?;
+                    }
+                    if c.native && one.count > 0 {
+                        if let Some(lib) = c.dev.backend.collectives() {
+                            // SAFETY: the part was checked above, as below.
+                            return Ok(unsafe { lib.collectives(core::slice::from_ref(&c.call)) }?);
+                        }
+                    }
+                }
                 if calls.is_empty() || calls.len() > MAX_GROUP_CALLS {
                     return fail(ErrorCode::InvalidArgument, "a collective call names 1 to 64 parts");
                 }
@@ -369,9 +384,10 @@ impl Runtime {
     }
 
     /// One part's checks (see `collective`).
+    #[inline]
     fn check_collective(&self, t: &Tables, c: &Collective) -> Result<Checked> {
-        let entry = t.comms.get(c.comm.0)?;
         let slot = t.comms.resolve(c.comm.0)?;
+        let entry = t.comms.at(slot);
         let (qd, queue) = self.queue(t, c.queue)?;
         if qd.slot != entry.device {
             return fail(ErrorCode::InvalidArgument, "the queue is not on the communicator's device");
@@ -422,7 +438,12 @@ impl Runtime {
                 call.send = Self::comm_range(t, entry.device, c.send, read)?;
             }
             if write > 0 {
-                call.recv = Self::comm_range(t, entry.device, c.recv, write)?;
+                // In place (the same range read and written): checked once.
+                call.recv = if c.recv == c.send && write == read {
+                    call.send
+                } else {
+                    Self::comm_range(t, entry.device, c.recv, write)?
+                };
             }
             // NCCL reads a broadcast's `sendbuff` on the root only, and takes `recvbuff` there.
             if c.kind == CollectiveKind::Broadcast && !root {
@@ -441,6 +462,7 @@ impl Runtime {
     }
 
     /// Checks that `[addr, addr + bytes)` lies in one live allocation of the device in `slot`.
+    #[inline]
     fn comm_range(t: &Tables, slot: u32, addr: DevicePtr, bytes: usize) -> Result<u64> {
         if addr.0 == 0 {
             return fail(ErrorCode::NullPointer, "a buffer the collective uses is null");
