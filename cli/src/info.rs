@@ -66,8 +66,15 @@ fn collect(rt: &Runtime) -> Result<Value, ordo_core::Error> {
             }
             devices.push(Value::Object(props));
         }
+        // Collectives: the backend's library (NCCL and its version), or the reference engine.
+        let collectives = match rt.collective_library(p) {
+            Ok(lib) => json!({ "library": lib.name, "version": lib.version }),
+            Err(e) if e.code == ordo_core::ErrorCode::Unsupported => json!({ "library": "ordo reference engine" }),
+            Err(e) => json!({ "library": null, "reason": e.detail().to_string() }),
+        };
         platforms.push(json!({
             "name": pi.name,
+            "collectives": collectives,
             "present": pi.absent.is_none(),
             "unavailable": pi.is_unavailable(),
             "status": pi.absent.map_or("success", |e| e.code.description()),
@@ -126,6 +133,12 @@ pub fn run(as_json: bool) -> Result<(), String> {
         let devices = p["devices"].as_array().map_or(&[][..], Vec::as_slice);
         let caps: Vec<&str> = p["capabilities"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
         println!("platform {name}: {} device(s); capabilities: {}", devices.len(), caps.join(", "));
+        let c = &p["collectives"];
+        match (c["library"].as_str(), c["version"].as_u64()) {
+            (Some(lib), Some(v)) => println!("  collectives: {lib} {}.{}.{}", v / 10000, v / 100 % 100, v % 100),
+            (Some(lib), None) => println!("  collectives: {lib}"),
+            _ => println!("  collectives: not found ({})", c["reason"].as_str().unwrap_or("?")),
+        }
         for d in devices {
             println!("  device {}: {}", d["index"], d["name"].as_str().unwrap_or("?"));
             for (k, v) in d.as_object().into_iter().flatten() {
