@@ -93,7 +93,7 @@ unsafe extern "C" fn count_call(_: *mut c_void) {
 }
 
 fn check(status: ordo_status_t) -> bool {
-    assert!((0..=19).contains(&status), "undefined status {status}");
+    assert!((0..=20).contains(&status), "undefined status {status}");
     status == ORDO_SUCCESS
 }
 
@@ -109,7 +109,7 @@ fuzz_target!(|data: &[u8]| {
     unsafe {
         while let Some(op) = input.byte() {
             let Some(arg) = input.byte() else { break };
-            match op % 26 {
+            match op % 27 {
                 0 => {
                     check(ordo_init());
                 }
@@ -197,7 +197,7 @@ fuzz_target!(|data: &[u8]| {
                     let dev = if a.is_null() { a } else { a.cast::<u8>().wrapping_add(offset).cast() };
                     let host_ptr = host.as_mut_ptr().cast::<c_void>();
                     let kind = u32::from(b % 4);
-                    let s = match (op % 26, kind) {
+                    let s = match (op % 27, kind) {
                         (6, 1) => ordo_memcpy(host_ptr, dev, size, kind),
                         (6, 2) => ordo_memcpy(dev, pool.address(b).0, size, kind),
                         (6, _) => ordo_memcpy(dev, host_ptr, size, kind),
@@ -401,7 +401,7 @@ fuzz_target!(|data: &[u8]| {
                     let q = ordo_queue_t { raw: pool.pick(arg) };
                     let (g, launchable) = pool.graph(arg.rotate_left(3));
                     let graph = ordo_graph_t { raw: g };
-                    match (op % 26, arg % 3) {
+                    match (op % 27, arg % 3) {
                         (23, 0) => {
                             check(ordo_queue_begin_capture(q));
                             let mut capturing = u32::MAX;
@@ -446,6 +446,63 @@ fuzz_target!(|data: &[u8]| {
                                 0,
                             );
                             assert!(!check(s), "an argument update with no arguments succeeded");
+                        }
+                    }
+                }
+                26 => {
+                    // Communicators and collectives (the host device's reference engine).
+                    let comm = ordo_comm_t { raw: pool.pick(arg) };
+                    match arg % 4 {
+                        0 => {
+                            let devices = [ordo_device_t { raw: pool.pick(arg.rotate_left(2)) }];
+                            let mut out = ordo_comm_t { raw: SENTINEL };
+                            if check(ordo_comm_create_all(devices.as_ptr(), 1, &mut out)) {
+                                pool.handles.push(out.raw);
+                            } else {
+                                assert_eq!(out.raw, SENTINEL);
+                            }
+                        }
+                        1 => {
+                            let (addr, _, _) = pool.address(arg.rotate_left(3));
+                            let count = input.size().unwrap_or(0) / 8;
+                            let part = ordo_collective_t {
+                                comm,
+                                queue: ordo_queue_t { raw: pool.pick(arg.rotate_left(5)) },
+                                kind: u32::from(input.byte().unwrap_or(0) % 8),
+                                data_type: u32::from(input.byte().unwrap_or(0) % 11),
+                                op: u32::from(input.byte().unwrap_or(0) % 6),
+                                peer: u32::from(arg % 3),
+                                count,
+                                send: addr,
+                                recv: addr,
+                            };
+                            check(ordo_collective(&part, 1));
+                        }
+                        2 => {
+                            if arg & 16 == 0 {
+                                check(ordo_comm_destroy(comm));
+                            } else {
+                                check(ordo_comm_abort(comm));
+                            }
+                        }
+                        _ => {
+                            let (mut rank, mut size, mut device) = (u32::MAX, u32::MAX, ordo_device_t { raw: SENTINEL });
+                            if check(ordo_comm_info(comm, &mut rank, &mut size, &mut device)) {
+                                assert!(rank < size && size == 1);
+                            } else {
+                                assert_eq!((rank, size, device.raw), (u32::MAX, u32::MAX, SENTINEL));
+                            }
+                            let mut native = SENTINEL as usize as *mut c_void;
+                            assert!(!check(ordo_comm_native(comm, &mut native)), "the reference engine has no native object");
+                            assert_eq!(native as usize as u64, SENTINEL);
+                            let mut id = ordo_comm_id_t { internal: [9; 128] };
+                            let p = ordo_platform_t { raw: pool.pick(arg.rotate_left(1)) };
+                            assert!(!check(ordo_comm_unique_id(p, &mut id)));
+                            assert_eq!(id.internal, [9; 128]);
+                            let mut out = ordo_comm_t { raw: SENTINEL };
+                            let d = ordo_device_t { raw: pool.pick(arg.rotate_left(2)) };
+                            assert!(!check(ordo_comm_create_rank(d, &id, 0, 1, 10, &mut out)));
+                            assert_eq!(out.raw, SENTINEL);
                         }
                     }
                 }

@@ -235,6 +235,7 @@ impl<'r, T: DeviceCopy> DeviceBuffer<'r, T> {
     }
 
     /// The allocation's identity (the buffer still owns it).
+    #[cfg(feature = "std")]
     pub(crate) fn allocation(&self) -> Allocation {
         self.allocation
     }

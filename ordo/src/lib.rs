@@ -43,6 +43,7 @@
 
 mod buffer;
 pub mod builtin;
+#[cfg(feature = "std")]
 mod collective;
 mod context;
 mod default;
@@ -58,6 +59,8 @@ mod slice;
 pub mod trace;
 
 pub use buffer::{DeviceBuffer, DeviceCopy, DeviceSlice, DeviceSliceMut};
+#[cfg(feature = "std")]
+#[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use collective::{CollectiveElement, CollectiveGroup, CollectiveLibrary, Communicator, ReduceOp, UniqueId};
 pub use context::{Context, Device};
 pub use default::{builtin_program_image, host_program_registry, provide_host_arena, register_host_program, runtime};

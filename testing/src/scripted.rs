@@ -11,6 +11,7 @@
 //! releases its object (as a driver that reports an error on destroy has still dropped it), so
 //! "zero live objects after teardown" means the runtime released everything exactly once.
 
+mod collective;
 mod control;
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,6 +37,8 @@ pub enum ScriptedObject {
     Allocation,
     /// A graph (`queue_end_capture`).
     Graph,
+    /// A communicator (`comm_create_all`, `comm_create_rank`).
+    Communicator,
 }
 
 const LIVE_CAPACITY: usize = 8192;
@@ -70,6 +73,8 @@ struct ScriptState {
     captures: heapless::Vec<(u64, Kernels), 16>,
     /// Live graphs with the kernels of their launches, in capture order.
     graphs: heapless::Vec<(u64, Kernels), 128>,
+    /// Communicators whose teardown finalize failed, with the error their destroy returns.
+    finalize_failed: heapless::Vec<(u64, BackendError), 64>,
 }
 
 /// The kernels of a capture's launches (launches past the first 64 are not listed).
@@ -124,6 +129,7 @@ impl ScriptedBackend {
                 load_log: false,
                 captures: heapless::Vec::new(),
                 graphs: heapless::Vec::new(),
+                finalize_failed: heapless::Vec::new(),
             }),
             hook: spin::Mutex::new(None),
             fast: AtomicBool::new(false),
@@ -235,6 +241,10 @@ impl Backend for ScriptedBackend {
 
     fn capabilities(&self) -> Capabilities {
         Capabilities::all() - Capabilities::HOST_ACCESSIBLE_MEMORY
+    }
+
+    fn collectives(&self) -> Option<&dyn ordo_core::Collectives> {
+        Some(self)
     }
 
     fn init(&self) -> BackendResult<u32> {

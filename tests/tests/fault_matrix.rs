@@ -128,6 +128,28 @@ fn work(rt: &Runtime, host: &mut [u8]) -> Result<()> {
     rt.program_unload(p2)?;
     let p3 = rt.program_load(e0, b"image3")?;
     rt.kernel_get(p3, "kernel")?;
+    // Communicators: two made together (a collective over both, one aborted, the other left to
+    // the teardown's finalize and destroy), one from a unique id (destroyed), and a synchronise
+    // that reads their asynchronous errors.
+    let mut comms = [ordo_core::Communicator::NULL; 2];
+    rt.comm_create_all(&[d0, d1], &mut comms)?;
+    let part = |comm, queue, buf| ordo_core::Collective {
+        comm,
+        queue,
+        kind: ordo_core::CollectiveKind::AllReduce,
+        dtype: ordo_core::DataType::F32,
+        op: ordo_core::ReduceOp::Sum,
+        count: 16,
+        peer: 0,
+        send: buf,
+        recv: buf,
+    };
+    rt.collective(&[part(comms[0], q, a), part(comms[1], q1, b)])?;
+    rt.queue_synchronize(q)?;
+    let id = rt.comm_unique_id(p1)?;
+    let solo = rt.comm_create_rank(e0, &id, 0, 1, 1000)?;
+    rt.comm_destroy(solo)?;
+    rt.comm_abort(comms[1])?;
     // A graph captured, launched and destroyed; another left for the teardown, and a capture
     // left open for it.
     rt.queue_begin_capture(q)?;

@@ -51,11 +51,19 @@ pub enum BackendOp {
     GraphDestroy,
     GraphKernels,
     GraphSetArgs,
+    CommCreateAll,
+    CommUniqueId,
+    CommCreateRank,
+    Collectives,
+    CommAsyncError,
+    CommFinalize,
+    CommDestroy,
+    CommAbort,
 }
 
 impl BackendOp {
     /// Every op.
-    pub const ALL: [BackendOp; 42] = [
+    pub const ALL: [BackendOp; 50] = [
         Self::Init,
         Self::Deinit,
         Self::DeviceRelease,
@@ -98,5 +106,13 @@ impl BackendOp {
         Self::GraphDestroy,
         Self::GraphKernels,
         Self::GraphSetArgs,
+        Self::CommCreateAll,
+        Self::CommUniqueId,
+        Self::CommCreateRank,
+        Self::Collectives,
+        Self::CommAsyncError,
+        Self::CommFinalize,
+        Self::CommDestroy,
+        Self::CommAbort,
     ];
 }

@@ -383,6 +383,27 @@ impl Runtime {
         })
     }
 
+    /// The asynchronous errors of the communicators of `d` (NCCL: a peer gone, a network
+    /// failure), at a queue's synchronise: the first is returned (the library aborted the
+    /// communicator), and logged with the communicator's handle.
+    pub(super) fn comm_errors(t: &Tables, d: Dev) -> Result<()> {
+        let Some(lib) = d.backend.collectives() else { return Ok(()) };
+        let mut cur = t.comms.oldest();
+        while let Some(c) = cur {
+            cur = t.comms.newer(c);
+            let entry = t.comms.at(c);
+            if entry.device != d.slot || !entry.native {
+                continue;
+            }
+            // SAFETY: a live communicator of this device.
+            if let Err(e) = unsafe { lib.comm_async_error(d.ordinal, entry.raw) } {
+                log::error!("communicator {:?} failed: {}", t.comms.handle_at(c), e.detail());
+                return Err(e.into());
+            }
+        }
+        Ok(())
+    }
+
     /// One part's checks (see `collective`).
     #[inline]
     fn check_collective(&self, t: &Tables, c: &Collective) -> Result<Checked> {

@@ -184,7 +184,11 @@ impl Runtime {
             self.with_shared(|t| {
                 let (d, raw) = self.queue_not_capturing(t, queue)?;
                 // SAFETY: a live queue of this device.
-                Ok(unsafe { d.backend.queue_synchronize(d.ordinal, raw) }?)
+                let synced = unsafe { d.backend.queue_synchronize(d.ordinal, raw) };
+                if t.comms.len() > 0 {
+                    Self::comm_errors(t, d)?;
+                }
+                Ok(synced?)
             })
         })
     }

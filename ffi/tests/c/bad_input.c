@@ -68,6 +68,22 @@ static void all_uninitialized(ordo_device_t d, ordo_queue_t q, ordo_event_t e, o
   EXPECT(ordo_graph_kernel_count(gg, &u32), U);
   EXPECT(ordo_graph_set_args(gg, 0, k, NULL, NULL, 0), U);
   EXPECT(ordo_graph_destroy(gg), U);
+  ordo_comm_t cc = {77};
+  ordo_comm_id_t cid;
+  uint32_t cr = 77;
+  ordo_collective_t cp = {{77}, q, ORDO_COLLECTIVE_ALL_REDUCE, ORDO_DATA_FLOAT32, ORDO_REDUCE_SUM, 0, 1, m, m};
+  EXPECT(ordo_comm_create_all(&d, 1, &cc), U);
+  EXPECT(ordo_comm_unique_id(pl, &cid), U);
+  EXPECT(ordo_comm_create_rank(d, &cid, 0, 1, 1000, &cc), U);
+  EXPECT(ordo_comm_info(cc, &cr, &cr, &dd), U);
+  EXPECT(ordo_comm_native(cc, &ptr), U);
+  EXPECT(ordo_collective(&cp, 1), U);
+  EXPECT(ordo_comm_destroy(cc), U);
+  EXPECT(ordo_comm_abort(cc), U);
+  if (cc.raw != 77 || cr != 77) {
+    fprintf(stderr, "a communicator out-parameter was written outside init\n");
+    exit(1);
+  }
   EXPECT(ordo_shutdown(), U);
   if (u32 != 77 || i32 != 77 || f != 77 || ptr != (void *)0x77 || pl.raw != 77 || dd.raw != 77 || qq.raw != 77 ||
       ee.raw != 77 || pp.raw != 77 || kk.raw != 77 || gg.raw != 77) {
@@ -171,6 +187,111 @@ static void check_order_outside_init(void) {
     fprintf(stderr, "an out-parameter was written on failure\n");
     exit(1);
   }
+}
+
+/* Communicators and collectives on the host device (the reference engine): every misuse gets its
+ * status and changes nothing; a valid all-reduce works; a destroyed communicator is stale. */
+static void communicators(ordo_device_t d, ordo_queue_t q) {
+  const ordo_status_t N = ORDO_ERROR_NULL_POINTER;
+  ordo_comm_t c = {77}, c2[2] = {{77}, {77}};
+  uint32_t rank = 77, size = 77;
+  ordo_device_t cd = {77};
+  void *native = (void *)0x77;
+  ordo_comm_id_t id;
+  memset(&id, 0x77, sizeof id);
+  EXPECT(ordo_comm_create_all(NULL, 1, &c), N);
+  EXPECT(ordo_comm_create_all(&d, 1, NULL), N);
+  EXPECT(ordo_comm_create_all(&d, 0, &c), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_comm_create_all(&d, 65, &c), ORDO_ERROR_INVALID_ARGUMENT);
+  ordo_device_t twice[2] = {d, d};
+  EXPECT(ordo_comm_create_all(twice, 2, c2), ORDO_ERROR_INVALID_ARGUMENT);
+  ordo_device_t forged = {FORGED};
+  EXPECT(ordo_comm_create_all(&forged, 1, &c), ORDO_ERROR_INVALID_HANDLE);
+  ordo_platform_t pl;
+  OK(ordo_platform_get(0, &pl));
+  EXPECT(ordo_comm_unique_id(pl, NULL), N);
+  EXPECT(ordo_comm_unique_id(pl, &id), ORDO_ERROR_UNSUPPORTED); /* the host device joins one process */
+  EXPECT(ordo_comm_create_rank(d, NULL, 0, 1, 1000, &c), N);
+  EXPECT(ordo_comm_create_rank(d, &id, 0, 1, 1000, NULL), N);
+  EXPECT(ordo_comm_create_rank(d, &id, 1, 1, 1000, &c), ORDO_ERROR_INVALID_VALUE);
+  EXPECT(ordo_comm_create_rank(d, &id, 0, 0, 1000, &c), ORDO_ERROR_INVALID_VALUE);
+  EXPECT(ordo_comm_create_rank(d, &id, 0, 1, 0, &c), ORDO_ERROR_INVALID_VALUE);
+  EXPECT(ordo_comm_create_rank(d, &id, 0, 1, 1000, &c), ORDO_ERROR_UNSUPPORTED);
+  if (c.raw != 77 || c2[0].raw != 77 || c2[1].raw != 77) {
+    fprintf(stderr, "a communicator was written on failure\n");
+    exit(1);
+  }
+  OK(ordo_comm_create_all(&d, 1, &c));
+  EXPECT(ordo_comm_info(c, NULL, &size, &cd), N);
+  EXPECT(ordo_comm_info(c, &rank, &size, NULL), N);
+  OK(ordo_comm_info(c, &rank, &size, &cd));
+  if (rank != 0 || size != 1 || cd.raw != d.raw) {
+    fprintf(stderr, "ordo_comm_info: rank %u of %u\n", rank, size);
+    exit(1);
+  }
+  EXPECT(ordo_comm_native(c, NULL), N);
+  EXPECT(ordo_comm_native(c, &native), ORDO_ERROR_UNSUPPORTED);
+
+  float *buf;
+  OK(ordo_mem_alloc(d, ORDO_MEM_DEVICE, 64, (void **)&buf));
+  float h[16];
+  for (int i = 0; i < 16; i++) h[i] = (float)i;
+  OK(ordo_memcpy(buf, h, sizeof h, ORDO_COPY_HOST_TO_DEVICE));
+  ordo_collective_t part = {c, q, ORDO_COLLECTIVE_ALL_REDUCE, ORDO_DATA_FLOAT32, ORDO_REDUCE_SUM, 0, 16, buf, buf};
+  ordo_collective_t bad;
+  EXPECT(ordo_collective(NULL, 1), N);
+  EXPECT(ordo_collective(&part, 0), ORDO_ERROR_INVALID_ARGUMENT);
+  EXPECT(ordo_collective(&part, 65), ORDO_ERROR_INVALID_ARGUMENT);
+  bad = part, bad.kind = 7;
+  EXPECT(ordo_collective(&bad, 1), ORDO_ERROR_INVALID_ENUMERATION);
+  bad = part, bad.data_type = 10;
+  EXPECT(ordo_collective(&bad, 1), ORDO_ERROR_INVALID_ENUMERATION);
+  bad = part, bad.op = 5;
+  EXPECT(ordo_collective(&bad, 1), ORDO_ERROR_INVALID_ENUMERATION);
+  bad = part, bad.send = NULL;
+  EXPECT(ordo_collective(&bad, 1), N);
+  bad = part, bad.count = 17; /* past the allocation */
+  EXPECT(ordo_collective(&bad, 1), ORDO_ERROR_INVALID_SIZE);
+  bad = part, bad.count = SIZE_MAX / 2; /* the byte count overflows */
+  EXPECT(ordo_collective(&bad, 1), ORDO_ERROR_INVALID_SIZE);
+  bad = part, bad.kind = ORDO_COLLECTIVE_BROADCAST, bad.peer = 1; /* not a rank */
+  EXPECT(ordo_collective(&bad, 1), ORDO_ERROR_INVALID_VALUE);
+  bad = part, bad.kind = ORDO_COLLECTIVE_SEND; /* no receive to pair with */
+  EXPECT(ordo_collective(&bad, 1), ORDO_ERROR_INVALID_ARGUMENT);
+  bad = part, bad.queue = (ordo_queue_t){0};
+  EXPECT(ordo_collective(&bad, 1), ORDO_ERROR_NULL_HANDLE);
+  bad = part, bad.comm = (ordo_comm_t){FORGED};
+  EXPECT(ordo_collective(&bad, 1), ORDO_ERROR_INVALID_HANDLE);
+  ordo_collective_t both[2] = {part, part}; /* the one rank named twice */
+  EXPECT(ordo_collective(both, 2), ORDO_ERROR_INVALID_ARGUMENT);
+  float back[16];
+  OK(ordo_memcpy(back, buf, sizeof back, ORDO_COPY_DEVICE_TO_HOST));
+  if (memcmp(back, h, sizeof h) != 0) {
+    fprintf(stderr, "a refused collective wrote memory\n");
+    exit(1);
+  }
+  /* A valid one (one rank: the sum of one) and a send with its receive. */
+  OK(ordo_collective(&part, 1));
+  ordo_collective_t pair[2] = {part, part};
+  pair[0].kind = ORDO_COLLECTIVE_SEND, pair[1].kind = ORDO_COLLECTIVE_RECV;
+  OK(ordo_collective(pair, 2));
+  OK(ordo_queue_synchronize(q));
+  OK(ordo_memcpy(back, buf, sizeof back, ORDO_COPY_DEVICE_TO_HOST));
+  if (memcmp(back, h, sizeof h) != 0) {
+    fprintf(stderr, "a one-rank all-reduce changed its buffer\n");
+    exit(1);
+  }
+  OK(ordo_comm_destroy(c));
+  EXPECT(ordo_comm_destroy(c), ORDO_ERROR_INVALID_HANDLE);
+  EXPECT(ordo_comm_abort(c), ORDO_ERROR_INVALID_HANDLE);
+  EXPECT(ordo_comm_info(c, &rank, &size, &cd), ORDO_ERROR_INVALID_HANDLE);
+  EXPECT(ordo_collective(&part, 1), ORDO_ERROR_INVALID_HANDLE);
+  EXPECT(ordo_comm_destroy((ordo_comm_t){0}), ORDO_ERROR_NULL_HANDLE);
+  EXPECT(ordo_comm_destroy((ordo_comm_t){q.raw}), ORDO_ERROR_INVALID_HANDLE); /* another kind */
+  OK(ordo_comm_create_all(&d, 1, &c));
+  OK(ordo_comm_abort(c));
+  EXPECT(ordo_comm_abort(c), ORDO_ERROR_INVALID_HANDLE);
+  OK(ordo_mem_free(buf));
 }
 
 int main(void) {
@@ -500,6 +621,8 @@ int main(void) {
   EXPECT(ordo_launch(q, k, &one, args, wrong_sizes, 4), ORDO_ERROR_INVALID_SIZE);
   EXPECT(ordo_launch(q, k, &one, args, sizes, 3), ORDO_ERROR_INVALID_ARGUMENT); /* too few for the kernel */
   OK(ordo_launch(q, k, &one, args, sizes, 4));
+
+  communicators(d, q);
 
   /* Status strings and details. */
   if (strcmp(ordo_status_string(ORDO_SUCCESS), "success") != 0) return 1;

@@ -107,5 +107,6 @@ impl ScriptedBackend {
         s.load_log = false;
         s.captures.clear();
         s.graphs.clear();
+        s.finalize_failed.clear();
     }
 }
