@@ -363,7 +363,9 @@ mod tests {
 
     #[test]
     fn half_conversions_round_trip_and_round_to_nearest_even() {
-        for h in 0..=u16::MAX {
+        // Every value (every 13th under Miri, which interprets each one).
+        let step = if cfg!(miri) { 13 } else { 1 };
+        for h in (0..=u16::MAX).step_by(step) {
             let f = f16_to_f32(h);
             if f.is_nan() {
                 assert!(f16_to_f32(f32_to_f16(f)).is_nan());
