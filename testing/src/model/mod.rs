@@ -14,6 +14,7 @@
 //! backend-specific outcomes.
 //!
 //! Files: `op.rs` (the operations and outcomes), `cache.rs` (the cache of queue-ordered memory),
+//! `comms.rs` (communicators and collectives),
 //! `tests.rs` (the model's own tests), `objects.rs` (the rules of every object
 //! operation); this file holds the configuration, the records, the lookups and the lifecycle.
 
@@ -23,6 +24,7 @@ use ordo_core::MAX_REFS;
 use ordo_core::ObjectKind;
 
 mod cache;
+mod comms;
 mod objects;
 mod op;
 
@@ -60,6 +62,10 @@ pub struct ModelConfig {
     /// `MAX_CACHED_PER_QUEUE` per queue, this many bytes), and that queue's next allocation of
     /// the same size takes it (no backend call).
     pub cache_bytes: usize,
+    /// The platforms' backends have a collective library (the scripted backend: its calls are
+    /// counted and can fail); otherwise the runtime's reference engine runs their collectives
+    /// over their copies (the host backend, AMDGPU).
+    pub collectives: bool,
 }
 
 /// One object's record.
@@ -463,14 +469,27 @@ impl<const N: usize> Model<N> {
                         any(ObjectKind::Allocation) || self.cached.iter().any(|&(q, ..)| self.platform_of(q) == p)
                     }
                     BackendOp::DeviceRelease => any(ObjectKind::Device),
+                    BackendOp::CommDestroy => self.config.collectives && any(ObjectKind::Communicator),
                     BackendOp::Deinit => self.up[p],
                     _ => false,
                 },
                 None => false,
             };
+            // A failed finalize (after the queues' synchronise) fails the destroy of every
+            // communicator of the platform (each is aborted and reported).
+            let finalized = self.config.collectives && any(ObjectKind::Communicator);
+            let comms = self
+                .objects
+                .iter()
+                .filter(|o| o.live && o.kind == ObjectKind::Communicator && self.platform_of_info(o) == p)
+                .count() as u32;
+            let (fires, steps) = match self.faults[p] {
+                Some(f) if f.op == BackendOp::CommFinalize && finalized => (true, comms),
+                _ => (fires, 1),
+            };
             if fires {
                 let f = self.faults[p].take().expect("fault is armed");
-                if f.released { released_by_driver += 1 } else { failures += 1 }
+                if f.released { released_by_driver += steps } else { failures += steps }
             }
             self.up[p] = false;
         }

@@ -36,6 +36,11 @@ impl<const N: usize> Model<N> {
             retained: 0,
         };
         Ok(match op {
+            Op::CommCreate(_)
+            | Op::CommDestroy(_)
+            | Op::CommAbort(_)
+            | Op::AllReduce { .. }
+            | Op::QueueSynchronize(_) => self.comm_op(op)?,
             Op::PlatformCount => Outcome::Count(self.platforms.len() as u32),
             Op::PlatformAt(index) => match self.platforms.get(index as usize) {
                 Some(&p) => Outcome::Existing(p),
@@ -395,12 +400,6 @@ impl<const N: usize> Model<N> {
                     }
                 }
                 made
-            }
-            Op::QueueSynchronize(q) => {
-                let q = self.resolve(q, K::Queue)?;
-                self.not_capturing(q)?;
-                self.call_on(q, BackendOp::QueueSynchronize)?;
-                Outcome::Ok
             }
             Op::EventRecord { event, queue } => {
                 let e = self.resolve(event, K::Event)?;

@@ -87,6 +87,22 @@ pub enum Op {
     },
     /// `graph_destroy(graph)`.
     GraphDestroy(Ref),
+    /// `comm_create_all(&[device])`: a communicator of one rank.
+    CommCreate(Ref),
+    /// `comm_destroy(comm)`.
+    CommDestroy(Ref),
+    /// `comm_abort(comm)`.
+    CommAbort(Ref),
+    /// `collective`: one part, an all-reduce (f32, sum) of 4 elements in place at the base of
+    /// `alloc`, on `queue`.
+    AllReduce {
+        /// The communicator.
+        comm: Ref,
+        /// The queue.
+        queue: Ref,
+        /// The allocation read and written.
+        alloc: Ref,
+    },
     /// `mem_alloc_on(queue, size)`: device memory in the queue's order.
     MemAllocOn {
         /// The queue.
@@ -268,9 +284,10 @@ impl Op {
     /// The objects this operation names (at most two; `None` where it names fewer). A sequence
     /// replayed in part (a shrunk property-test case, say) is valid only where every `Ref::Obj`
     /// it names exists in the model at that step.
-    pub fn refs(&self) -> [Option<Ref>; 2] {
+    pub fn refs(&self) -> [Option<Ref>; 3] {
         use Op::*;
-        match *self {
+        let [a, b] = match *self {
+            AllReduce { comm, queue, alloc } => return [Some(comm), Some(queue), Some(alloc)],
             Init | Shutdown | PlatformCount | PlatformAt(_) | ArmFault { .. } => [None, None],
             PlatformInfo(r)
             | DevicePlatform(r)
@@ -281,6 +298,9 @@ impl Op {
             | QueueBeginCapture(r)
             | QueueEndCapture(r)
             | GraphDestroy(r)
+            | CommCreate(r)
+            | CommDestroy(r)
+            | CommAbort(r)
             | CopyToDevice { alloc: r, .. }
             | CopyFromDevice { alloc: r, .. }
             | Fill { alloc: r, .. }
@@ -321,7 +341,8 @@ impl Op {
             | EventRecord { event: a, queue: b }
             | Launch { queue: a, kernel: b }
             | LaunchCluster { queue: a, kernel: b, .. } => [Some(a), Some(b)],
-        }
+        };
+        [a, b, None]
     }
 }
 

@@ -3,8 +3,14 @@
 use super::*;
 
 const ONE: &[PlatformModel] = &[PlatformModel { present: true, devices: 2 }];
-const CFG: ModelConfig =
-    ModelConfig { platforms: ONE, alloc_limit: 1 << 20, event_timing: true, graphs: true, cache_bytes: 0 };
+const CFG: ModelConfig = ModelConfig {
+    platforms: ONE,
+    alloc_limit: 1 << 20,
+    event_timing: true,
+    graphs: true,
+    cache_bytes: 0,
+    collectives: true,
+};
 
 fn fault(platform: u8, op: BackendOp, code: ErrorCode, released: bool) -> Op {
     Op::ArmFault { platform, op, code, released }
