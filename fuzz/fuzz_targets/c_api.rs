@@ -486,14 +486,18 @@ fuzz_target!(|data: &[u8]| {
                             }
                         }
                         _ => {
-                            let (mut rank, mut size, mut device) = (u32::MAX, u32::MAX, ordo_device_t { raw: SENTINEL });
+                            let (mut rank, mut size, mut device) =
+                                (u32::MAX, u32::MAX, ordo_device_t { raw: SENTINEL });
                             if check(ordo_comm_info(comm, &mut rank, &mut size, &mut device)) {
                                 assert!(rank < size && size == 1);
                             } else {
                                 assert_eq!((rank, size, device.raw), (u32::MAX, u32::MAX, SENTINEL));
                             }
                             let mut native = SENTINEL as usize as *mut c_void;
-                            assert!(!check(ordo_comm_native(comm, &mut native)), "the reference engine has no native object");
+                            assert!(
+                                !check(ordo_comm_native(comm, &mut native)),
+                                "the reference engine has no native object"
+                            );
                             assert_eq!(native as usize as u64, SENTINEL);
                             let mut id = ordo_comm_id_t { internal: [9; 128] };
                             let p = ordo_platform_t { raw: pool.pick(arg.rotate_left(1)) };

@@ -85,7 +85,7 @@ impl<'r> Context<'r> {
     /// One communicator per device of `devices`, rank i on `devices[i]`, made together (NCCL's
     /// `ncclCommInitAll`, in one group). The devices are distinct: all of one platform with a
     /// collective library (CUDA with NCCL), or all of host platforms (the reference engine).
-    /// `InvalidArgument` otherwise; `NotPresent` when NCCL is not found.
+    /// `InvalidArgument` otherwise; `Unsupported` (with the reason) when NCCL is not found.
     pub fn communicators(&self, devices: &[Device<'r>]) -> Result<Vec<Communicator<'r>>> {
         self.check_current()?;
         if devices.iter().any(|d| d.ctx != *self) {

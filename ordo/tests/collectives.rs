@@ -1,6 +1,6 @@
 //! Collectives without a GPU: the runtime's reference engine over host platforms (a device
-//! each, queues on worker threads), every operation, every data type and reduction, 1 element
-//! to 64 MiB, against values computed here; the checks every part gets (handles, devices,
+//! each, queues on worker threads), every operation from 1 element to 8 MiB a rank, every data
+//! type and reduction, an all-reduce of 64 MiB, against values computed here; the checks every part gets (handles, devices,
 //! lengths, ranks, roots); communicators in the teardown order and stale after it.
 
 use ordo::host::{HostBackend, ProvidedArena, QueuedHost, STD_HOST_HEAP, builtin};
@@ -140,68 +140,71 @@ fn broadcast_reduce_gather_scatter_and_send_receive() {
     let devices: Vec<_> = ctx.devices().unwrap().into_iter().collect();
     let comms = ctx.communicators(&devices).unwrap();
     let queues: Vec<_> = devices.iter().map(|d| d.queue().unwrap()).collect();
-    let n = 3001;
-    let mk = |r: usize| DeviceBuffer::from_slice(&devices[r], &values(r, n)).unwrap();
+    // 1 element to 8 MiB per rank (24 MiB gathered).
+    for n in [1usize, 3001, 1 << 20] {
+        let mk = |r: usize| DeviceBuffer::from_slice(&devices[r], &values(r, n)).unwrap();
 
-    // Broadcast from rank 1, in place.
-    let mut bufs: Vec<_> = (0..3).map(mk).collect();
-    let mut g = CollectiveGroup::new();
-    for ((c, q), b) in comms.iter().zip(&queues).zip(bufs.iter_mut()) {
-        g.broadcast(c, q, b, 1);
-    }
-    g.submit().unwrap();
-    for b in &bufs {
-        assert_eq!(b.to_vec().unwrap(), values(1, n));
-    }
+        // Broadcast from rank 1, in place.
+        let mut bufs: Vec<_> = (0..3).map(mk).collect();
+        let mut g = CollectiveGroup::new();
+        for ((c, q), b) in comms.iter().zip(&queues).zip(bufs.iter_mut()) {
+            g.broadcast(c, q, b, 1);
+        }
+        g.submit().unwrap();
+        for b in &bufs {
+            assert_eq!(b.to_vec().unwrap(), values(1, n));
+        }
 
-    // Reduce (max) to rank 2: the others' recv untouched.
-    let sends: Vec<_> = (0..3).map(mk).collect();
-    let mut recvs: Vec<_> = devices.iter().map(|d| DeviceBuffer::<i64>::from_slice(d, &vec![99; n]).unwrap()).collect();
-    let mut g = CollectiveGroup::new();
-    for (((c, q), s), r) in comms.iter().zip(&queues).zip(&sends).zip(recvs.iter_mut()) {
-        g.reduce(c, q, s, r, ReduceOp::Max, 2);
-    }
-    g.submit().unwrap();
-    let inputs: Vec<Vec<i64>> = (0..3).map(|r| values(r, n)).collect();
-    let max: Vec<i64> = (0..n).map(|i| (0..3).map(|r| inputs[r][i]).max().unwrap()).collect();
-    assert_eq!(recvs[2].to_vec().unwrap(), max);
-    assert_eq!(recvs[0].to_vec().unwrap(), vec![99; n]);
+        // Reduce (max) to rank 2: the others' recv untouched.
+        let sends: Vec<_> = (0..3).map(mk).collect();
+        let mut recvs: Vec<_> =
+            devices.iter().map(|d| DeviceBuffer::<i64>::from_slice(d, &vec![99; n]).unwrap()).collect();
+        let mut g = CollectiveGroup::new();
+        for (((c, q), s), r) in comms.iter().zip(&queues).zip(&sends).zip(recvs.iter_mut()) {
+            g.reduce(c, q, s, r, ReduceOp::Max, 2);
+        }
+        g.submit().unwrap();
+        let inputs: Vec<Vec<i64>> = (0..3).map(|r| values(r, n)).collect();
+        let max: Vec<i64> = (0..n).map(|i| (0..3).map(|r| inputs[r][i]).max().unwrap()).collect();
+        assert_eq!(recvs[2].to_vec().unwrap(), max);
+        assert_eq!(recvs[0].to_vec().unwrap(), vec![99; n]);
 
-    // All-gather: rank order.
-    let mut gathered: Vec<_> = devices.iter().map(|d| DeviceBuffer::<i64>::zeroed(d, 3 * n).unwrap()).collect();
-    let mut g = CollectiveGroup::new();
-    for (((c, q), s), r) in comms.iter().zip(&queues).zip(&sends).zip(gathered.iter_mut()) {
-        g.all_gather(c, q, s, r);
-    }
-    g.submit().unwrap();
-    let all: Vec<i64> = (0..3).flat_map(|r| values(r, n)).collect();
-    for b in &gathered {
-        assert_eq!(b.to_vec().unwrap(), all);
-    }
+        // All-gather: rank order.
+        let mut gathered: Vec<_> = devices.iter().map(|d| DeviceBuffer::<i64>::zeroed(d, 3 * n).unwrap()).collect();
+        let mut g = CollectiveGroup::new();
+        for (((c, q), s), r) in comms.iter().zip(&queues).zip(&sends).zip(gathered.iter_mut()) {
+            g.all_gather(c, q, s, r);
+        }
+        g.submit().unwrap();
+        let all: Vec<i64> = (0..3).flat_map(|r| values(r, n)).collect();
+        for b in &gathered {
+            assert_eq!(b.to_vec().unwrap(), all);
+        }
 
-    // Reduce-scatter (sum) of the gathered blocks: rank r gets 3 × block r.
-    let mut parts: Vec<_> = devices.iter().map(|d| DeviceBuffer::<i64>::zeroed(d, n).unwrap()).collect();
-    let mut g = CollectiveGroup::new();
-    for (((c, q), s), r) in comms.iter().zip(&queues).zip(&gathered).zip(parts.iter_mut()) {
-        g.reduce_scatter(c, q, s, r, ReduceOp::Sum);
-    }
-    g.submit().unwrap();
-    for (r, b) in parts.iter().enumerate() {
-        assert_eq!(b.to_vec().unwrap(), values(r, n).iter().map(|v| v * 3).collect::<Vec<_>>());
-    }
+        // Reduce-scatter (sum) of the gathered blocks: rank r gets 3 × block r.
+        let mut parts: Vec<_> = devices.iter().map(|d| DeviceBuffer::<i64>::zeroed(d, n).unwrap()).collect();
+        let mut g = CollectiveGroup::new();
+        for (((c, q), s), r) in comms.iter().zip(&queues).zip(&gathered).zip(parts.iter_mut()) {
+            g.reduce_scatter(c, q, s, r, ReduceOp::Sum);
+        }
+        g.submit().unwrap();
+        for (r, b) in parts.iter().enumerate() {
+            assert_eq!(b.to_vec().unwrap(), values(r, n).iter().map(|v| v * 3).collect::<Vec<_>>());
+        }
 
-    // A ring of sends and receives: rank r sends to r + 1.
-    let mut got: Vec<_> = devices.iter().map(|d| DeviceBuffer::<i64>::zeroed(d, n).unwrap()).collect();
-    let mut g = CollectiveGroup::new();
-    for r in 0..3 {
-        g.send(&comms[r], &queues[r], &sends[r], ((r + 1) % 3) as u32);
-    }
-    for (r, b) in got.iter_mut().enumerate() {
-        g.recv(&comms[r], &queues[r], b, ((r + 2) % 3) as u32);
-    }
-    g.submit().unwrap();
-    for (r, b) in got.iter().enumerate() {
-        assert_eq!(b.to_vec().unwrap(), values((r + 2) % 3, n));
+        // A ring of sends and receives: rank r sends to r + 1.
+        let mut got: Vec<_> = devices.iter().map(|d| DeviceBuffer::<i64>::zeroed(d, n).unwrap()).collect();
+        let mut g = CollectiveGroup::new();
+        for r in 0..3 {
+            g.send(&comms[r], &queues[r], &sends[r], ((r + 1) % 3) as u32);
+        }
+        for (r, b) in got.iter_mut().enumerate() {
+            g.recv(&comms[r], &queues[r], b, ((r + 2) % 3) as u32);
+        }
+        g.submit().unwrap();
+        for (r, b) in got.iter().enumerate() {
+            assert_eq!(b.to_vec().unwrap(), values((r + 2) % 3, n));
+        }
     }
 }
 

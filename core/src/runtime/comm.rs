@@ -98,8 +98,8 @@ impl Runtime {
     /// reference engine, which may join several host platforms).
     ///
     /// Errors: a handle's errors; `InvalidArgument` for an empty list, lengths that differ, a
-    /// device named twice or devices of platforms that cannot join; `NotPresent` when the
-    /// collective library cannot be loaded; `OutOfResources` when the table has no room for
+    /// device named twice or devices of platforms that cannot join; `Unsupported` with the
+    /// reason when the collective library cannot be loaded (NCCL not found); `OutOfResources` when the table has no room for
     /// all (nothing is created).
     pub fn comm_create_all(&self, devices: &[Device], out: &mut [Communicator]) -> Result<()> {
         traced!("comm_create_all", ["devices" = devices.len() as u64], {
@@ -134,7 +134,7 @@ impl Runtime {
                 }
                 let mut raws = [0u64; MAX_GROUP_CALLS];
                 if let Some(c) = native {
-                    c.library()?;
+                    usable(c)?;
                     let mut ordinals = [0u32; MAX_GROUP_CALLS];
                     for (o, d) in ordinals.iter_mut().zip(&devs) {
                         *o = d.ordinal;
@@ -178,14 +178,17 @@ impl Runtime {
     /// `ncclGetUniqueId`): made by one process and carried to every rank by any means (a file,
     /// the environment, `MPI_Bcast`, a socket).
     /// Errors: the handle's; `Unsupported` for a platform without a collective library (the
-    /// reference engine joins the devices of one process only); `NotPresent` when the library
-    /// cannot be loaded.
+    /// reference engine joins the devices of one process only, or the library cannot be loaded:
+    /// the reason says which).
     pub fn comm_unique_id(&self, platform: Platform) -> Result<UniqueId> {
         traced!("comm_unique_id", ["platform" = platform.0.0], {
             self.with_shared(|t| {
                 let p = t.platforms.get(platform.0)?;
                 match self.backends()[usize::from(p.backend)].collectives() {
-                    Some(c) => Ok(c.unique_id()?),
+                    Some(c) => {
+                        usable(c)?;
+                        Ok(c.unique_id()?)
+                    }
                     None => {
                         fail(ErrorCode::Unsupported, "communicators across processes need a collective library (NCCL)")
                     }
@@ -199,8 +202,8 @@ impl Runtime {
     /// that never arrives makes it fail with `Timeout` after `timeout_ms` milliseconds (NCCL's
     /// non-blocking init), not hang.
     /// Errors: the handle's; `InvalidValue` for `size` 0 or `rank >= size`, or `timeout_ms` 0;
-    /// `Unsupported` for a device without a collective library; `NotPresent` when it cannot be
-    /// loaded; `Timeout`; the library's errors; `OutOfResources` when the table is full.
+    /// `Unsupported` for a device without a collective library, or whose library cannot be
+    /// loaded (with the reason); `Timeout`; the library's errors; `OutOfResources` when the table is full.
     pub fn comm_create_rank(
         &self,
         device: Device,
@@ -227,7 +230,7 @@ impl Runtime {
                 if t.comms.is_full() {
                     return fail(ErrorCode::OutOfResources, "communicator table is full (ORDO_MAX_COMMUNICATORS)");
                 }
-                c.library()?;
+                usable(c)?;
                 // SAFETY: a live device of this backend; rank < size.
                 let raw = unsafe { c.comm_create_rank(d.ordinal, id, rank, size, timeout_ms) }?;
                 let entry = CommEntry { raw, device: d.slot, rank, size, clique: 0, native: true };
@@ -493,6 +496,15 @@ impl Runtime {
             return fail(ErrorCode::InvalidArgument, "the buffer is memory of another device than the communicator's");
         }
         Ok(addr.0)
+    }
+}
+
+/// The library, for making communicators: one that cannot be loaded (`NotPresent` from
+/// `library`) makes them `Unsupported`, with the library's reason.
+fn usable(c: &dyn crate::backend::Collectives) -> Result<()> {
+    match c.library() {
+        Ok(_) => Ok(()),
+        Err(e) => Err(crate::error::Error { code: ErrorCode::Unsupported, ..e.into() }),
     }
 }
 
