@@ -555,8 +555,8 @@ const char *ordo_last_error_detail(void);
 // together (NCCL's `ncclCommInitAll`, in one group), into `out[0..count]`. The devices are
 // distinct, and either all of one platform with a collective library (CUDA with NCCL) or all
 // of host platforms (the reference engine). `ORDO_ERROR_INVALID_ARGUMENT` for a count of 0 or
-// above 64, a device named twice or devices that cannot join; `ORDO_ERROR_NOT_PRESENT` when
-// NCCL is not found; `ORDO_ERROR_OUT_OF_RESOURCES` when the table has no room (nothing made).
+// above 64, a device named twice or devices that cannot join; `ORDO_ERROR_UNSUPPORTED` (the
+// detail says why) when NCCL is not found; `ORDO_ERROR_OUT_OF_RESOURCES` when the table has no room (nothing made).
 //
 // # Safety
 // `devices` is NULL or valid for `count` reads, `out` NULL or valid for `count` writes.
@@ -567,8 +567,8 @@ ordo_status_t ordo_comm_create_all(const struct ordo_device_t *devices,
 // Makes a unique id for `ordo_comm_create_rank` from `platform`'s collective library (NCCL's
 // `ncclGetUniqueId`), to be carried to every rank (a file, the environment, `MPI_Bcast`, a
 // socket). `ORDO_ERROR_UNSUPPORTED` for a platform without one (the host device's reference
-// engine joins the devices of one process only); `ORDO_ERROR_NOT_PRESENT` when NCCL is not
-// found.
+// engine joins the devices of one process only) and when NCCL is not found (the detail says
+// which).
 //
 // # Safety
 // `out` is NULL or valid for a write.
