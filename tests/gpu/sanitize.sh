@@ -40,8 +40,9 @@ else
   total=$(grep -o 'ERROR SUMMARY: [0-9]* error' "$log" | tail -n 1 | grep -o '[0-9]*' || echo missing)
   hazards=0
 fi
-# "Program hit CUDA_ERROR_X (error N) due to "..." on CUDA API call to cuY."
-mapfile -t api < <(sed -n 's/.*Program hit \(CUDA_ERROR_[A-Z_]*\) (error [0-9]*) due to .* on CUDA API call to \([A-Za-z0-9_]*\).*/\1@\2/p' "$log")
+# "Program hit CUDA_ERROR_X (error N) due to "..." on CUDA API call to cuY." (the runtime API's
+# errors, as libraries built on it make them, read "cudaErrorX ... to cudaY").
+mapfile -t api < <(sed -n 's/.*Program hit \(CUDA_ERROR_[A-Z_]*\|cudaError[A-Za-z]*\) (error [0-9]*) due to .* on CUDA API call to \([A-Za-z0-9_]*\).*/\1@\2/p' "$log")
 unexpected=0 expected=0
 declare -A seen=()
 for e in "${api[@]}"; do seen[$e]=$(( ${seen[$e]:-0} + 1 )); done
