@@ -14,6 +14,8 @@
 mod collective;
 mod control;
 
+pub use control::ScriptedObject;
+
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use ordo_core::{
@@ -21,25 +23,6 @@ use ordo_core::{
     InfoValue, KernelArgs, LaunchDims, LaunchLimits, MemKind, ParamLayout, ParamSlot, TensorMap, TensorMapTiled,
 };
 use ordo_core::{BackendError, ErrorCode};
-
-/// Kinds of objects the scripted backend counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ScriptedObject {
-    /// A device retained by `init` and released by `device_release`.
-    Device,
-    /// A queue.
-    Queue,
-    /// An event.
-    Event,
-    /// A program.
-    Program,
-    /// An allocation.
-    Allocation,
-    /// A graph (`queue_end_capture`).
-    Graph,
-    /// A communicator (`comm_create_all`, `comm_create_rank`).
-    Communicator,
-}
 
 const LIVE_CAPACITY: usize = 8192;
 

@@ -189,3 +189,47 @@ impl Runtime {
         InfoValue::Text(numbered)
     }
 }
+
+/// Live objects per kind, as the runtime's tables hold them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveObjects {
+    /// Platforms (present or absent).
+    pub platforms: usize,
+    /// Devices.
+    pub devices: usize,
+    /// Queues.
+    pub queues: usize,
+    /// Events.
+    pub events: usize,
+    /// Programs.
+    pub programs: usize,
+    /// Kernels.
+    pub kernels: usize,
+    /// Allocations.
+    pub allocations: usize,
+    /// Graphs.
+    pub graphs: usize,
+    /// Communicators.
+    pub communicators: usize,
+}
+
+impl Runtime {
+    /// Live objects per kind (requires `Ready`).
+    pub fn live_objects(&self) -> Result<LiveObjects> {
+        traced!("live_objects", [], {
+            self.with_shared(|t| {
+                Ok(LiveObjects {
+                    platforms: t.platforms.len(),
+                    devices: t.devices.len(),
+                    queues: t.queues.len(),
+                    events: t.events.len(),
+                    programs: t.programs.len(),
+                    kernels: t.kernels.len(),
+                    allocations: t.allocations.slots.len() + t.ordered.lock().slots.len(),
+                    graphs: t.graphs.len(),
+                    communicators: t.comms.len(),
+                })
+            })
+        })
+    }
+}

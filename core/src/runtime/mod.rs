@@ -35,7 +35,6 @@ mod owned;
 #[cfg_attr(docsrs, doc(cfg(feature = "std")))]
 pub use owned::OwnedRuntime;
 
-use crate::trace::traced;
 use core::cell::UnsafeCell;
 
 use crate::alloc_table::{AllocTable, OrderedAllocs};
@@ -53,7 +52,7 @@ use crate::table::{Align32, Align64, Table};
 
 pub use cache::{CacheStats, DEFAULT_CACHE_BYTES, MAX_CACHED_BLOCKS, MAX_CACHED_PER_QUEUE};
 pub use comm::{Collective, MAX_GROUP_CALLS};
-pub use info::PlatformInfo;
+pub use info::{LiveObjects, PlatformInfo};
 pub use peer::{PIN_MIN_BYTES, STAGE_CHUNK_BYTES};
 
 pub(crate) const NO_SLOT: u32 = u32::MAX;
@@ -319,29 +318,6 @@ impl Tables {
     }
 }
 
-/// Live objects per kind, as the runtime's tables hold them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct LiveObjects {
-    /// Platforms (present or absent).
-    pub platforms: usize,
-    /// Devices.
-    pub devices: usize,
-    /// Queues.
-    pub queues: usize,
-    /// Events.
-    pub events: usize,
-    /// Programs.
-    pub programs: usize,
-    /// Kernels.
-    pub kernels: usize,
-    /// Allocations.
-    pub allocations: usize,
-    /// Graphs.
-    pub graphs: usize,
-    /// Communicators.
-    pub communicators: usize,
-}
-
 /// What `shutdown` did. Small and `Copy`, so the ordinary `?` path moves a few words; the full
 /// report of the last teardown is `Runtime::last_teardown_report`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -548,25 +524,6 @@ impl Runtime {
     /// 4,095 runtimes were initialised in it.
     pub fn identity(&self) -> RuntimeId {
         self.state.identity.load(core::sync::atomic::Ordering::Relaxed) as RuntimeId
-    }
-
-    /// Live objects per kind (requires `Ready`).
-    pub fn live_objects(&self) -> Result<LiveObjects> {
-        traced!("live_objects", [], {
-            self.with_shared(|t| {
-                Ok(LiveObjects {
-                    platforms: t.platforms.len(),
-                    devices: t.devices.len(),
-                    queues: t.queues.len(),
-                    events: t.events.len(),
-                    programs: t.programs.len(),
-                    kernels: t.kernels.len(),
-                    allocations: t.allocations.slots.len() + t.ordered.lock().slots.len(),
-                    graphs: t.graphs.len(),
-                    communicators: t.comms.len(),
-                })
-            })
-        })
     }
 }
 

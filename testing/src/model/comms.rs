@@ -6,7 +6,7 @@
 
 use ordo_core::{BackendOp, ErrorCode, ObjectKind as K};
 
-use super::{Check, Launches, Model, ObjId, ObjInfo, Op, Outcome};
+use super::{Check, Model, ObjId, ObjInfo, Op, Outcome};
 
 /// Bytes the model's all-reduce reads and writes (4 f32).
 pub const ALL_REDUCE_BYTES: usize = 16;
@@ -21,21 +21,7 @@ impl<const N: usize> Model<N> {
                 if native {
                     self.call_on(d, BackendOp::CommCreateAll)?;
                 }
-                self.create(ObjInfo {
-                    kind: K::Communicator,
-                    device: d,
-                    live: true,
-                    parent: None,
-                    size: 0,
-                    global: None,
-                    registered: false,
-                    ordered: false,
-                    capturing: false,
-                    layout_known: false,
-                    launches: Launches::default(),
-                    captured_by: None,
-                    retained: 0,
-                })
+                self.create(ObjInfo::of(K::Communicator, d))
             }
             Op::CommDestroy(c) | Op::CommAbort(c) => {
                 let c = self.resolve(c, K::Communicator)?;

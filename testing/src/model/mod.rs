@@ -106,6 +106,27 @@ pub struct ObjInfo {
     pub retained: u32,
 }
 
+impl ObjInfo {
+    /// A live object of `kind` on `device`, with nothing else set.
+    pub(crate) fn of(kind: ObjectKind, device: ObjId) -> Self {
+        Self {
+            kind,
+            device,
+            live: true,
+            parent: None,
+            size: 0,
+            global: None,
+            registered: false,
+            ordered: false,
+            capturing: false,
+            layout_known: false,
+            launches: Launches::default(),
+            captured_by: None,
+            retained: 0,
+        }
+    }
+}
+
 /// An event's `captured_by` once the capture that recorded it ended.
 pub const CAPTURE_ENDED: ObjId = ObjId(u32::MAX);
 
@@ -390,42 +411,14 @@ impl<const N: usize> Model<N> {
             let fault = self.backend_call(index, BackendOp::Init);
             self.up[index] = fault.is_ok() && config.present;
             let platform = ObjId(self.objects.len() as u32);
-            let info = ObjInfo {
-                kind: ObjectKind::Platform,
-                device: platform,
-                live: true,
-                parent: None,
-                size: index,
-                global: None,
-                registered: false,
-                ordered: false,
-                capturing: false,
-                layout_known: false,
-                launches: Launches::default(),
-                captured_by: None,
-                retained: 0,
-            };
+            let info = ObjInfo { size: index, ..ObjInfo::of(ObjectKind::Platform, platform) };
             if self.objects.push(info).is_err() || self.platforms.push(platform).is_err() {
                 return Outcome::ModelFull;
             }
             let devices = if self.up[index] { config.devices } else { 0 };
             for i in 0..devices {
                 let id = ObjId(self.objects.len() as u32);
-                let info = ObjInfo {
-                    kind: ObjectKind::Device,
-                    device: id,
-                    live: true,
-                    parent: Some(platform),
-                    size: i as usize,
-                    global: None,
-                    registered: false,
-                    ordered: false,
-                    capturing: false,
-                    layout_known: false,
-                    launches: Launches::default(),
-                    captured_by: None,
-                    retained: 0,
-                };
+                let info = ObjInfo { parent: Some(platform), size: i as usize, ..ObjInfo::of(ObjectKind::Device, id) };
                 if self.objects.push(info).is_err() {
                     return Outcome::ModelFull;
                 }

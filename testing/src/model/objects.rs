@@ -20,21 +20,7 @@ impl<const N: usize> Model<N> {
 
     pub(super) fn object_op(&mut self, op: Op) -> Check<Outcome> {
         use ObjectKind as K;
-        let obj = |kind, device: ObjId| ObjInfo {
-            kind,
-            device,
-            live: true,
-            parent: None,
-            size: 0,
-            global: None,
-            registered: false,
-            ordered: false,
-            capturing: false,
-            layout_known: false,
-            launches: Launches::default(),
-            captured_by: None,
-            retained: 0,
-        };
+        let obj = ObjInfo::of;
         Ok(match op {
             Op::CommCreate(_)
             | Op::CommDestroy(_)

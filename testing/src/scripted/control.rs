@@ -1,8 +1,27 @@
 //! The scripted backend's test controls and what tests read of it: fast launches, the call
 //! hook, presence, armed faults, live objects per kind, double releases, calls outside init,
-//! the call count and the release log, and `reset`. Depends on the backend's state (`super`).
+//! the call count and the release log, `reset`, and the kinds of objects it counts. Depends on the backend's state (`super`).
 
 use super::*;
+
+/// Kinds of objects the scripted backend counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScriptedObject {
+    /// A device retained by `init` and released by `device_release`.
+    Device,
+    /// A queue.
+    Queue,
+    /// An event.
+    Event,
+    /// A program.
+    Program,
+    /// An allocation.
+    Allocation,
+    /// A graph (`queue_end_capture`).
+    Graph,
+    /// A communicator (`comm_create_all`, `comm_create_rank`).
+    Communicator,
+}
 
 impl ScriptedBackend {
     /// Whether the backend hands the runtime fast launch functions (`Backend::fast_launch`,
