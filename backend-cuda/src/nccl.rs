@@ -99,11 +99,11 @@ impl Nccl {
         for &c in comms.iter() {
             // SAFETY: a live record, as in `check_device`.
             let comm = unsafe { &*(c as *const Comm) };
-            if comm.device == device && comm.state.load(Ordering::Acquire) != ABORTED {
+            // One abort, whichever thread's synchronise gets here first.
+            if comm.device == device && comm.state.swap(ABORTED, Ordering::AcqRel) != ABORTED {
+                *comm.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(error);
                 // SAFETY: a live communicator; its destroy sees `ABORTED` and calls nothing.
                 unsafe { sys::ncclCommAbort(comm.raw) };
-                fail(comm, error);
-                comm.state.store(ABORTED, Ordering::Release);
             }
         }
     }
@@ -121,11 +121,13 @@ impl Nccl {
                 continue;
             }
             if let Err(e) = async_error(comm.raw) {
-                // SAFETY: a live communicator; it is not used again but for its destroy,
-                // which sees `FAILED` and frees only the record.
-                unsafe { sys::ncclCommAbort(comm.raw) };
-                fail(comm, e);
-                comm.state.store(ABORTED, Ordering::Release);
+                // One abort, whichever thread's synchronise gets here first.
+                if comm.state.swap(ABORTED, Ordering::AcqRel) != ABORTED {
+                    *comm.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                    // SAFETY: a live communicator; not passed to NCCL again (collectives on it
+                    // are refused, its destroy sees `ABORTED` and frees only the record).
+                    unsafe { sys::ncclCommAbort(comm.raw) };
+                }
                 first = first.and(Err(e));
             }
         }
@@ -377,6 +379,15 @@ pub(crate) fn create_rank(
 
 /// Enqueues the calls, in one group when there are several; `in_device` as for `create_all`.
 pub(crate) fn collectives(calls: &[CollectiveCall], in_device: InDevice<'_>) -> BackendResult<()> {
+    // A communicator aborted after an asynchronous error is NCCL's no more: refused with that
+    // error (its handle stays ordo's until destroyed).
+    for c in calls {
+        let comm = comm_of(c.comm);
+        if comm.state.load(Ordering::Acquire) == ABORTED {
+            let error = *comm.error.lock().unwrap_or_else(|p| p.into_inner());
+            return Err(error.unwrap_or(BackendError::new(ErrorCode::BackendFailure, 0, "NCCL: aborted")));
+        }
+    }
     let mut done = true;
     if let [c] = calls {
         // One part (one rank of this process): no group, as a program would call it.

@@ -159,10 +159,10 @@ impl<'r> Communicator<'r> {
     /// Aborts the communicator: its pending collectives are abandoned and its peers'
     /// collectives fail (NCCL's `ncclCommAbort`), for a rank that gives up on its peers.
     pub fn abort(self) -> Result<()> {
-        let this = core::mem::ManuallyDrop::new(self);
+        let mut this = core::mem::ManuallyDrop::new(self);
         let result = this.device.rt().comm_abort(this.raw);
         // SAFETY: the device is dropped once, here (the communicator's own drop never runs).
-        unsafe { core::ptr::drop_in_place(&raw const this.device as *mut Device<'r>) };
+        unsafe { core::ptr::drop_in_place(&mut this.device) };
         Ok(result?)
     }
 
